@@ -1,0 +1,1 @@
+"""One adapter module per API family; importing a module registers its family and systems."""

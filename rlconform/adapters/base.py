@@ -1,0 +1,109 @@
+"""The interface every API family's adapter implements.
+
+An adapter is thin and literal: it turns plan operations into the library's own calls, reads the
+outputs into a family-neutral :class:`~rlconform.trace.CallView`, and extracts transitions exactly
+the way the library documents a training loop should. It never repairs what a library returns.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rlconform.plan import Op
+from rlconform.trace import CallRecord, Slot
+
+if TYPE_CHECKING:
+    from rlconform.runner import Session
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What a family documents about its outputs, for the type and dtype specs."""
+
+    #: dtype of the reward array (None: a Python or NumPy scalar for single envs)
+    reward_dtype: str | None
+    #: precision the family promises for reward values ("float64" or "float32")
+    reward_precision: str
+    #: returns per step call
+    step_arity: int
+    #: the family reports terminated and truncated separately
+    separate_flags: bool
+    #: the family batches outputs over sub-envs
+    vectorized: bool
+    #: positions of the reward and of the flag(s) in a step call's return tuple
+    reward_position: int = 1
+    flag_positions: tuple[int, ...] = (2, 3)
+
+
+class Family(ABC):
+    """One API family: how to drive it and how its documented recipe reads its outputs."""
+
+    name: ClassVar[str]
+    contract: ClassVar[Contract]
+
+    def begin(self, session: Session, obj: Any) -> None:  # noqa: B027 - optional hook
+        """Prepare per-run driver state before the first operation."""
+
+    @abstractmethod
+    def execute(self, session: Session, obj: Any, op: Op) -> None:
+        """Perform one plan operation (and any call the recipe requires before it)."""
+
+    @abstractmethod
+    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
+        """The (sub-env, agent step) cells a correct training loop reads from these calls.
+
+        ``semantics`` is what :meth:`describe_semantics` read off the built object (for example
+        the autoreset mode a Gymnasium vector env declares)."""
+
+    def observe(self, obj: Any, record: CallRecord) -> None:  # noqa: B027 - optional hook
+        """Record family-specific state right after a call (e.g. normalizer statistics)."""
+
+    def close(self, obj: Any) -> None:
+        close = getattr(obj, "close", None)
+        if callable(close):
+            close()
+
+    def default_model(self, obj: Any) -> str | None:
+        """Id of the reference system modelling ``obj`` when the system names none."""
+        return None
+
+    def describe_semantics(self, obj: Any) -> dict[str, Any]:
+        """What the built object declares about itself: spaces, modes, wrappers present.
+
+        Read once after construction, while the object is alive; the specs use it later."""
+        return {}
+
+    def api_problems(self, call: CallRecord, num_envs: int) -> list[str]:
+        """Where a call's return value departs from the family's documented structure."""
+        return []
+
+    def object_problems(self, semantics: dict[str, Any], num_envs: int) -> list[str]:
+        """Where the built object departs from the family's documented attributes."""
+        return []
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register_family(family: Family) -> Family:
+    _FAMILIES[family.name] = family
+    return family
+
+
+def get_family(name: str) -> Family:
+    from rlconform.systems import all_systems
+
+    all_systems()  # importing the adapters registers their families
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        raise KeyError(f"unknown API family {name!r}; known: {sorted(_FAMILIES)}") from None
+
+
+def family_names() -> list[str]:
+    from rlconform.systems import all_systems
+
+    all_systems()
+    return sorted(_FAMILIES)

@@ -1,0 +1,81 @@
+"""Reading batched outputs per sub-env: observation batches and Gymnasium's masked info dicts.
+
+These helpers only index; they never convert or repair values, so a wrong dtype or a misplaced
+entry in the library's output stays visible to the specs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+
+class BatchShapeError(ValueError):
+    """The output is not a batch of ``num_envs`` elements."""
+
+
+def split_batch(batch: Any, num_envs: int) -> list[Any]:
+    """One element per sub-env from a batched observation (array, dict or tuple of arrays)."""
+    if isinstance(batch, Mapping):
+        per_key = {key: split_batch(value, num_envs) for key, value in batch.items()}
+        return [{key: values[i] for key, values in per_key.items()} for i in range(num_envs)]
+    if isinstance(batch, tuple):
+        parts = [split_batch(value, num_envs) for value in batch]
+        return [tuple(part[i] for part in parts) for i in range(num_envs)]
+    if hasattr(batch, "shape") and len(getattr(batch, "shape", ())) >= 1:
+        if batch.shape[0] != num_envs:
+            raise BatchShapeError(f"batch of {batch.shape[0]} observations for {num_envs} sub-envs")
+        return [batch[i] for i in range(num_envs)]
+    if isinstance(batch, list) and len(batch) == num_envs:
+        return list(batch)
+    raise BatchShapeError(f"cannot split a {type(batch).__name__} into {num_envs} observations")
+
+
+def unbatch_infos(infos: Mapping[str, Any], num_envs: int) -> list[dict[str, Any]]:
+    """Gymnasium's vector info dict (values batched, ``_key`` masks) as one dict per sub-env.
+
+    A key whose mask is missing is read for every sub-env; the API spec reports missing masks.
+    """
+    per_env: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+    for key, value in infos.items():
+        if key.startswith("_") and key[1:] in infos:
+            continue
+        mask = infos.get(f"_{key}")
+        if isinstance(value, Mapping):
+            nested = unbatch_infos(value, num_envs)
+            for i in range(num_envs):
+                if mask is None or bool(mask[i]):
+                    per_env[i][key] = nested[i]
+            continue
+        for i in range(num_envs):
+            if mask is not None and not bool(mask[i]):
+                continue
+            try:
+                per_env[i][key] = value[i]
+            except (IndexError, TypeError, KeyError):
+                per_env[i][key] = value
+    return per_env
+
+
+def missing_masks(infos: Mapping[str, Any]) -> list[str]:
+    """Top-level keys of a Gymnasium vector info dict that lack their ``_key`` mask.
+
+    Nested dicts are only required to have the outer mask: Gymnasium's own statistics wrapper
+    documents ``infos["episode"]["r"]`` under the single mask ``infos["_episode"]``."""
+    return [key for key in infos if not (key.startswith("_") and key[1:] in infos) and f"_{key}" not in infos]
+
+
+def as_bool_list(values: Any, num_envs: int) -> list[bool]:
+    array = np.asarray(values)
+    if array.shape != (num_envs,):
+        raise BatchShapeError(f"flags of shape {array.shape} for {num_envs} sub-envs")
+    return [bool(v) for v in array]
+
+
+def as_float_list(values: Any, num_envs: int) -> list[float]:
+    array = np.asarray(values)
+    if array.shape != (num_envs,):
+        raise BatchShapeError(f"rewards of shape {array.shape} for {num_envs} sub-envs")
+    return [float(v) for v in array]

@@ -1,0 +1,72 @@
+"""Hypothesis settings profiles: fast (local), ci (derandomized), thorough (nightly).
+
+Systems that run their envs in worker processes cost far more per example, so each profile gives
+them a smaller budget; the report prints the budget and seed each search used.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, settings
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    max_examples: int
+    max_examples_out_of_process: int
+    derandomize: bool
+    description: str
+
+    def examples_for(self, out_of_process: bool) -> int:
+        return self.max_examples_out_of_process if out_of_process else self.max_examples
+
+
+PROFILES = {
+    "fast": Profile("fast", 20, 6, False, "quick local feedback; a fresh random seed each session"),
+    "ci": Profile("ci", 40, 10, True, "derandomized: the same examples and verdicts on every run"),
+    "thorough": Profile("thorough", 300, 60, False, "nightly depth; a fresh random seed each session"),
+}
+
+DEFAULT_PROFILE = "ci"
+
+
+def get_profile(name: str | None) -> Profile:
+    name = name or os.environ.get("RLCONFORM_PROFILE") or DEFAULT_PROFILE
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"unknown profile {name!r}; known: {sorted(PROFILES)}") from None
+
+
+_SESSION_SEED: int | None = None
+
+
+def session_seed() -> int:
+    """The seed non-derandomized profiles use in this process (RLCONFORM_SEED overrides it)."""
+    global _SESSION_SEED
+    if _SESSION_SEED is None:
+        env = os.environ.get("RLCONFORM_SEED")
+        _SESSION_SEED = int(env) if env else random.SystemRandom().randrange(2**32)
+    return _SESSION_SEED
+
+
+def hypothesis_settings(profile: Profile, out_of_process: bool) -> settings:
+    return settings(
+        max_examples=profile.examples_for(out_of_process),
+        derandomize=profile.derandomize,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        report_multiple_bugs=False,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+            HealthCheck.large_base_example,
+            HealthCheck.differing_executors,
+        ],
+    )

@@ -1,0 +1,1 @@
+"""Executable reference models of each family's documented semantics, and planted bugs."""

@@ -1,0 +1,44 @@
+"""Gymnasium's documented vector info format, written independently for the reference models.
+
+Each key's values are batched over sub-envs with a boolean ``_key`` mask saying which sub-envs
+carry it; nested dicts are batched recursively; ``final_obs`` is an object array so that
+observations of any structure fit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _empty_batch(value: Any, num_envs: int) -> np.ndarray:
+    if isinstance(value, (bool, int, float)) or isinstance(value, np.number):
+        return np.zeros(num_envs, dtype=type(value))
+    if isinstance(value, np.ndarray):
+        return np.zeros((num_envs, *value.shape), dtype=value.dtype)
+    return np.full(num_envs, None, dtype=object)
+
+
+def merge_info(batched: dict[str, Any], info: dict[str, Any], env: int, num_envs: int) -> dict[str, Any]:
+    """Write one sub-env's info into the batched dict (in place) and return it."""
+    for key, value in info.items():
+        if key == "final_obs":
+            array = batched.get(key)
+            if array is None:
+                array = np.full(num_envs, None, dtype=object)
+            array[env] = value
+        elif isinstance(value, dict):
+            array = merge_info(batched.get(key, {}), value, env, num_envs)
+        else:
+            array = batched.get(key)
+            if array is None:
+                array = _empty_batch(value, num_envs)
+            array[env] = value
+        mask = batched.get(f"_{key}")
+        if mask is None:
+            mask = np.zeros(num_envs, dtype=np.bool_)
+        mask[env] = True
+        batched[key] = array
+        batched[f"_{key}"] = mask
+    return batched

@@ -1,0 +1,95 @@
+"""The reference models as systems: they are driven and checked like any library system, and
+every spec must pass on them (the suite's control group)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rlconform.systems import Capabilities, EnvFn, System, register
+
+_IMPORTS = ("import numpy as np", "from rlconform.reference import gym_vector_model as models")
+
+
+def _vector_model(mode: str, wrapper: str | None, capabilities: Capabilities) -> System:
+    def build(env_fns: Sequence[EnvFn]) -> Any:
+        from rlconform.reference import gym_vector_model as models
+
+        env: Any = models.ModelVectorEnv(list(env_fns), mode)
+        if wrapper is not None:
+            env = getattr(models, f"Model{wrapper}")(env)
+        return env
+
+    inner = f"models.ModelVectorEnv(env_fns, {mode!r})"
+    source = inner if wrapper is None else f"models.Model{wrapper}({inner})"
+    suffix = "" if wrapper is None else f".{wrapper}"
+    return System(
+        id=f"reference.gymnasium.vector.{mode}{suffix}",
+        family="gymnasium.vector",
+        title=f"reference model: Gymnasium vector {mode}" + ("" if wrapper is None else f" + {wrapper}"),
+        build=build,
+        source=source,
+        requires=("gymnasium",),
+        kind="reference",
+        imports=_IMPORTS,
+        capabilities=capabilities,
+        model=None,
+    )
+
+
+def _register_vector_models() -> None:
+    for mode in ("NextStep", "SameStep", "Disabled"):
+        register(_vector_model(mode, None, Capabilities()))
+        register(_vector_model(mode, "RecordEpisodeStatistics", Capabilities()))
+        register(_vector_model(mode, "NormalizeReward", Capabilities()))
+    register(
+        _vector_model(
+            "NextStep", "NormalizeObservation", Capabilities(obs_kinds=frozenset({"box"}), partial_reset=False)
+        )
+    )
+
+
+def model_system(
+    system_id: str,
+    family: str,
+    title: str,
+    build: Callable[[Sequence[EnvFn]], Any],
+    source: str,
+    imports: tuple[str, ...],
+    capabilities: Capabilities,
+    requires: tuple[str, ...] = ("gymnasium",),
+) -> System:
+    """A reference system (used by the other model modules)."""
+    return register(
+        System(
+            id=system_id,
+            family=family,
+            title=title,
+            build=build,
+            source=source,
+            requires=requires,
+            kind="reference",
+            imports=imports,
+            capabilities=capabilities,
+        )
+    )
+
+
+def _register_env_models() -> None:
+    from rlconform.reference.gym_env_model import build_model_env
+
+    imports = ("import numpy as np", "from rlconform.reference.gym_env_model import build_model_env")
+    for autoreset in (False, True):
+        model_system(
+            "reference.gymnasium.Env" + (".Autoreset" if autoreset else ""),
+            "gymnasium.Env",
+            "reference model: single Gymnasium env" + (" under next-step Autoreset" if autoreset else ""),
+            lambda env_fns, autoreset=autoreset: build_model_env(env_fns, autoreset=autoreset),
+            f"build_model_env(env_fns, autoreset={autoreset})",
+            imports,
+            Capabilities(partial_reset=False, max_envs=1),
+        )
+
+
+_register_vector_models()
+_register_env_models()

@@ -1,0 +1,143 @@
+"""Search for a counterexample to one spec on one system, and turn the outcome into a verdict.
+
+Hypothesis draws cases, the run cache executes them (shared across the specs of a system), the
+spec checks each run, and the first violation is shrunk to a minimal case with a standalone
+reproducer. A search that checked nothing is "not exercised", never "pass".
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hypothesis import given
+from hypothesis import seed as hypothesis_seed
+
+from rlconform.fixtures.strategies import cases
+from rlconform.plan import Case
+from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed
+from rlconform.reproducer import reproducer_source
+from rlconform.runner import RUN_CACHE, Run, RunCache
+from rlconform.specs.registry import Spec, Violation
+from rlconform.systems import System
+
+Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "error"]
+
+
+class SpecFailure(AssertionError):
+    """A spec's violation on a concrete case: title, message, reproducer."""
+
+    def __init__(self, system: System, spec: Spec, case: Case, violations: list[Violation], run: Run) -> None:
+        self.system, self.spec, self.case, self.violations, self.run = system, spec, case, violations, run
+        self.title = f"{system.id} violates {spec.id}"
+        more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+        self.message = violations[0].render() + more
+        super().__init__(f"{self.title}: {self.message}")
+
+
+@dataclass
+class Verdict:
+    system_id: str
+    spec_id: str
+    status: Status
+    message: str = ""
+    reproducer: str | None = None
+    case: Case | None = None
+    violations: list[str] = field(default_factory=list)
+    examples: int = 0
+    checked: int = 0
+    seconds: float = 0.0
+    profile: str = ""
+    seed: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("pass", "not_applicable")
+
+
+@dataclass
+class _Tally:
+    examples: int = 0
+    checked: int = 0
+    build_errors: int = 0
+    build_error: str = ""
+    not_applicable: int = 0
+    not_applicable_reason: str = ""
+
+
+def check_spec(
+    system: System, spec: Spec, profile: Profile | str | None = None, cache: RunCache = RUN_CACHE
+) -> Verdict:
+    """Search for a violation of ``spec`` by ``system``."""
+    prof = profile if isinstance(profile, Profile) else get_profile(profile)
+    start = time.perf_counter()
+    seed = None if prof.derandomize else session_seed()
+    base = {"system_id": system.id, "spec_id": spec.id, "profile": prof.name, "seed": seed}
+    reason = spec.not_applicable_reason(system)
+    if reason is not None:
+        return Verdict(status="not_applicable", message=reason, **base)  # type: ignore[arg-type]
+    missing = system.missing_requirements()
+    if missing:
+        return Verdict(status="skipped", message=f"not installed: {', '.join(missing)}", **base)  # type: ignore[arg-type]
+
+    tally = _Tally()
+
+    def prop(case: Case) -> None:
+        run = cache.get(system, case)
+        tally.examples += 1
+        if run.build_error is not None:
+            tally.build_errors += 1
+            tally.build_error = run.build_error.splitlines()[0]
+            return
+        outcome = spec.check(run)
+        if outcome.not_applicable is not None:
+            tally.not_applicable += 1
+            tally.not_applicable_reason = outcome.not_applicable
+            return
+        tally.checked += outcome.checked
+        if outcome.violations:
+            raise SpecFailure(system, spec, case, outcome.violations, run)
+
+    test = given(cases(system, spec.scenario))(prop)
+    test = hypothesis_settings(prof, system.out_of_process)(test)
+    if seed is not None:
+        test = hypothesis_seed(seed)(test)
+    try:
+        test()
+    except SpecFailure as failure:
+        return Verdict(
+            status="fail",
+            message=failure.message,
+            reproducer=reproducer_source(system, spec, failure.case, failure.run),
+            case=failure.case,
+            violations=[v.render() for v in failure.violations],
+            examples=tally.examples,
+            checked=tally.checked,
+            seconds=time.perf_counter() - start,
+            **base,  # type: ignore[arg-type]
+        )
+    except Exception as exc:
+        return Verdict(
+            status="error",
+            message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}",
+            examples=tally.examples,
+            seconds=time.perf_counter() - start,
+            **base,  # type: ignore[arg-type]
+        )
+    elapsed = time.perf_counter() - start
+    common = {"examples": tally.examples, "checked": tally.checked, "seconds": elapsed, **base}
+    if tally.checked > 0:
+        return Verdict(status="pass", message=f"{tally.checked} facts checked over {tally.examples} examples", **common)  # type: ignore[arg-type]
+    if tally.build_errors == tally.examples:
+        return Verdict(
+            status="error", message=f"the system could not be built for any example: {tally.build_error}", **common
+        )  # type: ignore[arg-type]
+    if tally.not_applicable and tally.not_applicable + tally.build_errors == tally.examples:
+        return Verdict(status="not_applicable", message=tally.not_applicable_reason, **common)  # type: ignore[arg-type]
+    return Verdict(
+        status="not_exercised",
+        message=f"no example exercised this spec ({tally.examples} examples drawn)",
+        **common,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,169 @@
+"""Shared readings of a run for the specs: decoding observations, placing env events in calls,
+matching extracted transitions to the real ones, and wording."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rlconform.fixtures.calllog import LogRecord, ResetRecord, StepRecord
+from rlconform.fixtures.spaces import Decoded, Garbage
+from rlconform.stamp import Stamp
+from rlconform.trace import Slot
+from rlconform.truth import TrueTransition
+
+if TYPE_CHECKING:
+    from rlconform.runner import Run
+
+
+def decode(run: Run, value: Any) -> Decoded:
+    """The stamp of an observation in env units, or why it is none."""
+    if value is None:
+        return Garbage("no observation (None)")
+    try:
+        return run.case.script.obs.decode(value)
+    except Exception as exc:  # malformed structures decode to a reason, never to a crash
+        return Garbage(f"undecodable {type(value).__name__}: {exc}")
+
+
+def describe_decoded(decoded: Decoded, run: Run | None = None) -> str:
+    if isinstance(decoded, Garbage):
+        return decoded.describe()
+    text = decoded.short()
+    if decoded.step == 0:
+        return text + " (a reset observation)"
+    if run is not None and run.truth is not None:
+        episode = run.truth.episode_of(decoded)
+        if episode is not None and episode.terminal == decoded:
+            return text + " (the terminal observation)"
+    return text
+
+
+def rewards_equal(a: float | None, b: float | None, precision: str) -> bool:
+    if a is None or b is None:
+        return False
+    if precision == "float32":
+        return math.isclose(a, b, rel_tol=2e-7, abs_tol=1e-6)
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def events_by_call(run: Run) -> tuple[list[tuple[int, LogRecord]], list[list[tuple[int, LogRecord]]]]:
+    """Env log records placed in the driver's calls.
+
+    A record belongs to call ``i`` when it arrived after call ``i`` started and before call
+    ``i+1`` started: work a library leaves running after a call returns (worker processes that
+    keep stepping) is charged to the call that caused it. Records before the first call are
+    returned separately (construction).
+    """
+    assert run.truth is not None
+    starts = [c.start_ns for c in run.calls]
+    before: list[tuple[int, LogRecord]] = []
+    per_call: list[list[tuple[int, LogRecord]]] = [[] for _ in run.calls]
+    for env_truth in run.truth.envs:
+        for record in env_truth.records:
+            t = getattr(record, "t_ns", 0)
+            index = _bisect_right(starts, t) - 1
+            if index < 0:
+                before.append((env_truth.env, record))
+            else:
+                per_call[index].append((env_truth.env, record))
+    for bucket in per_call:
+        bucket.sort(key=lambda item: getattr(item[1], "t_ns", 0))
+    return before, per_call
+
+
+def _bisect_right(values: list[int], x: int) -> int:
+    lo, hi = 0, len(values)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < values[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def resets_in(events: list[tuple[int, LogRecord]], env: int) -> list[ResetRecord]:
+    return [r for e, r in events if e == env and isinstance(r, ResetRecord)]
+
+
+def steps_in(events: list[tuple[int, LogRecord]], env: int) -> list[StepRecord]:
+    return [r for e, r in events if e == env and isinstance(r, StepRecord)]
+
+
+@dataclass
+class Match:
+    slot: Slot
+    obs: Decoded
+    next_obs: Decoded
+    truth: TrueTransition | None
+
+
+def match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
+    """Pair each extracted transition of ``env`` with the real transition that starts from the
+    same observation (each real transition starts from a unique observation), and list the
+    real transitions no extracted one starts from."""
+    assert run.truth is not None
+    by_start = {t.obs: t for t in run.truth.envs[env].transitions}
+    used: set[Stamp] = set()
+    matches: list[Match] = []
+    for slot in run.slots_of(env):
+        if slot.kind != "transition":
+            continue
+        obs = decode(run, slot.obs)
+        next_obs = decode(run, slot.next_obs)
+        truth = by_start.get(obs) if isinstance(obs, Stamp) and obs not in used else None
+        if truth is not None:
+            used.add(truth.obs)
+        matches.append(Match(slot, obs, next_obs, truth))
+    missing = [t for t in run.truth.envs[env].transitions if t.obs not in used]
+    return matches, missing
+
+
+def first_step_calls(run: Run) -> dict[int, int]:
+    """call position -> agent step, for messages."""
+    return {c.position: c.agent_step for c in run.calls}
+
+
+def call_of_records(run: Run) -> dict[tuple[int, int], int]:
+    """(env, record seq) -> position of the call the record belongs to (-1: before any call)."""
+    before, per_call = events_by_call(run)
+    placed = {(env, record.seq): -1 for env, record in before}
+    for position, bucket in enumerate(per_call):
+        for env, record in bucket:
+            placed[(env, record.seq)] = position
+    return placed
+
+
+def agent_step_of_call(run: Run, position: int) -> int | None:
+    if 0 <= position < len(run.calls):
+        return run.calls[position].agent_step or None
+    return None
+
+
+def reward_precision(run: Run) -> str:
+    from rlconform.adapters.base import get_family
+
+    return get_family(run.system.family).contract.reward_precision
+
+
+def info_stamp(info: Any) -> Decoded | None:
+    """The stamp a reference env put in an info dict, None if the key is absent."""
+    from rlconform.fixtures.reference_env import STAMP_INFO_KEY
+
+    if not isinstance(info, dict) or STAMP_INFO_KEY not in info:
+        return None
+    try:
+        env, episode, step, salt = (int(v) for v in info[STAMP_INFO_KEY])
+        return Stamp(env, episode, step, salt)
+    except Exception as exc:
+        return Garbage(f"info stamp {info[STAMP_INFO_KEY]!r}: {exc}")
+
+
+def model_counterpart(run: Run, position: int) -> Any:
+    """The reference model's record of the same call, if the two call sequences agree there."""
+    if run.model is None or position >= len(run.model.calls):
+        return None
+    candidate = run.model.calls[position]
+    return candidate if candidate.op == run.calls[position].op else None

@@ -1,0 +1,93 @@
+"""The reference-model spec: every call's output equals what the family's documented semantics,
+executed by the reference model on identical envs, predict."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rlconform.compare import first_difference
+from rlconform.specs.helpers import decode, describe_decoded
+from rlconform.specs.registry import Checker, Outcome, spec
+
+if TYPE_CHECKING:
+    from rlconform.runner import Run
+    from rlconform.trace import CallRecord
+
+
+def _volatile(path: str) -> bool:
+    """Wall-clock entries no model can predict (episode duration)."""
+    return path.endswith("['episode']['t']") or path.endswith("['t']")
+
+
+def _decoded_difference(run: Run, real: CallRecord, model: CallRecord) -> str | None:
+    """The first per-env difference in decoded terms, when the views allow it."""
+    a, b = real.view, model.view
+    if a is None or b is None:
+        return None
+    assert run.model is not None
+    for env in range(run.case.num_envs):
+        got, want = decode(run, a.obs_in_env_units()[env]), decode(run.model, b.obs_in_env_units()[env])
+        if got != want:
+            return f"env {env}: observation is {describe_decoded(got)}; the model returns {describe_decoded(want)}"
+    if a.kind == "step" and b.kind == "step":
+        for name in ("terminated", "truncated"):
+            got_flags, want_flags = getattr(a, name), getattr(b, name)
+            if got_flags != want_flags:
+                return f"{name} is {got_flags}; the model returns {want_flags}"
+        for env, (fa, fb) in enumerate(zip(a.final_obs or [], b.final_obs or [], strict=False)):
+            got, want = decode(run, fa) if fa is not None else None, decode(run.model, fb) if fb is not None else None
+            if got != want:
+                return f"env {env}: final observation is {got and describe_decoded(got)}; the model returns {want and describe_decoded(want)}"
+    return None
+
+
+@spec(
+    "model.outputs_match",
+    statement="Every call returns what the reference model of the family's documented semantics returns for the same calls on identical envs (wall-clock fields excepted).",
+    rationale=(
+        "The specs check properties; the model checks everything else the documentation promises, call by call, "
+        "so that an undocumented change of behaviour between releases is caught even where no property names it."
+    ),
+)
+def outputs_match(run: Run) -> Outcome:
+    ck = Checker("model.outputs_match")
+    if not run.usable:
+        return ck.done()
+    if run.model is None:
+        if run.model_id is None:
+            return ck.not_applicable("no reference model models this system")
+        return ck.not_applicable("the system is itself a reference model")
+    if not run.model.usable:
+        ck.fail(f"the reference model could not be built: {run.model.build_error}")
+        return ck.done()
+    for real, model in zip(run.calls, run.model.calls, strict=False):
+        where = {"agent_step": real.agent_step or None, "call": real.position}
+        if real.op != model.op or real.implied != model.implied:
+            ck.fail(
+                f"the call sequences diverge: the driver made {real.source} here, on the model {model.source}",
+                **where,
+            )
+            return ck.done()
+        if real.failed or model.failed:
+            ck.expect(
+                real.failed == model.failed,
+                f"{real.source} "
+                + (
+                    f"raised {real.error_type}: {real.error_message}; the model returned normally"
+                    if real.failed
+                    else f"returned normally; the model raised {model.error_type}: {model.error_message}"
+                ),
+                **where,
+            )
+            continue
+        decoded = _decoded_difference(run, real, model)
+        if decoded is not None:
+            ck.fail(f"{real.source}: {decoded}", **where)
+            continue
+        diff = first_difference(real.result_snapshot, model.result_snapshot, rtol=1e-6, atol=1e-9, ignore=_volatile)
+        ck.expect(diff is None, f"{real.source}: output differs from the model at {diff} (system vs model)", **where)
+    ck.expect(
+        len(run.calls) == len(run.model.calls),
+        f"the system made {len(run.calls)} calls, the model {len(run.model.calls)}",
+    )
+    return ck.done()

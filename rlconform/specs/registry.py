@@ -1,0 +1,154 @@
+"""The spec registry: one small named function per property, with its statement and rationale.
+
+A spec takes a :class:`~rlconform.runner.Run` and returns an :class:`Outcome`: how many facts it
+checked and which of them failed. "Checked nothing" is an outcome of its own, never a pass: a
+search in which no example exercised a spec reports the spec as not exercised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from rlconform.runner import Run
+    from rlconform.systems import System
+
+Scenario = Literal["standard", "robustness", "reseed"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    spec_id: str
+    message: str
+    env: int | None = None
+    agent_step: int | None = None
+    call: int | None = None
+
+    def render(self) -> str:
+        where = []
+        if self.env is not None:
+            where.append(f"env {self.env}")
+        if self.agent_step:
+            where.append(f"agent step {self.agent_step}")
+        elif self.call is not None:
+            where.append(f"call {self.call}")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+@dataclass
+class Outcome:
+    checked: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    #: why the spec does not apply to this run (e.g. SameStep has no reset step)
+    not_applicable: str | None = None
+
+
+class Checker:
+    """Accumulates the facts a spec checks; every ``expect`` counts as one checked fact."""
+
+    def __init__(self, spec_id: str) -> None:
+        self.spec_id = spec_id
+        self.outcome = Outcome()
+
+    def expect(
+        self,
+        condition: bool,
+        message: str | Callable[[], str],
+        *,
+        env: int | None = None,
+        agent_step: int | None = None,
+        call: int | None = None,
+    ) -> bool:
+        self.outcome.checked += 1
+        if not condition:
+            text = message() if callable(message) else message
+            self.outcome.violations.append(Violation(self.spec_id, text, env, agent_step, call))
+        return bool(condition)
+
+    def fail(
+        self, message: str, *, env: int | None = None, agent_step: int | None = None, call: int | None = None
+    ) -> None:
+        self.expect(False, message, env=env, agent_step=agent_step, call=call)
+
+    def not_applicable(self, reason: str) -> Outcome:
+        self.outcome.not_applicable = reason
+        return self.outcome
+
+    def done(self) -> Outcome:
+        return self.outcome
+
+
+SpecFn = Callable[["Run"], Outcome]
+
+
+@dataclass(frozen=True)
+class Spec:
+    id: str
+    statement: str
+    rationale: str
+    families: frozenset[str]
+    check: SpecFn
+    scenario: Scenario = "standard"
+    #: static applicability: returns why the spec cannot apply to a system, or None
+    applies: Callable[[System], str | None] | None = None
+
+    def not_applicable_reason(self, system: System) -> str | None:
+        if system.family not in self.families:
+            return f"applies to {', '.join(sorted(self.families))}, not {system.family}"
+        if self.applies is not None:
+            return self.applies(system)
+        return None
+
+
+_SPECS: dict[str, Spec] = {}
+
+ALL_FAMILIES = frozenset({"gymnasium.Env", "gymnasium.vector", "sb3.VecEnv"})
+VECTOR_FAMILIES = frozenset({"gymnasium.vector", "sb3.VecEnv"})
+
+
+def spec(
+    id: str,
+    *,
+    statement: str,
+    rationale: str,
+    families: frozenset[str] = ALL_FAMILIES,
+    scenario: Scenario = "standard",
+    applies: Callable[[System], str | None] | None = None,
+) -> Callable[[SpecFn], SpecFn]:
+    """Register the decorated function as the spec ``id``."""
+
+    def decorate(fn: SpecFn) -> SpecFn:
+        if id in _SPECS:
+            raise ValueError(f"duplicate spec id {id!r}")
+        _SPECS[id] = Spec(id, statement, rationale, families, fn, scenario, applies)
+        return fn
+
+    return decorate
+
+
+def _load() -> None:
+    from rlconform.specs import (  # noqa: F401
+        aliasing,
+        api,
+        dtypes,
+        model,
+        seeding,
+        statistics,
+        transitions,
+    )
+
+
+def all_specs() -> list[Spec]:
+    _load()
+    return list(_SPECS.values())
+
+
+def get_spec(spec_id: str) -> Spec:
+    _load()
+    try:
+        return _SPECS[spec_id]
+    except KeyError:
+        raise KeyError(f"unknown spec {spec_id!r}; known: {sorted(_SPECS)}") from None

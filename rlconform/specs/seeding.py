@@ -1,0 +1,154 @@
+"""Seeding specs: reset(seed) determinism, seed + i per sub-env, distinct sub-env seeds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rlconform.plan import Reset
+from rlconform.specs.helpers import decode, events_by_call, resets_in, rewards_equal
+from rlconform.specs.registry import VECTOR_FAMILIES, Checker, Outcome, spec
+from rlconform.stamp import Stamp
+
+if TYPE_CHECKING:
+    from rlconform.runner import Run
+    from rlconform.trace import CallRecord
+
+
+def _seeded_resets(run: Run) -> list[CallRecord]:
+    return [
+        c for c in run.calls if isinstance(c.op, Reset) and not c.implied and c.op.seed is not None and not c.failed
+    ]
+
+
+def _touched(call: CallRecord, env: int) -> bool:
+    op = call.op
+    assert isinstance(op, Reset)
+    return op.mask is None or bool(op.mask[env])
+
+
+@spec(
+    "seeding.seed_plus_i",
+    statement="reset(seed=s) on a vector env resets sub-env i with seed s + i, exactly once.",
+    rationale=(
+        "Gymnasium and SB3 document seed + i; experiment scripts rely on it to reproduce runs. A vectorizer that "
+        "passes s to every sub-env, or drops the seed, makes 'seeded' runs irreproducible or correlated."
+    ),
+    families=VECTOR_FAMILIES,
+)
+def seed_plus_i(run: Run) -> Outcome:
+    ck = Checker("seeding.seed_plus_i")
+    if not run.usable:
+        return ck.done()
+    _, per_call = events_by_call(run)
+    for call in _seeded_resets(run):
+        assert isinstance(call.op, Reset) and call.op.seed is not None
+        for env in range(run.case.num_envs):
+            if not _touched(call, env):
+                continue
+            resets = resets_in(per_call[call.position], env)
+            seeds = [r.seed for r in resets]
+            ck.expect(
+                seeds == [call.op.seed + env],
+                f"{call.source} reset the env with seed(s) {seeds}; expected [{call.op.seed + env}] (seed + index)",
+                env=env,
+                call=call.position,
+            )
+    return ck.done()
+
+
+@spec(
+    "seeding.distinct_subenv_seeds",
+    statement="One seeded reset gives every sub-env a different seed.",
+    rationale="Sub-envs that share a seed produce identical trajectories: the batch holds copies, not samples.",
+    families=VECTOR_FAMILIES,
+)
+def distinct_seeds(run: Run) -> Outcome:
+    ck = Checker("seeding.distinct_subenv_seeds")
+    if not run.usable:
+        return ck.done()
+    _, per_call = events_by_call(run)
+    for call in _seeded_resets(run):
+        seen: dict[int | None, int] = {}
+        for env in range(run.case.num_envs):
+            if not _touched(call, env):
+                continue
+            for reset in resets_in(per_call[call.position], env):
+                other = seen.get(reset.seed)
+                ck.expect(
+                    other is None,
+                    f"{call.source} gave env {env} the seed {reset.seed}, which env {other} also received",
+                    env=env,
+                    call=call.position,
+                )
+                seen[reset.seed] = env
+    return ck.done()
+
+
+def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
+    """What a call returned, with the env's lifetime episode counter left out."""
+    view = call.view
+    assert view is not None
+    rows: list[tuple[Any, ...]] = []
+    rewards = view.rewards_in_env_units()
+    for env in range(run.case.num_envs):
+        stamp = decode(run, view.obs_in_env_units()[env])
+        where = (stamp.env, stamp.step, stamp.salt) if isinstance(stamp, Stamp) else ("garbage",)
+        row: tuple[Any, ...] = (where,)
+        if view.kind == "step":
+            assert view.terminated is not None and view.truncated is not None
+            row += (None if rewards is None else rewards[env], view.terminated[env], view.truncated[env])
+        rows.append(row)
+    return rows
+
+
+@spec(
+    "seeding.reset_determinism",
+    statement="After reset(seed=s), the same actions give the same observations, rewards and flags, every time.",
+    rationale=(
+        "Reproducibility is the point of seeding; a vectorizer that keeps state across a seeded reset (a pending "
+        "autoreset, a stale buffer) makes two seeded runs diverge."
+    ),
+    scenario="reseed",
+)
+def reset_determinism(run: Run) -> Outcome:
+    ck = Checker("seeding.reset_determinism")
+    if not run.usable:
+        return ck.done()
+    segments: dict[int, list[list[CallRecord]]] = {}
+    current: list[CallRecord] | None = None
+    for call in run.calls:
+        if isinstance(call.op, Reset) and not call.implied:
+            current = None
+            if call.op.seed is not None and call.op.mask is None and not call.failed:
+                current = [call]
+                segments.setdefault(call.op.seed, []).append(current)
+            continue
+        if current is not None:
+            current.append(call)
+    for seed, runs in segments.items():
+        first = runs[0]
+        for other in runs[1:]:
+            for a, b in zip(first, other, strict=False):
+                if a.op != b.op or a.implied != b.implied:
+                    break
+                if a.failed or b.failed or a.view is None or b.view is None:
+                    ck.expect(
+                        a.failed == b.failed,
+                        f"{b.source} failed after one seeded reset and not after the other",
+                        call=b.position,
+                    )
+                    break
+                ca, cb = _content(run, a), _content(run, b)
+                for env, (ra, rb) in enumerate(zip(ca, cb, strict=True)):
+                    same = (
+                        ra[0] == rb[0] and ra[2:] == rb[2:] and (len(ra) < 2 or rewards_equal(ra[1], rb[1], "float64"))
+                    )
+                    ck.expect(
+                        same,
+                        f"after reset(seed={seed}) the same calls returned {rb} here but {ra} after the earlier reset(seed={seed}) "
+                        "(fields: (env, step, salt), reward, terminated, truncated)",
+                        env=env,
+                        agent_step=b.agent_step or None,
+                        call=b.position,
+                    )
+    return ck.done()

@@ -1,0 +1,456 @@
+"""Specs on the transitions a training loop extracts: exactness, counts, continuity, terminal
+observations, flags, reset steps, infos and the episode lifecycle."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rlconform.fixtures.calllog import receipt_value_equal
+from rlconform.fixtures.spaces import Garbage
+from rlconform.specs.helpers import (
+    agent_step_of_call,
+    call_of_records,
+    decode,
+    describe_decoded,
+    events_by_call,
+    info_stamp,
+    match_transitions,
+    resets_in,
+    reward_precision,
+    steps_in,
+)
+from rlconform.specs.registry import Checker, Outcome, spec
+from rlconform.stamp import Stamp
+
+if TYPE_CHECKING:
+    from rlconform.runner import Run
+
+
+def _unusable(ck: Checker, run: Run) -> Outcome | None:
+    if not run.usable:
+        return ck.done()
+    return None
+
+
+@spec(
+    "transitions.exact",
+    statement=(
+        "The transitions extracted with the library's documented recipe are exactly the transitions the "
+        "environments made: none missing, none invented, in order, with the same observations, actions, "
+        "rewards and flags."
+    ),
+    rationale=(
+        "This is the data an agent trains on. Next-step autoreset inserts reset steps that ignore the action; "
+        "same-step autoreset hides the true last observation; a recipe or library that gets either wrong "
+        "trains on garbage transitions without any error."
+    ),
+)
+def transitions_exact(run: Run) -> Outcome:
+    ck = Checker("transitions.exact")
+    if (early := _unusable(ck, run)) is not None:
+        return early
+    assert run.truth is not None
+    precision = reward_precision(run)
+    placed = call_of_records(run)
+    for env in range(run.case.num_envs):
+        matches, missing = match_transitions(run, env)
+        order = {t.obs: i for i, t in enumerate(run.truth.envs[env].transitions)}
+        last = -1
+        for m in matches:
+            slot, where = m.slot, {"env": env, "agent_step": m.slot.agent_step}
+            if isinstance(m.obs, Garbage):
+                ck.fail(f"the extracted transition starts from {m.obs.describe()}", **where)
+                continue
+            if m.truth is None:
+                hint = ""
+                episode = run.truth.episode_of(m.obs)
+                if episode is not None and episode.terminal == m.obs:
+                    hint = " (it starts from a terminal observation: a reset step recorded as a transition?)"
+                ck.fail(
+                    f"invented transition {m.obs.short()} -> {describe_decoded(m.next_obs, run)}: the env never "
+                    f"stepped from {m.obs.short()}{hint}",
+                    **where,
+                )
+                continue
+            t = m.truth
+            index = order[t.obs]
+            ck.expect(index > last, f"transition {t.obs.short()} extracted out of order", **where)
+            last = max(last, index)
+            ck.expect(
+                m.next_obs == t.next_obs,
+                lambda m=m, t=t: (
+                    f"next_obs is {describe_decoded(m.next_obs, run)}; expected {describe_decoded(t.next_obs, run)}"
+                ),
+                **where,
+            )
+            ck.expect(
+                receipt_value_equal(slot.action, t.action.value),
+                f"the transition's action is {slot.action!r} but the env received {t.action.value!r}",
+                **where,
+            )
+            ck.expect(
+                slot.reward is not None and _close(slot.reward, t.reward, precision),
+                f"reward is {slot.reward!r}; the env returned {t.reward!r} for {t.next_obs.short()}",
+                **where,
+            )
+            ck.expect(
+                slot.terminated == t.terminated,
+                f"terminated is {slot.terminated}; the env returned {t.terminated}",
+                **where,
+            )
+            ck.expect(
+                slot.truncated == t.truncated,
+                f"truncated is {slot.truncated}; the env stack returned {t.truncated}",
+                **where,
+            )
+        for t in missing:
+            ck.fail(
+                f"missing transition: the env made {t.describe()} but the recipe extracts no transition for it",
+                env=env,
+                agent_step=agent_step_of_call(run, placed.get((env, t.seq), -1)),
+            )
+    return ck.done()
+
+
+def _close(a: float, b: float, precision: str) -> bool:
+    from rlconform.specs.helpers import rewards_equal
+
+    return rewards_equal(a, b, precision)
+
+
+@spec(
+    "counts.env_steps",
+    statement="Each sub-env receives exactly one step call per transition the recipe extracts for it, in the same agent step.",
+    rationale=(
+        "Step budgets, frame counters and schedules count agent steps; a library that steps an env during a reset "
+        "step, steps it twice, or skips it makes every count wrong."
+    ),
+)
+def env_step_counts(run: Run) -> Outcome:
+    ck = Checker("counts.env_steps")
+    if (early := _unusable(ck, run)) is not None:
+        return early
+    _, per_call = events_by_call(run)
+    for record in run.calls:
+        if not record.agent_step:
+            continue
+        for env in range(run.case.num_envs):
+            stepped = len(steps_in(per_call[record.position], env))
+            extracted = sum(
+                1 for s in run.slots if s.env == env and s.call == record.position and s.kind == "transition"
+            )
+            ck.expect(
+                stepped == extracted,
+                f"the env was stepped {stepped} time(s) during this call; the recipe counts {extracted} transition(s)",
+                env=env,
+                agent_step=record.agent_step,
+            )
+    return ck.done()
+
+
+@spec(
+    "continuity.no_discarded_episode",
+    statement="An episode is only ever cut short by a reset the agent asked for; no autoreset discards a running episode.",
+    rationale=(
+        "A library that resets an env again after the agent already reset it, or resets every env when one ends, "
+        "silently throws episodes away: the agent never sees them and episode statistics are biased."
+    ),
+)
+def no_discarded_episode(run: Run) -> Outcome:
+    ck = Checker("continuity.no_discarded_episode")
+    if (early := _unusable(ck, run)) is not None:
+        return early
+    assert run.truth is not None
+    placed = call_of_records(run)
+    for env_truth in run.truth.envs:
+        discarding = {id(r): ep for r, ep in env_truth.discarding_resets}
+        for reset in env_truth.resets:
+            episode = discarding.get(id(reset))
+            position = placed.get((env_truth.env, reset.seq), -1)
+            call = run.calls[position] if position >= 0 else None
+            asked = call is not None and _user_reset_touches(call, env_truth.env)
+            ck.expect(
+                episode is None or asked,
+                lambda episode=episode, call=call: (
+                    f"episode {episode.episode} was discarded after {len(episode.transitions)} step(s), before it ended, "
+                    f"by a reset the agent did not ask for (during {call.source if call else 'construction'})"
+                ),
+                env=env_truth.env,
+                agent_step=call.agent_step if call else None,
+            )
+    return ck.done()
+
+
+def _user_reset_touches(call: object, env: int) -> bool:
+    from rlconform.plan import Reset
+
+    op = getattr(call, "op", None)
+    if not isinstance(op, Reset):
+        return False
+    return op.mask is None or bool(op.mask[env])
+
+
+@spec(
+    "continuity.fresh_first_obs",
+    statement="The first transition of every episode starts from that episode's reset observation, never from an observation of the previous episode.",
+    rationale=(
+        "Recording the last observation of the old episode as the first of the new one splices two trajectories "
+        "into one and corrupts bootstrapped targets and recurrent state."
+    ),
+)
+def fresh_first_obs(run: Run) -> Outcome:
+    ck = Checker("continuity.fresh_first_obs")
+    if (early := _unusable(ck, run)) is not None:
+        return early
+    for slot in run.slots:
+        if slot.kind != "transition":
+            continue
+        nxt = decode(run, slot.next_obs)
+        if not isinstance(nxt, Stamp) or nxt.step != 1:
+            continue
+        obs = decode(run, slot.obs)
+        expected = Stamp(nxt.env, nxt.episode, 0, nxt.salt)
+        ck.expect(
+            obs == expected,
+            lambda obs=obs, expected=expected: (
+                f"the first transition of episode {expected.episode} starts from {describe_decoded(obs, run)}; "
+                f"expected {expected.short()} (its reset observation)"
+            ),
+            env=slot.env,
+            agent_step=slot.agent_step,
+        )
+    return ck.done()
+
+
+@spec(
+    "terminal.final_obs",
+    statement="The last transition of every episode that ended has the true terminal observation as next observation, for every observation key.",
+    rationale=(
+        "With same-step autoreset the returned observation already belongs to the next episode; the terminal one "
+        "travels out of band (final_obs, terminal_observation). Bootstrapping a truncated episode from the wrong "
+        "observation biases every value target."
+    ),
+)
+def terminal_obs(run: Run) -> Outcome:
+    ck = Checker("terminal.final_obs")
+    if (early := _unusable(ck, run)) is not None:
+        return early
+    for env in range(run.case.num_envs):
+        matches, _ = match_transitions(run, env)
+        for m in matches:
+            t = m.truth
+            if t is None or not (t.terminated or t.truncated):
+                continue
+            ck.expect(
+                m.next_obs == t.next_obs,
+                lambda m=m, t=t: (
+                    f"next_obs is {describe_decoded(m.next_obs, run)}; expected {t.next_obs.short()} (the terminal observation)"
+                ),
+                env=env,
+                agent_step=m.slot.agent_step,
+            )
+    return ck.done()
+
+
+def _flag_spec(name: str) -> None:
+    def check(run: Run) -> Outcome:
+        ck = Checker(f"flags.{name}")
+        if (early := _unusable(ck, run)) is not None:
+            return early
+        for env in range(run.case.num_envs):
+            matches, _ = match_transitions(run, env)
+            for m in matches:
+                if m.truth is None:
+                    continue
+                got, want = getattr(m.slot, name), getattr(m.truth, name)
+                ck.expect(
+                    got == want,
+                    f"{name} is {got} for {m.truth.obs.short()} -> {m.truth.next_obs.short()}; the env stack returned {name}={want}",
+                    env=env,
+                    agent_step=m.slot.agent_step,
+                )
+        return ck.done()
+
+    statements = {
+        "terminated": (
+            "The terminated flag of every extracted transition equals the one the env stack returned.",
+            "Terminated decides whether a value target bootstraps; a lost or invented termination biases every return.",
+        ),
+        "truncated": (
+            "The truncated flag of every extracted transition equals the one the env stack returned, also when the "
+            "same step terminated (Gymnasium's TimeLimit may set both).",
+            "Truncation says the episode was cut by a time limit, not ended by the task; libraries that fold it into "
+            "'done' or drop it when termination coincides lose the distinction.",
+        ),
+    }
+    statement, rationale = statements[name]
+    spec(f"flags.{name}", statement=statement, rationale=rationale)(check)
+
+
+_flag_spec("terminated")
+_flag_spec("truncated")
+
+
+def _has_reset_step(run: Run) -> bool:
+    return run.semantics.get("autoreset_mode") == "NextStep"
+
+
+@spec(
+    "reset_step.neutral",
+    statement=(
+        "Where a mode has reset steps (next-step autoreset), a reset step resets the env without stepping it: "
+        "the action is ignored, the reward is 0, both flags are False and the observation is the new episode's first."
+    ),
+    rationale=(
+        "Gymnasium 1.0's next-step autoreset spends one step per episode on the reset; if that step delivers the "
+        "action or carries a reward, the agent is credited for an action that had no effect."
+    ),
+)
+def reset_step_neutral(run: Run) -> Outcome:
+    ck = Checker("reset_step.neutral")
+    if not run.usable:
+        return ck.done()
+    if not _has_reset_step(run):
+        return ck.not_applicable(f"autoreset mode {run.semantics.get('autoreset_mode')!r} has no reset step")
+    _, per_call = events_by_call(run)
+    for slot in run.slots:
+        if slot.kind != "reset_step":
+            continue
+        where = {"env": slot.env, "agent_step": slot.agent_step}
+        ck.expect(slot.reward == 0.0, f"the reset step returns reward {slot.reward!r}; expected 0", **where)
+        ck.expect(
+            slot.terminated is False and slot.truncated is False,
+            f"the reset step returns terminated={slot.terminated}, truncated={slot.truncated}; expected both False",
+            **where,
+        )
+        nxt = decode(run, slot.next_obs)
+        ck.expect(
+            isinstance(nxt, Stamp) and nxt.step == 0,
+            lambda nxt=nxt: (
+                f"the reset step returns {describe_decoded(nxt, run)}; expected the first observation of a new episode"
+            ),
+            **where,
+        )
+        events = per_call[slot.call]
+        stepped = steps_in(events, slot.env)
+        ck.expect(
+            not stepped,
+            lambda stepped=stepped: (
+                f"the action given at the reset step reached the env (it stepped episode {stepped[0].episode} to step {stepped[0].step_after})"
+            ),
+            **where,
+        )
+        ck.expect(
+            len(resets_in(events, slot.env)) == 1,
+            f"the env was reset {len(resets_in(events, slot.env))} time(s) during the reset step; expected once",
+            **where,
+        )
+    return ck.done()
+
+
+@spec(
+    "infos.aligned",
+    statement="Every info a sub-env returned reaches the caller at that sub-env's index, beside the observation it belongs to, and no sub-env is given another's info.",
+    rationale=(
+        "Vector infos are batched with masks (Gymnasium) or listed (SB3); an index or mask error attributes episode "
+        "statistics, success flags and final infos to the wrong environment."
+    ),
+)
+def infos_aligned(run: Run) -> Outcome:
+    ck = Checker("infos.aligned")
+    if (early := _unusable(ck, run)) is not None:
+        return early
+    assert run.truth is not None
+    for record in run.calls:
+        view = record.view
+        if view is None or view.kind != "reset" or view.infos is None:
+            continue
+        for env in range(run.case.num_envs):
+            touched = view.touched is None or view.touched[env]
+            stamp = info_stamp(view.infos[env])
+            if touched:
+                expected = decode(run, view.obs[env])
+                ck.expect(
+                    stamp == expected,
+                    lambda stamp=stamp, expected=expected: (
+                        f"the reset info is {_describe_info(stamp)}; the observation beside it is {describe_decoded(expected, run)}"
+                    ),
+                    env=env,
+                    call=record.position,
+                )
+            else:
+                ck.expect(
+                    stamp is None,
+                    f"a partial reset that did not reset this env gives it the info {_describe_info(stamp)}",
+                    env=env,
+                    call=record.position,
+                )
+    for env in range(run.case.num_envs):
+        matches, _ = match_transitions(run, env)
+        for m in matches:
+            expected = m.truth.next_obs if m.truth is not None else m.next_obs
+            stamp = info_stamp(m.slot.info)
+            ck.expect(
+                stamp == expected,
+                lambda stamp=stamp, expected=expected: (
+                    f"the info of the transition to {describe_decoded(expected, run)} is {_describe_info(stamp)}"
+                ),
+                env=env,
+                agent_step=m.slot.agent_step,
+            )
+        for slot in run.slots_of(env):
+            if slot.kind != "reset_step":
+                continue
+            expected_reset = decode(run, slot.next_obs)
+            stamp = info_stamp(slot.info)
+            ck.expect(
+                stamp == expected_reset,
+                lambda stamp=stamp, expected_reset=expected_reset: (
+                    f"the info of the reset step is {_describe_info(stamp)}; the observation beside it is {describe_decoded(expected_reset, run)}"
+                ),
+                env=env,
+                agent_step=slot.agent_step,
+            )
+    return ck.done()
+
+
+def _describe_info(stamp: object) -> str:
+    if stamp is None:
+        return "missing (the env's info keys are absent)"
+    if isinstance(stamp, Stamp):
+        return f"env {stamp.env}'s info for {stamp.short()}"
+    if isinstance(stamp, Garbage):
+        return stamp.describe()
+    return repr(stamp)
+
+
+@spec(
+    "lifecycle.no_step_after_end",
+    statement="No env is stepped on an episode that already ended, nor before its first reset.",
+    rationale=(
+        "Stepping a terminated episode is undefined behaviour in Gymnasium; a vectorizer that does it (for example "
+        "when autoreset is disabled and a reset is lost) produces transitions from a state the env never promised."
+    ),
+)
+def no_step_after_end(run: Run) -> Outcome:
+    ck = Checker("lifecycle.no_step_after_end")
+    if (early := _unusable(ck, run)) is not None:
+        return early
+    assert run.truth is not None
+    placed = call_of_records(run)
+    for env_truth in run.truth.envs:
+        late = {r.seq for r in env_truth.steps_after_end}
+        for record in env_truth.records:
+            kind = type(record).__name__
+            if kind == "RejectedRecord":
+                ck.fail("the env was stepped before its first reset", env=env_truth.env)
+            elif kind == "StepRecord":
+                ck.expect(
+                    record.seq not in late,
+                    lambda record=record: (
+                        f"the env was stepped on episode {record.episode} after it had ended (it reached step {record.step_after})"
+                    ),
+                    env=env_truth.env,
+                    agent_step=agent_step_of_call(run, placed.get((env_truth.env, record.seq), -1)),
+                )
+    return ck.done()
