@@ -10,7 +10,7 @@ import os
 import random
 from dataclasses import dataclass
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,9 @@ def hypothesis_settings(profile: Profile, out_of_process: bool) -> settings:
         deadline=None,
         print_blob=False,
         report_multiple_bugs=False,
+        # the explain phase replays the failing example many times to annotate it; the
+        # reproducer already shows the minimal case, and replays of process-based systems are costly
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
         suppress_health_check=[
             HealthCheck.too_slow,
             HealthCheck.data_too_large,

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 import traceback
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,15 @@ from rlconform.plan import Case, Op, Step
 from rlconform.systems import System, get_system
 from rlconform.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.truth import GroundTruth, build_truth
+from rlconform.watchdog import (
+    CallTimeout,
+    call_timeout,
+    child_processes,
+    deadline,
+    deadlines_available,
+    reap,
+    stderr_to,
+)
 
 
 @dataclass
@@ -35,6 +45,10 @@ class Run:
     slots: list[Slot] = field(default_factory=list)
     build_error: str | None = None
     close_error: str | None = None
+    #: worker processes still alive after close(), terminated by the runner
+    orphans: int = 0
+    #: seconds each call was allowed (0: no deadline could be set in this thread)
+    call_timeout: float = 0.0
     semantics: dict[str, Any] = field(default_factory=dict)
     model: Run | None = None
     model_id: str | None = None
@@ -60,6 +74,9 @@ class Session:
         self.calls: list[CallRecord] = []
         self.agent_steps = 0
         self.state: dict[str, Any] = {}
+        self.timeout = call_timeout()
+        #: a call hung: the system is wedged and no further call is made
+        self.aborted = False
 
     @property
     def num_envs(self) -> int:
@@ -91,12 +108,18 @@ class Session:
         record.start_ns = time.monotonic_ns()
         start = time.perf_counter()
         try:
-            result = fn(*args)
-        except Exception as exc:  # the system raised: that is an outcome, not a suite error
+            with deadline(self.timeout), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = fn(*args)
+            if caught:
+                record.extra["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
+        except (Exception, CallTimeout) as exc:  # the system raised or hung: an outcome, not a suite error
             record.seconds = time.perf_counter() - start
             record.end_ns = time.monotonic_ns()
             record.error_type = type(exc).__name__
             record.error_message = str(exc).splitlines()[0][:500] if str(exc) else ""
+            if isinstance(exc, CallTimeout):
+                self.aborted = True
             self.calls.append(record)
             return record
         record.seconds = time.perf_counter() - start
@@ -105,7 +128,9 @@ class Session:
         record.result_snapshot = snapshot(result)
         if view is not None:
             try:
-                record.view = view(result)
+                # read the snapshot, not the live object: a library that later overwrites what
+                # it returned must not rewrite what the recipe already read
+                record.view = view(record.result_snapshot)
             except Exception as exc:
                 # the output does not have the documented structure; the API spec reports it
                 record.extra["view_error"] = f"{type(exc).__name__}: {exc}"
@@ -136,27 +161,41 @@ def execute(system: System, case: Case, *, with_model: bool = True) -> Run:
     try:
         sinks = _sinks(system, case.num_envs, log_dir)
         env_fns = env_fns_for(case, sinks)
+        children = child_processes()
         try:
-            obj = system.build(env_fns)
+            if log_dir is not None:
+                # worker processes inherit fd 2: their dying words go to a file, not the report
+                with stderr_to(str(log_dir / "workers.stderr")):
+                    obj = system.build(env_fns)
+            else:
+                obj = system.build(env_fns)
         except Exception as exc:
             run.build_error = f"{type(exc).__name__}: {exc}"
             run.build_error += "\n" + "".join(traceback.format_exception(exc)[-3:])
+            reap(children)
             return run
         session = Session(system, case, family)
+        run.call_timeout = session.timeout if deadlines_available() else 0.0
         try:
             run.semantics = family.describe_semantics(obj)
             family.begin(session, obj)
             for op in case.ops:
                 family.execute(session, obj, op)
+                if session.aborted:
+                    break
         finally:
             try:
-                family.close(obj)
-            except Exception as exc:
+                with deadline(session.timeout), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    family.close(obj)
+            except (Exception, CallTimeout) as exc:
                 run.close_error = f"{type(exc).__name__}: {exc}"
+                _mark_closed(obj)
+            run.orphans = reap(children)
         run.calls = session.calls
         run.truth = build_truth(case.script, [sink.read() for sink in sinks])
         run.slots = family.recipe(run.calls, case.num_envs, run.semantics)
-        if with_model:
+        if with_model and system.kind != "reference":
             model_id = system.model or family.default_model(obj)
             run.model_id = model_id
             if model_id is not None and model_id != system.id:
@@ -165,6 +204,15 @@ def execute(system: System, case: Case, *, with_model: bool = True) -> Run:
     finally:
         if log_dir is not None:
             shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def _mark_closed(obj: Any) -> None:
+    """After a close() that failed or hung (its workers are then terminated by the runner), stop
+    the object's finaliser from trying to close it again at some later garbage collection."""
+    try:
+        obj.closed = True
+    except Exception:
+        pass
 
 
 class RunCache:

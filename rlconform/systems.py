@@ -83,7 +83,16 @@ class System:
     imports: tuple[str, ...] = ()
     #: for planted bugs: the spec ids this planted bug must be caught by
     plants: tuple[str, ...] = ()
+    #: (spec id, reason) pairs this system is known and documented to violate; for reference
+    #: models, the places where the documented semantics themselves break a spec
+    known_violations: tuple[tuple[str, str], ...] = ()
     description: str = ""
+
+    def known_violation(self, spec_id: str) -> str | None:
+        for known_id, reason in self.known_violations:
+            if known_id == spec_id:
+                return reason
+        return None
 
     def missing_requirements(self) -> list[str]:
         missing = []
@@ -113,7 +122,7 @@ def register(system: System) -> System:
 def _load_bundled() -> None:
     # Importing the adapter modules registers their systems; each module only imports its
     # library when a system is built, so a missing library never breaks the import.
-    from rlconform.adapters import gym_env, gym_vector  # noqa: F401
+    from rlconform.adapters import gym_env, gym_vector, sb3_vecenv  # noqa: F401
     from rlconform.reference import registry  # noqa: F401
 
 

@@ -35,6 +35,13 @@ class Contract:
     #: positions of the reward and of the flag(s) in a step call's return tuple
     reward_position: int = 1
     flag_positions: tuple[int, ...] = (2, 3)
+    #: the family can report an episode as truncated when the same step also terminated; SB3
+    #: documents ``TimeLimit.truncated = truncated and not terminated`` (termination wins)
+    truncation_survives_termination: bool = True
+
+    def expected_truncated(self, terminated: bool, truncated: bool) -> bool:
+        """The truncated flag the family documents for an env stack that returned these flags."""
+        return truncated and (self.truncation_survives_termination or not terminated)
 
 
 class Family(ABC):

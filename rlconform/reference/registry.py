@@ -58,6 +58,7 @@ def model_system(
     imports: tuple[str, ...],
     capabilities: Capabilities,
     requires: tuple[str, ...] = ("gymnasium",),
+    known_violations: tuple[tuple[str, str], ...] = (),
 ) -> System:
     """A reference system (used by the other model modules)."""
     return register(
@@ -71,6 +72,7 @@ def model_system(
             kind="reference",
             imports=imports,
             capabilities=capabilities,
+            known_violations=known_violations,
         )
     )
 
@@ -93,3 +95,54 @@ def _register_env_models() -> None:
 
 _register_vector_models()
 _register_env_models()
+
+
+def _register_sb3_models() -> None:
+    from rlconform.reference import sb3_model
+
+    imports = ("import numpy as np", "from rlconform.reference import sb3_model as models")
+    box_or_dict = Capabilities(obs_kinds=frozenset({"box", "dict"}), composite_box_leaves_only=True, partial_reset=False)
+    clipping = (
+        "SB3 documents that VecNormalize clips normalised observations to clip_obs (default 10) and normalises "
+        "terminal_observation the same way; its off-policy recipe then calls unnormalize_obs, which cannot undo "
+        "the clipping, so a terminal observation further than clip_obs deviations from the running mean is lost"
+    )
+    known = {
+        "VecNormalize": (("transitions.exact", clipping), ("terminal.final_obs", clipping)),
+    }
+    entries: list[tuple[str, Any, str, Capabilities]] = [
+        ("VecEnv", lambda fns: sb3_model.ModelVecEnv(fns), "models.ModelVecEnv(env_fns)", Capabilities(partial_reset=False)),
+        (
+            "VecNormalize",
+            lambda fns: sb3_model.ModelVecNormalize(sb3_model.ModelVecEnv(fns)),
+            "models.ModelVecNormalize(models.ModelVecEnv(env_fns))",
+            box_or_dict,
+        ),
+        (
+            "VecFrameStack",
+            lambda fns: sb3_model.ModelVecFrameStack(sb3_model.ModelVecEnv(fns), n_stack=3),
+            "models.ModelVecFrameStack(models.ModelVecEnv(env_fns), n_stack=3)",
+            box_or_dict,
+        ),
+        (
+            "VecMonitor",
+            lambda fns: sb3_model.ModelVecMonitor(sb3_model.ModelVecEnv(fns)),
+            "models.ModelVecMonitor(models.ModelVecEnv(env_fns))",
+            Capabilities(partial_reset=False),
+        ),
+    ]
+    for name, build, source, capabilities in entries:
+        model_system(
+            f"reference.sb3.{name}",
+            "sb3.VecEnv",
+            f"reference model: SB3 {name}",
+            build,
+            source,
+            imports,
+            capabilities,
+            requires=("gymnasium",),
+            known_violations=known.get(name, ()),
+        )
+
+
+_register_sb3_models()

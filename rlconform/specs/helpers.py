@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from rlconform.fixtures.calllog import LogRecord, ResetRecord, StepRecord
 from rlconform.fixtures.spaces import Decoded, Garbage
 from rlconform.stamp import Stamp
@@ -18,13 +20,67 @@ if TYPE_CHECKING:
 
 
 def decode(run: Run, value: Any) -> Decoded:
-    """The stamp of an observation in env units, or why it is none."""
+    """The stamp of an observation in env units, or why it is none.
+
+    Under frame stacking the stamp is that of the newest frame, and the older frames must be
+    the preceding steps of the same episode or zero padding before its first step."""
     if value is None:
         return Garbage("no observation (None)")
     try:
+        n_stack = run.semantics.get("frame_stack")
+        if n_stack:
+            return decode_stacked(run.case.script.obs, value, int(n_stack))
         return run.case.script.obs.decode(value)
     except Exception as exc:  # malformed structures decode to a reason, never to a crash
         return Garbage(f"undecodable {type(value).__name__}: {exc}")
+
+
+def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
+    from rlconform.fixtures.spaces import BoxObs, DictObs
+
+    if isinstance(spec, DictObs):
+        if not isinstance(value, dict):
+            return Garbage(f"a {type(value).__name__}, expected a dict")
+        parts = [(key, decode_stacked(leaf, value.get(key), n_stack)) for key, leaf in spec.entries]
+        for key, part in parts:
+            if isinstance(part, Garbage):
+                return Garbage(f"key {key!r}: {part.reason}")
+        first = parts[0][1]
+        for key, part in parts[1:]:
+            if part != first:
+                return Garbage(f"key {key!r} and key {parts[0][0]!r} come from different steps")
+        return first
+    if not isinstance(spec, BoxObs):
+        return Garbage("frame stacking of a non-Box observation")
+    array = np.asarray(value)
+    width = spec.shape[-1]
+    if array.shape[:-1] != spec.shape[:-1] or array.shape[-1] != width * n_stack:
+        return Garbage(f"shape {array.shape}, expected {n_stack} stacked frames of shape {spec.shape}")
+    frames = [array[..., i * width : (i + 1) * width] for i in range(n_stack)]
+    newest = spec.decode(frames[-1])
+    if isinstance(newest, Garbage):
+        return Garbage(f"newest frame: {newest.reason}")
+    padding = False
+    for back, frame in enumerate(reversed(frames[:-1]), start=1):
+        wanted_step = newest.step - back
+        if not np.any(frame):
+            if wanted_step >= 0:
+                return Garbage(f"frame -{back} is zero padding although {newest.short()} has a step {wanted_step} before it")
+            padding = True
+            continue
+        if padding:
+            return Garbage(f"frame -{back} holds data behind zero padding")
+        older = spec.decode(frame)
+        expected = f"episode {newest.episode} step {wanted_step}" if wanted_step >= 0 else "zero padding"
+        if isinstance(older, Garbage) or (older.env, older.episode, older.step, older.salt) != (
+            newest.env,
+            newest.episode,
+            wanted_step,
+            newest.salt,
+        ):
+            got = older.reason if isinstance(older, Garbage) else older.short()
+            return Garbage(f"frame -{back} is {got} in a stack ending at {newest.short()}; expected {expected}")
+    return newest
 
 
 def describe_decoded(decoded: Decoded, run: Run | None = None) -> str:
@@ -146,6 +202,12 @@ def reward_precision(run: Run) -> str:
     from rlconform.adapters.base import get_family
 
     return get_family(run.system.family).contract.reward_precision
+
+
+def expected_truncated(run: Run, terminated: bool, truncated: bool) -> bool:
+    from rlconform.adapters.base import get_family
+
+    return get_family(run.system.family).contract.expected_truncated(terminated, truncated)
 
 
 def info_stamp(info: Any) -> Decoded | None:

@@ -134,6 +134,7 @@ def _load() -> None:
         aliasing,
         api,
         dtypes,
+        lifecycle,
         model,
         seeding,
         statistics,

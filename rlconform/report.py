@@ -1,0 +1,190 @@
+"""Results: the versioned JSON document and the systems x specs table printed at the end of a run.
+
+The JSON schema is stable: fields are only added, and ``schema_version`` changes when a field
+changes meaning. Every result carries its status, message, violations and reproducer.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rlconform import __version__
+from rlconform.profiles import Profile
+from rlconform.search import Verdict
+from rlconform.specs.registry import Spec
+from rlconform.systems import System, library_version
+
+SCHEMA = "rlconform/results"
+SCHEMA_VERSION = 1
+LIBRARIES = ("gymnasium", "stable-baselines3", "torch", "torchrl", "tensordict", "numpy", "hypothesis", "pytest")
+
+SYMBOLS = {
+    "pass": "ok",
+    "fail": "FAIL",
+    "known": "known",
+    "not_applicable": ".",
+    "not_exercised": "n/e",
+    "skipped": "skip",
+    "error": "ERR",
+}
+
+
+def library_versions() -> dict[str, str | None]:
+    return {name: library_version(name) for name in LIBRARIES}
+
+
+@dataclass
+class Results:
+    profile: Profile
+    seed: int | None
+    systems: list[System]
+    specs: list[Spec]
+    verdicts: list[Verdict] = field(default_factory=list)
+    started: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    notes: list[str] = field(default_factory=list)
+
+    def verdict(self, system_id: str, spec_id: str) -> Verdict | None:
+        for verdict in self.verdicts:
+            if verdict.system_id == system_id and verdict.spec_id == spec_id:
+                return verdict
+        return None
+
+    def summary(self) -> dict[str, int]:
+        return dict(Counter(cell_status(v) for v in self.verdicts))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "rlconform_version": __version__,
+            "created": self.started,
+            "profile": {**asdict(self.profile), "seed": self.seed},
+            "environment": {
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "libraries": library_versions(),
+            },
+            "notes": self.notes,
+            "specs": [
+                {
+                    "id": s.id,
+                    "statement": s.statement,
+                    "rationale": s.rationale,
+                    "families": sorted(s.families),
+                    "scenario": s.scenario,
+                }
+                for s in self.specs
+            ],
+            "systems": [
+                {
+                    "id": s.id,
+                    "family": s.family,
+                    "title": s.title,
+                    "kind": s.kind,
+                    "source": s.source,
+                    "requires": list(s.requires),
+                    "missing": s.missing_requirements(),
+                    "restrictions": list(s.capabilities.notes),
+                    "known_violations": [{"spec": k, "reason": r} for k, r in s.known_violations],
+                }
+                for s in self.systems
+            ],
+            "results": [verdict_json(v) for v in self.verdicts],
+            "summary": self.summary(),
+        }
+
+    def write_json(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(self.to_json(), handle, indent=2, default=str)
+            handle.write("\n")
+
+
+def cell_status(verdict: Verdict) -> str:
+    if verdict.status == "fail" and verdict.known:
+        return "known"
+    return verdict.status
+
+
+def verdict_json(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "system": verdict.system_id,
+        "spec": verdict.spec_id,
+        "status": verdict.status,
+        "known": verdict.known,
+        "message": verdict.message,
+        "violations": verdict.violations,
+        "reproducer": verdict.reproducer,
+        "case": None if verdict.case is None else repr(verdict.case),
+        "examples": verdict.examples,
+        "checked": verdict.checked,
+        "seconds": round(verdict.seconds, 3),
+        "profile": verdict.profile,
+        "seed": verdict.seed,
+    }
+
+
+def header_lines(profile: Profile, seed: int | None) -> list[str]:
+    versions = ", ".join(f"{name} {version or 'not installed'}" for name, version in library_versions().items())
+    seed_text = "derandomized" if profile.derandomize else f"seed {seed} (RLCONFORM_SEED={seed} reproduces this run)"
+    return [
+        f"rlconform {__version__} on Python {sys.version.split()[0]}",
+        f"libraries: {versions}",
+        f"profile: {profile.name} ({profile.max_examples} examples per search, "
+        f"{profile.max_examples_out_of_process} for systems with worker processes; {seed_text})",
+    ]
+
+
+def render_table(results: Results, systems: Sequence[System] | None = None, specs: Sequence[Spec] | None = None) -> str:
+    """A systems x specs grid with numbered spec columns and a legend."""
+    systems = list(systems or results.systems)
+    specs = list(specs or results.specs)
+    width = max([len(s.id) for s in systems] + [6])
+    cell = 5
+    lines = ["specs: " + "  ".join(f"[{i + 1}] {spec.id}" for i, spec in enumerate(specs))]
+    lines.append(" " * width + " " + "".join(f"{i + 1:>{cell}}" for i in range(len(specs))))
+    for system in systems:
+        row = []
+        for spec in specs:
+            verdict = results.verdict(system.id, spec.id)
+            row.append(f"{SYMBOLS[cell_status(verdict)] if verdict else '':>{cell}}")
+        lines.append(f"{system.id:<{width}} " + "".join(row))
+    lines.append(
+        "legend: ok pass | FAIL violation found | known documented violation of a reference model | "
+        ". not applicable | n/e not exercised by any example | skip library not installed | ERR error"
+    )
+    return "\n".join(lines)
+
+
+def render_failures(verdicts: Iterable[Verdict], *, with_reproducers: bool = False) -> str:
+    lines = []
+    for verdict in verdicts:
+        if verdict.status not in ("fail", "error", "not_exercised"):
+            continue
+        label = "KNOWN" if verdict.known else verdict.status.upper()
+        lines.append(f"{label} {verdict.system_id} :: {verdict.spec_id}")
+        lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
+        if verdict.known:
+            lines.append(f"    known because: {verdict.known}")
+        if verdict.case is not None:
+            lines.append(f"    minimal case: {len(verdict.case.ops)} calls on {verdict.case.num_envs} sub-env(s)")
+        if with_reproducers and verdict.reproducer:
+            lines.append("    reproducer:")
+            lines.extend("        " + line for line in verdict.reproducer.splitlines())
+    return "\n".join(lines)
+
+
+def render_skips(results: Results) -> str:
+    """Systems whose library is missing, stated explicitly (never silently dropped)."""
+    lines = []
+    for system in results.systems:
+        missing = system.missing_requirements()
+        if missing:
+            lines.append(f"SKIPPED {system.id}: {', '.join(missing)} not installed; its specs were not run")
+    return "\n".join(lines)

@@ -1,0 +1,148 @@
+"""Loading a user's system from ``MODULE:CALLABLE`` for ``rlconform check`` and the plugin.
+
+Every way this can go wrong is a :class:`BadInput` with a one-line reason: the module cannot be
+imported, the callable does not exist or is not callable, its signature does not fit the family,
+or it returns something that is not a system of that family.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rlconform.systems import Capabilities, EnvFn, System
+
+#: family -> the factory signature it expects
+FACTORY_SIGNATURES = {
+    "gymnasium.Env": "() -> gymnasium.Env",
+    "gymnasium.vector": "(env_fns: list[Callable[[], gymnasium.Env]], **kwargs) -> gymnasium.vector.VectorEnv",
+    "sb3.VecEnv": "(env_fns: list[Callable[[], gymnasium.Env]]) -> stable_baselines3 VecEnv",
+}
+
+#: the internal family that checks a user's own env (its observations are not decodable)
+USER_ENV_FAMILY = "user.env"
+
+
+class BadInput(Exception):
+    """The user's input cannot be used; the message is one line."""
+
+
+def load_callable(reference: str) -> Callable[..., Any]:
+    if ":" not in reference:
+        raise BadInput(f"expected MODULE:CALLABLE, got {reference!r}")
+    module_name, _, attr_path = reference.partition(":")
+    if not module_name or not attr_path:
+        raise BadInput(f"expected MODULE:CALLABLE, got {reference!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise BadInput(f"module {module_name!r} not found") from None
+        raise BadInput(f"importing {module_name!r} failed: {exc}") from None
+    except Exception as exc:
+        raise BadInput(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+    target: Any = module
+    for part in attr_path.split("."):
+        if not hasattr(target, part):
+            raise BadInput(f"module {module_name!r} has no attribute {attr_path!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise BadInput(f"{reference} is a {type(target).__name__}, not a callable")
+    return target  # type: ignore[no-any-return]
+
+
+def check_family(family: str) -> None:
+    if family not in FACTORY_SIGNATURES:
+        raise BadInput(f"unknown API family {family!r}; known: {', '.join(sorted(FACTORY_SIGNATURES))}")
+
+
+def check_signature(fn: Callable[..., Any], family: str, reference: str) -> None:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # builtins and some C callables have no signature: let the call decide
+    try:
+        if family == "gymnasium.Env":
+            signature.bind()
+        else:
+            signature.bind([])
+    except TypeError:
+        raise BadInput(
+            f"{reference} has signature {signature}; family {family} expects {FACTORY_SIGNATURES[family]}"
+        ) from None
+
+
+def user_system(reference: str, family: str) -> System:
+    """The user's factory as a system of ``family``."""
+    check_family(family)
+    fn = load_callable(reference)
+    check_signature(fn, family, reference)
+    if family == "gymnasium.Env":
+        return System(
+            id=f"user:{reference}",
+            family=USER_ENV_FAMILY,
+            title=f"{reference}() (your env)",
+            build=lambda env_fns: fn(),
+            source=reference,
+            kind="user",
+            out_of_process=False,
+            capabilities=Capabilities(partial_reset=False, max_envs=3),
+            description="a user's own env: checked for what holds for any env, and through every installed stack",
+        )
+
+    def build(env_fns: Sequence[EnvFn]) -> Any:
+        return fn(list(env_fns))
+
+    return System(
+        id=f"user:{reference}",
+        family=family,
+        title=f"{reference}(env_fns)",
+        build=build,
+        source=reference,
+        kind="user",
+        # the factory may move envs to worker processes: log to files, which work either way
+        out_of_process=True,
+        capabilities=Capabilities(partial_reset=family == "gymnasium.vector"),
+    )
+
+
+def probe(system: System) -> None:
+    """Build the user's system once and check that it is an object of its family."""
+    if system.family == USER_ENV_FAMILY:
+        obj = system.build([])
+        required = ("reset", "step", "observation_space", "action_space")
+    else:
+        from rlconform.fixtures.script import EnvScript
+        from rlconform.plan import Case, Reset
+        from rlconform.runner import env_fns_for
+        from rlconform.fixtures.calllog import MemorySink
+
+        case = Case(EnvScript(), 2, (Reset(),))
+        sinks = [MemorySink() for _ in range(2)]
+        if system.out_of_process:
+            import tempfile
+
+            from rlconform.fixtures.calllog import FileSink
+
+            folder = tempfile.mkdtemp(prefix="rlconform-probe-")
+            sinks = [FileSink(os.path.join(folder, f"env-{i}.log")) for i in range(2)]  # type: ignore[misc]
+        obj = system.build(env_fns_for(case, sinks))  # type: ignore[arg-type]
+        required = ("reset", "step", "num_envs")
+    try:
+        missing = [name for name in required if not hasattr(obj, name)]
+        if missing:
+            raise BadInput(
+                f"{system.source} returned a {type(obj).__name__} without {', '.join(missing)}; "
+                f"expected {FACTORY_SIGNATURES.get(system.family, FACTORY_SIGNATURES['gymnasium.Env']).split('-> ')[-1]}"
+            )
+    finally:
+        close = getattr(obj, "close", None)
+        if callable(close):
+            close()

@@ -1,0 +1,87 @@
+"""Deadlines for library calls, and clean-up of worker processes a system leaves behind.
+
+A system under test may hang (a worker process wedged by an earlier failed call, a pipe that
+never answers). A hang must become a verdict, not a stuck suite: every call runs under a deadline
+delivered by SIGALRM, which interrupts blocking pipe reads in the main thread. Off the main
+thread (or where SIGALRM does not exist) calls run without a deadline, and the report says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Iterator
+
+DEFAULT_CALL_TIMEOUT = 5.0
+
+
+def call_timeout() -> float:
+    """Seconds a single library call may take (RLCONFORM_CALL_TIMEOUT overrides the default)."""
+    return float(os.environ.get("RLCONFORM_CALL_TIMEOUT", DEFAULT_CALL_TIMEOUT))
+
+
+class CallTimeout(BaseException):  # noqa: N818 - a BaseException so that library code catching Exception cannot swallow it
+    """A library call exceeded its deadline."""
+
+
+def deadlines_available() -> bool:
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`CallTimeout` in the body if it runs longer than ``seconds``."""
+    if seconds <= 0 or not deadlines_available():
+        yield
+        return
+
+    def on_alarm(signum: int, frame: object) -> None:
+        raise CallTimeout(f"no answer within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def child_processes() -> set[multiprocessing.process.BaseProcess]:
+    return set(multiprocessing.active_children())
+
+
+def reap(before: set[multiprocessing.process.BaseProcess]) -> int:
+    """Terminate (then kill) the child processes started since ``before`` that are still alive;
+    return how many there were."""
+    leftovers = [p for p in multiprocessing.active_children() if p not in before]
+    for process in leftovers:
+        process.terminate()
+    for process in leftovers:
+        process.join(timeout=2)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=2)
+    return len(leftovers)
+
+
+@contextlib.contextmanager
+def stderr_to(path: str) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` for the body, so that worker processes forked meanwhile
+    write their tracebacks there instead of over the report."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(target, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
