@@ -1,1 +1,485 @@
-"""pytest plugin (placeholder until the plugin module lands)."""
+"""The pytest plugin: rlconform's checks as pytest items in a downstream repository.
+
+Installing rlconform auto-loads this plugin (``pytest11`` entry point) in every pytest run of that
+environment, so it is inert unless asked: without ``--rlconform-check`` or ``--rlconform-systems``
+it creates no items, prints nothing and imports nothing beyond pytest (never gymnasium or torch).
+
+Asked, it adds one item per (system, spec), named ``{system id}-{spec id}`` under a ``rlconform``
+collector, so that ``-k``, ``-m rlconform``, ``--deselect``, JUnit XML and xdist work as for any
+test::
+
+    pytest -m rlconform --rlconform-check mypkg.vec:make --rlconform-api gymnasium.vector
+    pytest -m rlconform --rlconform-systems 'gymnasium.SyncVectorEnv.*' -k final_obs -n 4 \\
+        --rlconform-json results.json
+
+Each item runs one search (:func:`rlconform.search.check_spec`) and maps its verdict onto pytest's
+outcomes: a violation fails with the violations and the standalone reproducer (no traceback, the
+traceback would be rlconform's own), a documented violation is an xfail, a spec that does not
+apply or a library that is not installed is an explicit skip with its reason.
+
+Under xdist every worker collects the same items in the same order; workers hand their verdicts
+to the controller through ``workeroutput`` and the controller writes the one JSON document, with
+results ordered by (system, spec) whichever worker ran what. The controller also chooses the seed
+of non-derandomized profiles and hands it to the workers, so that one ``RLCONFORM_SEED``
+reproduces the whole run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections import Counter
+from collections.abc import Generator, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+if TYPE_CHECKING:
+    from rlconform.profiles import Profile
+    from rlconform.runner import RunCache
+    from rlconform.search import Verdict
+    from rlconform.specs.registry import Spec
+    from rlconform.systems import System
+
+#: name of the per-session plugin object registered when the plugin is active
+SESSION_PLUGIN = "rlconform.session"
+#: key of the verdicts (a JSON string) a worker hands to the controller in ``workeroutput``
+WORKEROUTPUT_KEY = "rlconform_verdicts"
+#: key of the seed the controller hands to every worker in ``workerinput``
+WORKERINPUT_SEED = "rlconform_seed"
+
+FAMILIES = ("gymnasium.Env", "gymnasium.vector", "sb3.VecEnv")
+#: the order statuses are counted in, in the terminal summary
+STATUS_ORDER = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "error")
+#: at most this many violations are listed in a failure (all are in the JSON document)
+MAX_VIOLATIONS_SHOWN = 10
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rlconform", "rlconform: conformance checks of RL environment APIs")
+    group.addoption(
+        "--rlconform-check",
+        action="append",
+        default=[],
+        dest="rlconform_check",
+        metavar="MODULE:CALLABLE",
+        help="check your own system: a factory taking a list of env factories (repeatable; needs --rlconform-api)",
+    )
+    group.addoption(
+        "--rlconform-api",
+        default=None,
+        dest="rlconform_api",
+        metavar="FAMILY",
+        help=f"the API family of the --rlconform-check factories: one of {', '.join(FAMILIES)}",
+    )
+    group.addoption(
+        "--rlconform-systems",
+        action="append",
+        default=[],
+        dest="rlconform_systems",
+        metavar="PATTERN",
+        help="check the bundled systems whose id matches this glob (repeatable; `rlconform list` lists them)",
+    )
+    group.addoption(
+        "--rlconform-specs",
+        action="append",
+        default=[],
+        dest="rlconform_specs",
+        metavar="PATTERN",
+        help="only the specs whose id matches this glob (repeatable; default: every spec)",
+    )
+    group.addoption(
+        "--rlconform-profile",
+        default=None,
+        dest="rlconform_profile",
+        metavar="NAME",
+        help="Hypothesis profile: fast, ci or thorough (default: $RLCONFORM_PROFILE, then the "
+        "rlconform_profile ini option, then ci)",
+    )
+    group.addoption(
+        "--rlconform-json",
+        default=None,
+        dest="rlconform_json",
+        metavar="FILE",
+        help="write the rlconform results document (JSON) to FILE",
+    )
+    parser.addini("rlconform_profile", "rlconform's Hypothesis profile: fast, ci or thorough", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "rlconform(system, spec, family): a conformance check item created by the rlconform plugin"
+    )
+    if _active(config) and not config.pluginmanager.has_plugin(SESSION_PLUGIN):
+        config.pluginmanager.register(RlconformSession(config), SESSION_PLUGIN)
+
+
+@pytest.fixture(scope="session")
+def rlconform_profile(pytestconfig: pytest.Config) -> Profile:
+    """The Hypothesis profile rlconform uses in this session, for tests that run searches themselves."""
+    return resolve_profile(pytestconfig)
+
+
+def _active(config: pytest.Config) -> bool:
+    return bool(config.getoption("rlconform_check") or config.getoption("rlconform_systems"))
+
+
+def resolve_profile(config: pytest.Config) -> Profile:
+    """--rlconform-profile, then $RLCONFORM_PROFILE, then the ini option, then the default.
+
+    The environment variable wins over the ini file as PYTEST_ADDOPTS does: the ini file is the
+    project's choice, the environment is this run's (a nightly job asking for ``thorough``).
+    """
+    from rlconform.profiles import get_profile
+
+    name = (
+        config.getoption("rlconform_profile")
+        or os.environ.get("RLCONFORM_PROFILE")
+        or str(config.getini("rlconform_profile") or "")
+        or None
+    )
+    try:
+        return get_profile(name)
+    except KeyError as exc:
+        raise pytest.UsageError(f"rlconform: {exc.args[0]}") from None
+
+
+_Named = TypeVar("_Named", "System", "Spec")
+
+
+def _select(items: Iterable[_Named], patterns: Sequence[str]) -> list[_Named]:
+    if not patterns:
+        return list(items)
+    return [item for item in items if any(item.id == p or fnmatch.fnmatchcase(item.id, p) for p in patterns)]
+
+
+class ConformanceFailure(AssertionError):
+    """A failed (system, spec) item: a title, a message, the violations and the reproducer.
+
+    The item renders it without a Python traceback: the traceback would only show rlconform's
+    search, while the reproducer shows the calls that break the spec.
+    """
+
+    def __init__(
+        self,
+        title: str,
+        message: str,
+        *,
+        statement: str = "",
+        violations: Sequence[str] = (),
+        reproducer: str | None = None,
+        details: Sequence[str] = (),
+    ) -> None:
+        self.title = title
+        self.message = message
+        self.statement = statement
+        self.violations = list(violations)
+        self.reproducer = reproducer
+        self.details = list(details)
+        super().__init__(f"{title}: {message.splitlines()[0] if message else ''}")
+
+    @classmethod
+    def from_verdict(cls, verdict: Verdict, spec: Spec) -> ConformanceFailure:
+        details = []
+        if verdict.case is not None:
+            details.append(f"minimal case: {len(verdict.case.ops)} calls on {verdict.case.num_envs} sub-env(s)")
+        if verdict.profile:
+            seed = "derandomized" if verdict.seed is None else f"seed {verdict.seed} (RLCONFORM_SEED={verdict.seed})"
+            details.append(f"search: profile {verdict.profile}, {verdict.examples} examples, {seed}")
+        if verdict.status == "fail":
+            title = f"{verdict.system_id} violates {verdict.spec_id}"
+        elif verdict.status == "not_exercised":
+            title = f"{verdict.system_id} :: {verdict.spec_id} was not exercised"
+        else:
+            title = f"{verdict.system_id} :: {verdict.spec_id}: {verdict.status}"
+        return cls(
+            title,
+            verdict.message,
+            statement=spec.statement,
+            violations=verdict.violations,
+            reproducer=verdict.reproducer,
+            details=details,
+        )
+
+    def render(self) -> str:
+        lines = [self.title]
+        if self.statement:
+            lines.append(f"spec: {self.statement}")
+        if self.violations:
+            lines.append("")
+            lines.append(f"violations ({len(self.violations)}):")
+            lines.extend(f"  - {v}" for v in self.violations[:MAX_VIOLATIONS_SHOWN])
+            if len(self.violations) > MAX_VIOLATIONS_SHOWN:
+                lines.append(f"  ... {len(self.violations) - MAX_VIOLATIONS_SHOWN} more in the JSON results")
+        elif self.message:
+            lines.append("")
+            lines.extend(self.message.rstrip().splitlines())
+        if self.details:
+            lines.append("")
+            lines.extend(self.details)
+        if self.reproducer:
+            lines.append("")
+            lines.append("reproducer (save it as a .py file and run it: exit status 1 while the violation remains):")
+            lines.append("")
+            lines.extend(self.reproducer.rstrip().splitlines())
+        return "\n".join(lines)
+
+
+class RlconformItem(pytest.Item):
+    """One (system, spec) search."""
+
+    def __init__(self, *, system: System, spec: Spec, session_plugin: RlconformSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.system = system
+        self.spec = spec
+        self.session_plugin = session_plugin
+
+    def runtest(self) -> None:
+        from rlconform.search import check_spec
+
+        plugin = self.session_plugin
+        assert plugin.profile is not None and plugin.cache is not None, "set up in pytest_sessionstart"
+        verdict = check_spec(self.system, self.spec, plugin.profile, cache=plugin.cache)
+        plugin.record(verdict)
+        first_line = verdict.message.splitlines()[0] if verdict.message else ""
+        self.user_properties.append(("rlconform_status", verdict.status))
+        self.user_properties.append(("rlconform_message", first_line))
+        if verdict.known:
+            self.user_properties.append(("rlconform_known", verdict.known))
+        if verdict.status == "pass":
+            return
+        if verdict.status == "fail" and verdict.known:
+            pytest.xfail(f"known violation: {verdict.known}")
+        if verdict.status == "not_applicable":
+            pytest.skip(f"not applicable: {first_line}")
+        if verdict.status == "skipped":
+            pytest.skip(first_line if first_line.startswith("not installed") else f"not installed: {first_line}")
+        # "fail", "not_exercised" and "error" all fail the item
+        raise ConformanceFailure.from_verdict(verdict, self.spec)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ConformanceFailure):
+            return excinfo.value.render()
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"rlconform: {self.system.id} :: {self.spec.id}"
+
+
+class RlconformCollector(pytest.Collector):
+    """The parent of every rlconform item: systems in selection order, then specs in registry order."""
+
+    def __init__(self, *, session_plugin: RlconformSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session_plugin = session_plugin
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        plugin = self.session_plugin
+        group = self.config.pluginmanager.has_plugin("xdist")
+        items: list[pytest.Item | pytest.Collector] = []
+        for system in plugin.systems:
+            for spec in plugin.specs:
+                item = RlconformItem.from_parent(
+                    self, name=f"{system.id}-{spec.id}", system=system, spec=spec, session_plugin=plugin
+                )
+                item.add_marker(pytest.mark.rlconform(system=system.id, spec=spec.id, family=system.family))
+                if group:
+                    # with --dist loadgroup a system's specs share one worker, and so its run cache
+                    item.add_marker(pytest.mark.xdist_group(system.id))
+                items.append(item)
+        return items
+
+
+class RlconformSession:
+    """Everything one active pytest session needs: the selection, the profile and the verdicts."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.profile: Profile | None = None
+        self.seed: int | None = None
+        self.systems: list[System] = []
+        self.specs: list[Spec] = []
+        self.cache: RunCache | None = None
+        #: (system id, spec id) -> verdict_json(verdict): this process's verdicts, and on the
+        #: xdist controller those the workers handed over
+        self.verdicts: dict[tuple[str, str], dict[str, Any]] = {}
+        json_path = config.getoption("rlconform_json")
+        self.json_path = Path(config.invocation_params.dir, json_path) if json_path else None
+        self.json_written = False
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    # -- set-up: every bad input is a usage error, before any worker starts -----------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from rlconform.profiles import session_seed
+        from rlconform.runner import RunCache
+        from rlconform.specs.registry import all_specs
+
+        self.profile = resolve_profile(self.config)
+        if self.is_worker:
+            seed = self.config.workerinput.get(WORKERINPUT_SEED)  # type: ignore[attr-defined]
+            if seed is not None:
+                os.environ["RLCONFORM_SEED"] = str(seed)
+        self.seed = None if self.profile.derandomize else session_seed()
+        systems = self._user_systems() + self._bundled_systems()
+        unique: dict[str, System] = {}
+        for system in systems:
+            unique.setdefault(system.id, system)
+        self.systems = list(unique.values())
+        patterns = self.config.getoption("rlconform_specs")
+        self.specs = _select(all_specs(), patterns)
+        if not self.specs:
+            raise pytest.UsageError(f"rlconform: no spec matches {', '.join(patterns)}")
+        self.cache = RunCache()
+
+    def _user_systems(self) -> list[System]:
+        references: list[str] = self.config.getoption("rlconform_check")
+        if not references:
+            return []
+        from rlconform.user import BadInput, probe, user_system
+
+        family = self.config.getoption("rlconform_api")
+        if not family:
+            raise pytest.UsageError(f"rlconform: --rlconform-check needs --rlconform-api, one of {', '.join(FAMILIES)}")
+        systems = []
+        for reference in references:
+            try:
+                system = user_system(reference, family)
+                probe(system)
+            except BadInput as exc:
+                raise pytest.UsageError(f"rlconform: {exc}") from None
+            except Exception as exc:
+                first = str(exc).splitlines()[0] if str(exc) else ""
+                raise pytest.UsageError(
+                    f"rlconform: building {reference} as {family} raised {type(exc).__name__}: {first}"
+                ) from None
+            systems.append(system)
+        return systems
+
+    def _bundled_systems(self) -> list[System]:
+        patterns: list[str] = self.config.getoption("rlconform_systems")
+        if not patterns:
+            return []
+        from rlconform.systems import all_systems
+
+        bundled = [s for s in all_systems() if s.kind in ("library", "reference")]
+        selected = _select(bundled, patterns)
+        if not selected:
+            raise pytest.UsageError(
+                f"rlconform: no bundled system matches {', '.join(patterns)} (`rlconform list` lists them)"
+            )
+        return selected
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: every worker searches with the controller's seed."""
+        node.workerinput[WORKERINPUT_SEED] = self.seed
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        from rlconform.report import header_lines
+
+        assert self.profile is not None
+        return [
+            *header_lines(self.profile, self.seed),
+            f"rlconform: {len(self.systems)} system(s) x {len(self.specs)} spec(s)",
+        ]
+
+    # -- collection: the same items in the same order in every process -----------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        # tryfirst: before -k / -m deselect, so that they select among these items too
+        collector = RlconformCollector.from_parent(session, name="rlconform", nodeid="rlconform", session_plugin=self)
+        items.extend(session.genitems(collector))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        """Locate an item's skip at the item, not at the line of this plugin that skipped it."""
+        outcome = yield
+        report = outcome.get_result()
+        if (
+            isinstance(item, RlconformItem)
+            and report.skipped
+            and isinstance(report.longrepr, tuple)
+            and not hasattr(report, "wasxfail")
+        ):
+            report.longrepr = (item.nodeid, None, report.longrepr[2])
+
+    # -- verdicts -----------------------------------------------------------------------------
+
+    def record(self, verdict: Verdict) -> None:
+        from rlconform.report import verdict_json
+
+        self.verdicts[(verdict.system_id, verdict.spec_id)] = verdict_json(verdict)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: merge the verdicts of a worker that finished."""
+        raw = (getattr(node, "workeroutput", None) or {}).get(WORKEROUTPUT_KEY)
+        if not raw:
+            return
+        for result in json.loads(raw):
+            self.verdicts[(result["system"], result["spec"])] = result
+
+    def ordered_results(self) -> list[dict[str, Any]]:
+        system_rank = {s.id: i for i, s in enumerate(self.systems)}
+        spec_rank = {s.id: i for i, s in enumerate(self.specs)}
+        last = len(system_rank) + len(spec_rank)
+
+        def key(pair: tuple[str, str]) -> tuple[int, str, int, str]:
+            system_id, spec_id = pair
+            return (system_rank.get(system_id, last), system_id, spec_rank.get(spec_id, last), spec_id)
+
+        return [self.verdicts[pair] for pair in sorted(self.verdicts, key=key)]
+
+    def summary(self) -> dict[str, int]:
+        counts = Counter(
+            "known" if r["status"] == "fail" and r["known"] else r["status"] for r in self.verdicts.values()
+        )
+        return {status: counts[status] for status in (*STATUS_ORDER, *sorted(counts)) if counts[status]}
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:
+            self.config.workeroutput[WORKEROUTPUT_KEY] = json.dumps(  # type: ignore[attr-defined]
+                list(self.verdicts.values()), default=str
+            )
+        else:
+            self.write_json()
+        if self.cache is not None:
+            self.cache.clear()
+
+    def write_json(self) -> None:
+        if self.json_path is None or self.profile is None:
+            return
+        from rlconform.report import Results
+
+        results = Results(
+            profile=self.profile,
+            seed=self.seed,
+            systems=self.systems,
+            specs=self.specs,
+            notes=["pytest plugin run: results list the items that ran (deselected items are absent)"],
+        )
+        document = results.to_json()
+        document["results"] = self.ordered_results()
+        document["summary"] = self.summary()
+        self.json_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.json_path, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2, default=str)
+            handle.write("\n")
+        self.json_written = True
+
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        if self.is_worker or self.profile is None:
+            return
+        counts = self.summary()
+        terminalreporter.write_sep("-", "rlconform")
+        text = ", ".join(f"{n} {status}" for status, n in counts.items()) if counts else "no checks ran"
+        terminalreporter.write_line(f"rlconform ({self.profile.name} profile): {text}")
+        if self.json_written:
+            terminalreporter.write_line(f"rlconform: results written to {self.json_path}")

@@ -146,7 +146,7 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
     systems = list(systems or results.systems)
     specs = list(specs or results.specs)
     width = max([len(s.id) for s in systems] + [6])
-    cell = 5
+    cell = 6
     lines = ["specs: " + "  ".join(f"[{i + 1}] {spec.id}" for i, spec in enumerate(specs))]
     lines.append(" " * width + " " + "".join(f"{i + 1:>{cell}}" for i in range(len(specs))))
     for system in systems:

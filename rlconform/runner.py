@@ -153,57 +153,108 @@ def env_fns_for(case: Case, sinks: list[LogSink]) -> list[Callable[[], Any]]:
     return [functools.partial(make_reference_env, case.script, i, sinks[i]) for i in range(case.num_envs)]
 
 
-def execute(system: System, case: Case, *, with_model: bool = True) -> Run:
-    """Run ``case`` on ``system`` (and on its reference model when ``with_model``)."""
-    family = get_family(system.family)
-    run = Run(system=system, case=case)
-    log_dir = Path(tempfile.mkdtemp(prefix="rlconform-logs-")) if system.out_of_process else None
-    try:
-        sinks = _sinks(system, case.num_envs, log_dir)
-        env_fns = env_fns_for(case, sinks)
-        children = child_processes()
+class LiveRun:
+    """A system being driven one operation at a time (the state machine tests drive it rule by
+    rule); :func:`execute` drives a whole case through it. ``finish`` closes the system, reads
+    the env logs and returns the :class:`Run`."""
+
+    def __init__(self, system: System, case: Case) -> None:
+        self.system = system
+        self.family = get_family(system.family)
+        self.run = Run(system=system, case=case)
+        self.obj: Any = None
+        self._log_dir = Path(tempfile.mkdtemp(prefix="rlconform-logs-")) if system.out_of_process else None
+        self._sinks = _sinks(system, case.num_envs, self._log_dir)
+        self._children = child_processes()
+        self.session = Session(system, case, self.family)
+        self._finished = False
+        self._ops: list[Op] = []
+        env_fns = env_fns_for(case, self._sinks)
         try:
-            if log_dir is not None:
+            if self._log_dir is not None:
                 # worker processes inherit fd 2: their dying words go to a file, not the report
-                with stderr_to(str(log_dir / "workers.stderr")):
-                    obj = system.build(env_fns)
+                with stderr_to(str(self._log_dir / "workers.stderr")):
+                    self.obj = system.build(env_fns)
             else:
-                obj = system.build(env_fns)
+                self.obj = system.build(env_fns)
         except Exception as exc:
-            run.build_error = f"{type(exc).__name__}: {exc}"
-            run.build_error += "\n" + "".join(traceback.format_exception(exc)[-3:])
-            reap(children)
-            return run
-        session = Session(system, case, family)
-        run.call_timeout = session.timeout if deadlines_available() else 0.0
+            self.run.build_error = f"{type(exc).__name__}: {exc}"
+            self.run.build_error += "\n" + "".join(traceback.format_exception(exc)[-3:])
+            reap(self._children)
+            self._cleanup()
+            self._finished = True
+            return
+        self.run.call_timeout = self.session.timeout if deadlines_available() else 0.0
+        self.run.semantics = self.family.describe_semantics(self.obj)
+        self.family.begin(self.session, self.obj)
+
+    @property
+    def built(self) -> bool:
+        return self.run.build_error is None
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        return self.session.calls
+
+    def apply(self, op: Op) -> list[CallRecord]:
+        """Perform one operation; return the call records it produced."""
+        if not self.built or self.session.aborted:
+            return []
+        before = len(self.session.calls)
+        self._ops.append(op)
+        self.family.execute(self.session, self.obj, op)
+        return self.session.calls[before:]
+
+    def finish(self) -> Run:
+        if self._finished:
+            return self.run
+        self._finished = True
+        run = self.run
+        if self._ops and tuple(self._ops) != run.case.ops:
+            # driven op by op (state machines): the case is what was actually applied
+            run.case = Case(run.case.script, run.case.num_envs, tuple(self._ops))
         try:
-            run.semantics = family.describe_semantics(obj)
-            family.begin(session, obj)
-            for op in case.ops:
-                family.execute(session, obj, op)
-                if session.aborted:
-                    break
-        finally:
             try:
-                with deadline(session.timeout), warnings.catch_warnings():
+                with deadline(self.session.timeout), warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    family.close(obj)
+                    self.family.close(self.obj)
             except (Exception, CallTimeout) as exc:
                 run.close_error = f"{type(exc).__name__}: {exc}"
-                _mark_closed(obj)
-            run.orphans = reap(children)
-        run.calls = session.calls
-        run.truth = build_truth(case.script, [sink.read() for sink in sinks])
-        run.slots = family.recipe(run.calls, case.num_envs, run.semantics)
-        if with_model and system.kind != "reference":
-            model_id = system.model or family.default_model(obj)
-            run.model_id = model_id
-            if model_id is not None and model_id != system.id:
-                run.model = execute(get_system(model_id), case, with_model=False)
+                _mark_closed(self.obj)
+            run.orphans = reap(self._children)
+            run.calls = self.session.calls
+            run.truth = build_truth(run.case.script, [sink.read() for sink in self._sinks])
+            run.slots = self.family.recipe(run.calls, run.case.num_envs, run.semantics)
+        finally:
+            self._cleanup()
         return run
+
+    def model_id(self) -> str | None:
+        if self.system.kind == "reference" or not self.built:
+            return None
+        model_id = self.system.model or self.family.default_model(self.obj)
+        return None if model_id == self.system.id else model_id
+
+    def _cleanup(self) -> None:
+        if self._log_dir is not None:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+
+
+def execute(system: System, case: Case, *, with_model: bool = True) -> Run:
+    """Run ``case`` on ``system`` (and on its reference model when ``with_model``)."""
+    live = LiveRun(system, case)
+    model_id = live.model_id()
+    try:
+        for op in case.ops:
+            live.apply(op)
+            if live.session.aborted:
+                break
     finally:
-        if log_dir is not None:
-            shutil.rmtree(log_dir, ignore_errors=True)
+        run = live.finish()
+    if with_model and model_id is not None:
+        run.model_id = model_id
+        run.model = execute(get_system(model_id), case, with_model=False)
+    return run
 
 
 def _mark_closed(obj: Any) -> None:

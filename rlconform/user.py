@@ -113,10 +113,20 @@ def user_system(reference: str, family: str) -> System:
     )
 
 
+def _build(system: System, env_fns: Sequence[EnvFn]) -> Any:
+    """Build once for the probe; a factory that raises is bad input too, with a one-line reason."""
+    try:
+        return system.build(env_fns)
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise BadInput(f"building {system.source} as {system.family} raised {type(exc).__name__}: {first}") from None
+
+
 def probe(system: System) -> None:
     """Build the user's system once and check that it is an object of its family."""
+    folder: str | None = None
     if system.family == USER_ENV_FAMILY:
-        obj = system.build([])
+        obj = _build(system, [])
         required = ("reset", "step", "observation_space", "action_space")
     else:
         from rlconform.fixtures.script import EnvScript
@@ -133,7 +143,7 @@ def probe(system: System) -> None:
 
             folder = tempfile.mkdtemp(prefix="rlconform-probe-")
             sinks = [FileSink(os.path.join(folder, f"env-{i}.log")) for i in range(2)]  # type: ignore[misc]
-        obj = system.build(env_fns_for(case, sinks))  # type: ignore[arg-type]
+        obj = _build(system, env_fns_for(case, sinks))  # type: ignore[arg-type]
         required = ("reset", "step", "num_envs")
     try:
         missing = [name for name in required if not hasattr(obj, name)]
@@ -146,3 +156,7 @@ def probe(system: System) -> None:
         close = getattr(obj, "close", None)
         if callable(close):
             close()
+        if folder is not None:
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)

@@ -35,7 +35,12 @@ def action_literal(action: Any) -> str:
 
 
 def has_autoreset(env: Any) -> bool:
-    return any(name.endswith("Autoreset") for name in wrapper_names(env))
+    layer, depth = env, 0
+    while layer is not None and depth < 32:
+        if any(cls.__name__ in ("Autoreset", "ModelAutoreset") for cls in type(layer).__mro__):
+            return True
+        layer, depth = getattr(layer, "env", None), depth + 1
+    return False
 
 
 def wrapper_names(env: Any) -> list[str]:

@@ -49,8 +49,9 @@ def wrapper_chain(obj: Any) -> list[Any]:
 
 def find_wrapper(obj: Any, class_name: str) -> Any | None:
     """The layer of the stack whose class is ``class_name`` (or a reference model of it)."""
+    wanted = {class_name, f"Model{class_name}"}
     for layer in wrapper_chain(obj):
-        if type(layer).__name__ in (class_name, f"Model{class_name}"):
+        if any(cls.__name__ in wanted for cls in type(layer).__mro__):
             return layer
     return None
 

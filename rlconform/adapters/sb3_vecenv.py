@@ -36,8 +36,9 @@ def venv_chain(obj: Any) -> list[Any]:
 
 def find_layer(obj: Any, class_name: str) -> Any | None:
     """The layer of the VecEnv stack whose class is ``class_name`` (or a reference model of it)."""
+    wanted = {class_name, f"Model{class_name}"}
     for layer in venv_chain(obj):
-        if type(layer).__name__ in (class_name, f"Model{class_name}"):
+        if any(cls.__name__ in wanted for cls in type(layer).__mro__):
             return layer
     return None
 

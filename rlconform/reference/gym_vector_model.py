@@ -242,9 +242,16 @@ class ModelNormalizeObservation(_ModelWrapper):
     """Observations standardised with running statistics of every observation returned."""
 
     def __init__(self, env: ModelVectorEnv, epsilon: float = 1e-8) -> None:
+        from gymnasium.spaces import Box
+        from gymnasium.vector.utils import batch_space
+
         super().__init__(env)
         self.epsilon = epsilon
-        self.obs_rms = _RunningMeanStd(shape=self.single_observation_space.shape)
+        shape = self.single_observation_space.shape
+        self.obs_rms = _RunningMeanStd(shape=shape)
+        # standardised observations are unbounded float32, whatever the env declared
+        self.single_observation_space = Box(-np.inf, np.inf, shape, np.float32)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
     def _normalize(self, obs: np.ndarray) -> np.ndarray:
         self.obs_rms.update(obs)

@@ -53,10 +53,10 @@ def outputs_match(run: Run) -> Outcome:
     ck = Checker("model.outputs_match")
     if not run.usable:
         return ck.done()
-    if run.model is None:
-        if run.model_id is None:
-            return ck.not_applicable("no reference model models this system")
+    if run.system.kind == "reference":
         return ck.not_applicable("the system is itself a reference model")
+    if run.model is None:
+        return ck.not_applicable("no reference model models this system")
     if not run.model.usable:
         ck.fail(f"the reference model could not be built: {run.model.build_error}")
         return ck.done()
@@ -84,7 +84,9 @@ def outputs_match(run: Run) -> Outcome:
         if decoded is not None:
             ck.fail(f"{real.source}: {decoded}", **where)
             continue
-        diff = first_difference(real.result_snapshot, model.result_snapshot, rtol=1e-5, atol=1e-6, ignore=_volatile)
+        # normalised outputs carry float32 cancellation noise of order 1e-5; semantic differences
+        # (a step, an episode, a reward) are of order 1 in reference-env units
+        diff = first_difference(real.result_snapshot, model.result_snapshot, rtol=1e-5, atol=1e-4, ignore=_volatile)
         ck.expect(diff is None, f"{real.source}: output differs from the model at {diff} (system vs model)", **where)
     ck.expect(
         len(run.calls) == len(run.model.calls),

@@ -1,0 +1,23 @@
+"""Repo-level test configuration: Hypothesis profiles for the suite's own tests.
+
+rlconform's searches use rlconform.profiles (selected with RLCONFORM_PROFILE); tests that use
+@given directly use the Hypothesis profile selected with HYPOTHESIS_PROFILE (default: ci, which is
+derandomized so that every run checks the same examples).
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("fast", max_examples=20, deadline=None)
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+os.environ.setdefault("RLCONFORM_PROFILE", "ci")

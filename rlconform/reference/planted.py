@@ -1,0 +1,512 @@
+"""Planted bugs: reference models with one deliberate defect each.
+
+Every spec must catch at least one planted bug of its kind (``plants`` names the specs a bug must
+be caught by); the suite's own tests check that it does, and the benchmark measures how fast.
+Each bug is the smallest change to a correct model that reproduces a mistake real libraries make.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from rlconform.reference.gym_env_model import ModelAutoreset
+from rlconform.reference.gym_vector_model import (
+    ModelNormalizeReward,
+    ModelRecordEpisodeStatistics,
+    ModelVectorEnv,
+    _rows,
+)
+from rlconform.reference.infos import merge_info
+from rlconform.reference.sb3_model import ModelVecEnv
+from rlconform.reference.stacking import stack_obs
+from rlconform.systems import Capabilities, EnvFn, System, register
+
+# --------------------------------------------------------------------------- gymnasium.vector bugs
+
+
+class ShiftedReward(ModelVectorEnv):
+    """Returns each sub-env's previous reward (an off-by-one in a reward buffer)."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        previous = getattr(self, "_previous", np.zeros_like(rewards))
+        self._previous = rewards.copy()
+        return obs, previous, terminated, truncated, infos
+
+
+class MislabelledMode(ModelVectorEnv):
+    """Behaves as next-step autoreset but declares same-step: a recipe that trusts the metadata
+    records every reset step as a transition."""
+
+    def __init__(self, env_fns: Sequence[EnvFn]) -> None:
+        from gymnasium.vector import AutoresetMode
+
+        super().__init__(env_fns, "NextStep")
+        self.metadata["autoreset_mode"] = AutoresetMode.SAME_STEP
+
+
+class DoubleStep(ModelVectorEnv):
+    """Steps every sub-env twice per call and returns the second result (a retried call)."""
+
+    def step(self, actions: Any) -> Any:
+        rows = _rows(actions)
+        for i, env in enumerate(self.envs):
+            if not self._ended[i]:
+                _, _, term, trunc, _ = env.step(rows[i])
+                if term or trunc:
+                    env.reset()
+        return super().step(actions)
+
+
+class ResetAllOnEnd(ModelVectorEnv):
+    """Same-step autoreset that resets every sub-env when any one ends (discarding episodes)."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        ended = np.logical_or(terminated, truncated)
+        if ended.any():
+            for i, env in enumerate(self.envs):
+                if not ended[i]:
+                    self._obs[i], _ = env.reset()
+            obs = stack_obs(self.single_observation_space, self._obs)
+        return obs, rewards, terminated, truncated, infos
+
+
+class StaleFirstObs(ModelVectorEnv):
+    """Same-step autoreset that returns the terminal observation instead of the reset one, so the
+    next episode starts from the old episode's last observation."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        finals = infos.get("final_obs")
+        if finals is not None:
+            for i, final in enumerate(finals):
+                if final is not None:
+                    self._obs[i] = final
+            obs = stack_obs(self.single_observation_space, self._obs)
+        return obs, rewards, terminated, truncated, infos
+
+
+class WrongFinalObs(ModelVectorEnv):
+    """Same-step autoreset whose final_obs is the reset observation (the true last one is lost)."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        finals = infos.get("final_obs")
+        if finals is not None:
+            for i in range(self.num_envs):
+                if finals[i] is not None:
+                    finals[i] = self._obs[i]
+        return obs, rewards, terminated, truncated, infos
+
+
+class TruncationHidesTermination(ModelVectorEnv):
+    """Reports terminated=False whenever the same step also truncated (time-out wins)."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        return obs, rewards, terminated & ~truncated, truncated, infos
+
+
+class DropsTruncation(ModelVectorEnv):
+    """Never reports truncated (folds it away)."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        return obs, rewards, terminated, np.zeros_like(truncated), infos
+
+
+class RewardingResetStep(ModelVectorEnv):
+    """Next-step autoreset whose reset step repeats the last reward of the ended episode."""
+
+    def step(self, actions: Any) -> Any:
+        resetting = list(self._ended)
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        last = getattr(self, "_last", np.zeros_like(rewards))
+        out = np.where(resetting, last, rewards)
+        self._last = rewards.copy()
+        return obs, out, terminated, truncated, infos
+
+
+class ReversedInfos(ModelVectorEnv):
+    """Batches infos in reverse sub-env order (an index error in the info merge)."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        return obs, rewards, terminated, truncated, _reverse(infos)
+
+
+def _reverse(infos: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in infos.items():
+        if isinstance(value, dict):
+            out[key] = _reverse(value)
+        elif isinstance(value, np.ndarray):
+            out[key] = value[::-1].copy()
+        else:
+            out[key] = value
+    return out
+
+
+class ForgetsTruncatedReset(ModelVectorEnv):
+    """Same-step autoreset that forgets to reset a sub-env whose episode was only truncated: the
+    next step steps an ended episode."""
+
+    def step(self, actions: Any) -> Any:
+        rows = _rows(actions)
+        if len(rows) != self.num_envs:
+            raise ValueError(f"{len(rows)} actions for {self.num_envs} sub-envs")
+        rewards = np.zeros(self.num_envs)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        infos: dict[str, Any] = {}
+        for i, env in enumerate(self.envs):
+            obs, reward, term, trunc, info = env.step(rows[i])
+            rewards[i], terminated[i], truncated[i] = reward, term, trunc
+            if term:
+                merge_info(infos, {"final_obs": obs, "final_info": info}, i, self.num_envs)
+                obs, info = env.reset()
+            elif trunc:
+                merge_info(infos, {"final_obs": obs, "final_info": info}, i, self.num_envs)
+            self._obs[i] = obs
+            merge_info(infos, info, i, self.num_envs)
+        return stack_obs(self.single_observation_space, self._obs), rewards, terminated, truncated, infos
+
+
+class SameSeedEverywhere(ModelVectorEnv):
+    """Passes the caller's seed unchanged to every sub-env (identical, correlated sub-envs)."""
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:
+        if isinstance(seed, int):
+            seed = [seed] * self.num_envs
+        return super().reset(seed=seed, options=options)
+
+
+class SeedsOnlyOnce(ModelVectorEnv):
+    """Applies a seed only the first time it is given; later seeded resets continue the RNG."""
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:
+        if seed is not None and getattr(self, "_seeded", False):
+            seed = None
+        if seed is not None:
+            self._seeded = True
+        return super().reset(seed=seed, options=options)
+
+
+class ReusesBuffer(ModelVectorEnv):
+    """Returns its internal observation buffer and overwrites it on the next call."""
+
+    def _fill(self, obs: Any) -> Any:
+        if not hasattr(self, "_buffer"):
+            self._buffer = obs
+            return obs
+        np.copyto(self._buffer, obs)
+        return self._buffer
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:
+        obs, infos = super().reset(seed=seed, options=options)
+        return self._fill(obs), infos
+
+    def step(self, actions: Any) -> Any:
+        obs, *rest = super().step(actions)
+        return (self._fill(obs), *rest)
+
+
+class PopsOptions(ModelVectorEnv):
+    """Removes reset_mask from the caller's options dict."""
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:
+        out = super().reset(seed=seed, options=options)
+        if options is not None:
+            options.pop("reset_mask", None)
+        return out
+
+
+class Float64Observations(ModelVectorEnv):
+    """Returns observations as float64 whatever the declared dtype."""
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:
+        obs, infos = super().reset(seed=seed, options=options)
+        return _as_float64(obs), infos
+
+    def step(self, actions: Any) -> Any:
+        obs, *rest = super().step(actions)
+        return (_as_float64(obs), *rest)
+
+
+def _as_float64(obs: Any) -> Any:
+    if isinstance(obs, dict):
+        return {k: _as_float64(v) for k, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(_as_float64(v) for v in obs)
+    return np.asarray(obs, dtype=np.float64)
+
+
+class Float32Rewards(ModelVectorEnv):
+    """Returns rewards as float32 (Gymnasium documents float64)."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, *rest = super().step(actions)
+        return (obs, rewards.astype(np.float32), *rest)
+
+
+class ListActions(ModelVectorEnv):
+    """Hands each sub-env its action converted to a Python list."""
+
+    def step(self, actions: Any) -> Any:
+        rows = _rows(actions)
+        converted = [np.asarray(r).tolist() for r in rows]
+
+        class _Batch(list):  # type: ignore[type-arg]
+            pass
+
+        return super().step(_Batch(converted))
+
+
+class NoInfoMasks(ModelVectorEnv):
+    """Returns infos without their ``_key`` masks."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        return obs, rewards, terminated, truncated, {k: v for k, v in infos.items() if not k.startswith("_")}
+
+
+class TruncatesBatch(ModelVectorEnv):
+    """Silently uses the first num_envs actions of a longer batch."""
+
+    def step(self, actions: Any) -> Any:
+        rows = _rows(actions)
+        if len(rows) > self.num_envs:
+            actions = np.asarray(actions)[: self.num_envs]
+        return super().step(actions)
+
+
+class StepsBeforeValidating(ModelVectorEnv):
+    """Steps the sub-envs it has actions for, then raises on a short batch."""
+
+    def step(self, actions: Any) -> Any:
+        rows = _rows(actions)
+        if len(rows) < self.num_envs:
+            for i, row in enumerate(rows):
+                if not self._ended[i]:
+                    self.envs[i].step(row)
+        return super().step(actions)
+
+
+def _sleep_forever() -> None:  # pragma: no cover - runs in the leaked process
+    while True:
+        time.sleep(60)
+
+
+class LeaksWorker(ModelVectorEnv):
+    """Starts a worker process and never stops it."""
+
+    def __init__(self, env_fns: Sequence[EnvFn], mode: str) -> None:
+        super().__init__(env_fns, mode)
+        self._worker = multiprocessing.get_context("fork").Process(target=_sleep_forever, daemon=True)
+        self._worker.start()
+
+
+class ExtraInfoKey(ModelVectorEnv):
+    """Adds an undocumented info key; only the reference model notices."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        merge_info(infos, {"planted": 1}, 0, self.num_envs)
+        return obs, rewards, terminated, truncated, infos
+
+
+class CountsResetSteps(ModelRecordEpisodeStatistics):
+    """Episode statistics that count the reset step of next-step autoreset."""
+
+    def step(self, actions: Any) -> Any:
+        self._reset_step = np.zeros(self.num_envs, dtype=bool)
+        return super().step(actions)
+
+
+class NormalizesResetSteps(ModelNormalizeReward):
+    """Reward statistics that also sample the reset step of next-step autoreset."""
+
+    def step(self, actions: Any) -> Any:
+        self._reset_step = np.zeros(self.num_envs, dtype=bool)
+        return super().step(actions)
+
+
+# ------------------------------------------------------------------------------ other families
+
+
+class RewardingAutoreset(ModelAutoreset):
+    """Single-env Autoreset whose reset step repeats the episode's last reward."""
+
+    def step(self, action: Any) -> Any:
+        resetting = self._ended
+        obs, reward, terminated, truncated, info = super().step(action)
+        if resetting:
+            reward = getattr(self, "_last", 0.0)
+        self._last = reward
+        return obs, reward, terminated, truncated, info
+
+
+class NoTerminalObservation(ModelVecEnv):
+    """SB3 VecEnv that forgets ``terminal_observation``."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, dones, infos = super().step(actions)
+        for info in infos:
+            info.pop("terminal_observation", None)
+        return obs, rewards, dones, infos
+
+
+class TimeoutFlagInverted(ModelVecEnv):
+    """SB3 VecEnv whose ``TimeLimit.truncated`` reports termination instead of truncation."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, dones, infos = super().step(actions)
+        for info, done in zip(infos, dones, strict=True):
+            info["TimeLimit.truncated"] = bool(done) and not info["TimeLimit.truncated"]
+        return obs, rewards, dones, infos
+
+
+# ---------------------------------------------------------------------------------- registration
+
+_IMPORTS = ("import numpy as np", "from rlconform.reference import planted")
+
+
+def _plant(
+    name: str,
+    build: Callable[[Sequence[EnvFn]], Any],
+    plants: tuple[str, ...],
+    description: str,
+    *,
+    family: str = "gymnasium.vector",
+    capabilities: Capabilities | None = None,
+    model: str | None = None,
+    source: str | None = None,
+) -> None:
+    register(
+        System(
+            id=f"planted.{name}",
+            family=family,
+            title=f"planted bug: {description}",
+            build=build,
+            source=source or f"planted.{name}(env_fns)",
+            requires=("stable-baselines3",) if family == "sb3.VecEnv" else ("gymnasium",),
+            kind="planted",
+            imports=_IMPORTS,
+            capabilities=capabilities or Capabilities(),
+            model=model,
+            plants=plants,
+            description=description,
+        )
+    )
+
+
+def _vector(cls: type[ModelVectorEnv], mode: str) -> Callable[[Sequence[EnvFn]], Any]:
+    return lambda env_fns: cls(list(env_fns), mode)
+
+
+def _register() -> None:
+    from rlconform.reference.gym_vector_model import ModelVectorEnv as Correct
+
+    same, nxt = "SameStep", "NextStep"
+    _plant("shifted_reward", _vector(ShiftedReward, same), ("transitions.exact",), ShiftedReward.__doc__ or "")
+    _plant("mislabelled_mode", lambda fns: MislabelledMode(list(fns)), ("transitions.exact",), MislabelledMode.__doc__ or "")
+    _plant("double_step", _vector(DoubleStep, same), ("counts.env_steps",), DoubleStep.__doc__ or "")
+    _plant("reset_all_on_end", _vector(ResetAllOnEnd, same), ("continuity.no_discarded_episode",), ResetAllOnEnd.__doc__ or "")
+    _plant("stale_first_obs", _vector(StaleFirstObs, same), ("continuity.fresh_first_obs",), StaleFirstObs.__doc__ or "")
+    _plant("wrong_final_obs", _vector(WrongFinalObs, same), ("terminal.final_obs",), WrongFinalObs.__doc__ or "")
+    _plant(
+        "truncation_hides_termination",
+        _vector(TruncationHidesTermination, same),
+        ("flags.terminated",),
+        TruncationHidesTermination.__doc__ or "",
+    )
+    _plant("drops_truncation", _vector(DropsTruncation, same), ("flags.truncated",), DropsTruncation.__doc__ or "")
+    _plant("rewarding_reset_step", _vector(RewardingResetStep, nxt), ("reset_step.neutral",), RewardingResetStep.__doc__ or "")
+    _plant("reversed_infos", _vector(ReversedInfos, same), ("infos.aligned",), ReversedInfos.__doc__ or "")
+    _plant(
+        "forgets_truncated_reset",
+        _vector(ForgetsTruncatedReset, same),
+        ("lifecycle.no_step_after_end",),
+        ForgetsTruncatedReset.__doc__ or "",
+    )
+    _plant(
+        "same_seed_everywhere",
+        _vector(SameSeedEverywhere, same),
+        ("seeding.seed_plus_i", "seeding.distinct_subenv_seeds"),
+        SameSeedEverywhere.__doc__ or "",
+    )
+    _plant("seeds_only_once", _vector(SeedsOnlyOnce, same), ("seeding.reset_determinism",), SeedsOnlyOnce.__doc__ or "")
+    _plant("reuses_buffer", _vector(ReusesBuffer, same), ("aliasing.returned_objects",), ReusesBuffer.__doc__ or "")
+    _plant("pops_options", _vector(PopsOptions, same), ("aliasing.caller_arguments",), PopsOptions.__doc__ or "")
+    _plant(
+        "float64_observations",
+        _vector(Float64Observations, same),
+        ("dtype.observations",),
+        Float64Observations.__doc__ or "",
+        capabilities=Capabilities(box_dtypes=frozenset({"float32", "uint8", "int64"})),
+    )
+    _plant("float32_rewards", _vector(Float32Rewards, same), ("dtype.rewards_flags",), Float32Rewards.__doc__ or "")
+    _plant(
+        "list_actions",
+        _vector(ListActions, same),
+        ("dtype.actions_received",),
+        ListActions.__doc__ or "",
+        capabilities=Capabilities(action_kinds=frozenset({"box", "multidiscrete"})),
+    )
+    _plant("no_info_masks", _vector(NoInfoMasks, same), ("api.shape",), NoInfoMasks.__doc__ or "")
+    _plant("truncates_batch", _vector(TruncatesBatch, same), ("api.wrong_size_batch_rejected",), TruncatesBatch.__doc__ or "")
+    _plant(
+        "steps_before_validating",
+        _vector(StepsBeforeValidating, same),
+        ("api.failed_call_no_side_effect",),
+        StepsBeforeValidating.__doc__ or "",
+    )
+    _plant("leaks_worker", _vector(LeaksWorker, same), ("lifecycle.responsive",), LeaksWorker.__doc__ or "")
+    _plant("extra_info_key", _vector(ExtraInfoKey, same), ("model.outputs_match",), ExtraInfoKey.__doc__ or "")
+    _plant(
+        "counts_reset_steps",
+        lambda fns: CountsResetSteps(Correct(list(fns), nxt)),
+        ("statistics.episode",),
+        CountsResetSteps.__doc__ or "",
+        model="reference.gymnasium.vector.NextStep.RecordEpisodeStatistics",
+    )
+    _plant(
+        "normalizes_reset_steps",
+        lambda fns: NormalizesResetSteps(Correct(list(fns), nxt)),
+        ("statistics.normalizer",),
+        NormalizesResetSteps.__doc__ or "",
+        model="reference.gymnasium.vector.NextStep.NormalizeReward",
+    )
+    _plant(
+        "rewarding_autoreset",
+        lambda fns: RewardingAutoreset(fns[0]),
+        ("reset_step.neutral",),
+        RewardingAutoreset.__doc__ or "",
+        family="gymnasium.Env",
+        capabilities=Capabilities(partial_reset=False, max_envs=1),
+    )
+    _plant(
+        "sb3_no_terminal_observation",
+        lambda fns: NoTerminalObservation(list(fns)),
+        ("terminal.final_obs",),
+        NoTerminalObservation.__doc__ or "",
+        family="sb3.VecEnv",
+        capabilities=Capabilities(partial_reset=False),
+    )
+    _plant(
+        "sb3_timeout_flag_inverted",
+        lambda fns: TimeoutFlagInverted(list(fns)),
+        ("flags.truncated",),
+        TimeoutFlagInverted.__doc__ or "",
+        family="sb3.VecEnv",
+        capabilities=Capabilities(partial_reset=False),
+    )
+
+
+_register()

@@ -1,0 +1,137 @@
+"""The ``rlconform`` command, run the way a user runs it: a process in a directory holding their module.
+
+Exit codes are the contract: 0 when every applicable spec passes, 1 when one does not, 2 for input
+that cannot be used (with a one-line reason on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gymnasium")
+
+MYVEC = '''
+import gymnasium
+
+
+def make(env_fns, **kwargs):
+    return gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
+
+
+class DropFinalObs(gymnasium.vector.VectorWrapper):
+    """Loses the true terminal observation."""
+
+    def step(self, actions):
+        obs, rewards, terminated, truncated, infos = self.env.step(actions)
+        infos = {k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")}
+        return obs, rewards, terminated, truncated, infos
+
+
+def broken(env_fns, **kwargs):
+    return DropFinalObs(make(env_fns))
+
+
+def no_arguments():
+    return None
+'''
+
+SPECS = ("--spec", "terminal.final_obs", "--spec", "flags.*")
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "myvec.py").write_text(MYVEC)
+    return tmp_path
+
+
+def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RLCONFORM_PROFILE": "ci"}
+    env.pop("RLCONFORM_SEED", None)
+    return subprocess.run(
+        [sys.executable, "-m", "rlconform.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_passing_system_exits_0(workdir: Path) -> None:
+    result = run(workdir, "check", "myvec:make", "--api", "gymnasium.vector", "--profile", "ci", *SPECS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "profile: ci" in result.stdout
+    for spec_id in ("terminal.final_obs", "flags.terminated", "flags.truncated"):
+        assert re.search(rf"^\s*PASS\s+{re.escape(spec_id)}:", result.stdout, re.MULTILINE), result.stdout
+    assert result.stderr == ""
+
+
+def test_check_broken_system_exits_1_with_reproducer(workdir: Path) -> None:
+    result = run(workdir, "check", "myvec:broken", "--api", "gymnasium.vector", "--profile", "ci", *SPECS)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert re.search(r"^\s*FAIL\s+terminal\.final_obs: env \d", result.stdout, re.MULTILINE), result.stdout
+    assert "rlconform reproducer: user:myvec:broken violates terminal.final_obs." in result.stdout
+    assert re.search(r"^\s*PASS\s+flags\.terminated:", result.stdout, re.MULTILINE), result.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "family", "reason"),
+    [
+        pytest.param("nosuchmodule_xyz:make", "gymnasium.vector", "module 'nosuchmodule_xyz' not found", id="module"),
+        pytest.param("myvec:nosuch", "gymnasium.vector", "module 'myvec' has no attribute 'nosuch'", id="callable"),
+        pytest.param("myvec", "gymnasium.vector", "expected MODULE:CALLABLE, got 'myvec'", id="no-colon"),
+        pytest.param(
+            "myvec:no_arguments",
+            "gymnasium.vector",
+            "myvec:no_arguments has signature (); family gymnasium.vector expects (env_fns:",
+            id="signature",
+        ),
+        pytest.param("myvec:make", "gym.Vector", "unknown API family 'gym.Vector'; known: gymnasium.Env,", id="family"),
+    ],
+)
+def test_check_bad_input_exits_2_with_one_line_reason(workdir: Path, target: str, family: str, reason: str) -> None:
+    result = run(workdir, "check", target, "--api", family, "--spec", "flags.terminated")
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"rlconform: error: {reason}")
+    assert "Traceback" not in result.stdout
+
+
+def test_check_json_lists_every_spec_with_status_message_and_reproducer(workdir: Path) -> None:
+    result = run(
+        workdir, "check", "myvec:broken", "--api", "gymnasium.vector", "--profile", "ci", *SPECS, "--json", "out.json"
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    document = json.loads((workdir / "out.json").read_text())
+    assert document["schema"] == "rlconform/results"
+    assert document["profile"]["name"] == "ci"
+    assert [s["id"] for s in document["systems"]] == ["user:myvec:broken"]
+    results = document["results"]
+    assert [r["spec"] for r in results] == ["terminal.final_obs", "flags.terminated", "flags.truncated"]
+    for entry in results:
+        assert {"spec", "status", "message", "reproducer"} <= set(entry)
+        assert entry["system"] == "user:myvec:broken"
+        assert entry["message"]
+    assert [r["status"] for r in results] == ["fail", "pass", "pass"]
+    assert [r["reproducer"] is None for r in results] == [False, True, True]
+    assert document["summary"] == {"fail": 1, "pass": 2}
+
+    # the reproducer is a standalone script: it replays the minimal case and exits 1 while the bug remains
+    (workdir / "repro.py").write_text(results[0]["reproducer"])
+    replay = subprocess.run([sys.executable, "repro.py"], cwd=workdir, capture_output=True, text=True, timeout=120)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+
+
+def test_list_names_systems_and_specs(workdir: Path) -> None:
+    result = run(workdir, "list")
+    assert result.returncode == 0, result.stderr
+    assert "gymnasium.SyncVectorEnv.SameStep" in result.stdout
+    assert "transitions.exact" in result.stdout

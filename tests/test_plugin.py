@@ -1,0 +1,390 @@
+"""The pytest plugin, tested the way a downstream repository uses it (pytester).
+
+Every test runs pytest in a fresh directory holding a user module, ``myvec.py``: a correct vector
+env factory and one that loses the true terminal observation. Searches use the derandomized ``ci``
+profile and a few specs, so that each run takes about a second.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("gymnasium")
+
+# The in-process runs import these; importing them here once keeps pytester's sys.modules snapshot
+# from dropping them after every run, so that each run does not import them again (seconds each).
+import rlconform.search  # noqa: F401
+from rlconform.systems import all_systems
+
+all_systems()
+
+MYVEC = '''
+import gymnasium
+
+
+def make(env_fns, **kwargs):
+    return gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
+
+
+class DropFinalObs(gymnasium.vector.VectorWrapper):
+    """Loses the true terminal observation: the bug the plugin must report."""
+
+    def step(self, actions):
+        obs, rewards, terminated, truncated, infos = self.env.step(actions)
+        infos = {k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")}
+        return obs, rewards, terminated, truncated, infos
+
+
+def broken(env_fns, **kwargs):
+    return DropFinalObs(make(env_fns))
+
+
+class Explodes(gymnasium.vector.SyncVectorEnv):
+    """Every step raises: no search can check a transition."""
+
+    def step(self, actions):
+        raise RuntimeError("boom")
+
+
+def explodes(env_fns, **kwargs):
+    return Explodes(env_fns)
+
+
+def no_arguments():
+    return None
+
+
+def raises(env_fns, **kwargs):
+    raise RuntimeError("this factory needs a GPU")
+
+
+NOT_CALLABLE = 3
+'''
+
+PLAIN_TEST = """
+def test_plain():
+    assert 1 + 1 == 2
+"""
+
+CHECK = ("--rlconform-api", "gymnasium.vector", "--rlconform-check")
+
+
+def specs(*patterns: str) -> list[str]:
+    return [arg for pattern in patterns for arg in ("--rlconform-specs", pattern)]
+
+
+def statuses(document: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(r["system"], r["spec"], r["status"]) for r in document["results"]]
+
+
+@pytest.fixture
+def downstream(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
+    monkeypatch.delenv("RLCONFORM_SEED", raising=False)
+    pytester.makepyfile(myvec=MYVEC)
+    return pytester
+
+
+def test_correct_factory_passes_selected_specs(downstream: pytest.Pytester) -> None:
+    result = downstream.runpytest(
+        "-v", *CHECK, "myvec:make", *specs("transitions.exact", "terminal.final_obs", "flags.*")
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "rlconform * on Python *",
+            "profile: ci (*derandomized)",
+            "rlconform: 1 system(s) x 4 spec(s)",
+            "*rlconform::user:myvec:make-transitions.exact PASSED*",
+            "*rlconform::user:myvec:make-terminal.final_obs PASSED*",
+            "*rlconform::user:myvec:make-flags.terminated PASSED*",
+            "*rlconform::user:myvec:make-flags.truncated PASSED*",
+            "rlconform (ci profile): 4 pass",
+        ]
+    )
+
+
+def test_broken_factory_fails_with_violation_and_reproducer(downstream: pytest.Pytester) -> None:
+    result = downstream.runpytest(
+        *CHECK, "myvec:broken", *specs("terminal.final_obs", "flags.terminated"), "--junitxml=junit.xml"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*rlconform: user:myvec:broken :: terminal.final_obs*",
+            "user:myvec:broken violates terminal.final_obs",
+            "spec: The last transition of every episode that ended has the true terminal observation*",
+            "violations (*):",
+            "  - env *, agent step *: next_obs is *; expected * (the terminal observation)",
+            "reproducer (save it as a .py file and run it*",
+            '"""rlconform reproducer: user:myvec:broken violates terminal.final_obs.',
+            "*violations = replay('myvec:broken', case, 'terminal.final_obs', family='gymnasium.vector')*",
+            "rlconform (ci profile): 1 pass, 1 fail",
+            "FAILED rlconform::user:myvec:broken-terminal.final_obs*",
+        ]
+    )
+    # the failure is the violation and its reproducer, not a traceback through rlconform
+    assert "Traceback" not in result.stdout.str()
+    assert "def runtest" not in result.stdout.str()
+    junit = (downstream.path / "junit.xml").read_text()
+    assert '<property name="rlconform_status" value="fail"' in junit
+    assert '<property name="rlconform_status" value="pass"' in junit
+    assert '<property name="rlconform_message" value="env ' in junit
+
+
+def test_keyword_and_marker_select_items(downstream: pytest.Pytester) -> None:
+    downstream.makepyfile(test_plain=PLAIN_TEST)
+    args = [
+        *("--rlconform-systems", "gymnasium.SyncVectorEnv.SameStep"),
+        *("--rlconform-systems", "gymnasium.SyncVectorEnv.NextStep"),
+        *CHECK,
+        "myvec:make",
+        *specs("transitions.exact", "flags.terminated"),
+    ]
+    collected = downstream.runpytest("--collect-only", "-q", *args)
+    # every process (every xdist worker) collects this list in this order: user systems, then
+    # bundled systems in registry order, each with the specs in registry order
+    assert [line for line in collected.outlines if "::" in line] == [
+        "test_plain.py::test_plain",
+        "rlconform::user:myvec:make-transitions.exact",
+        "rlconform::user:myvec:make-flags.terminated",
+        "rlconform::gymnasium.SyncVectorEnv.NextStep-transitions.exact",
+        "rlconform::gymnasium.SyncVectorEnv.NextStep-flags.terminated",
+        "rlconform::gymnasium.SyncVectorEnv.SameStep-transitions.exact",
+        "rlconform::gymnasium.SyncVectorEnv.SameStep-flags.terminated",
+    ]
+
+    selected = downstream.runpytest("--collect-only", "-q", "-k", "SyncVectorEnv and transitions", *args)
+    assert [line for line in selected.outlines if "::" in line] == [
+        "rlconform::gymnasium.SyncVectorEnv.NextStep-transitions.exact",
+        "rlconform::gymnasium.SyncVectorEnv.SameStep-transitions.exact",
+    ]
+
+    by_marker = downstream.runpytest("--collect-only", "-q", "-m", "not rlconform", *args)
+    assert [line for line in by_marker.outlines if "::" in line] == ["test_plain.py::test_plain"]
+
+    result = downstream.runpytest("-v", "-m", "rlconform", "-k", "SameStep and flags", *args)
+    result.assert_outcomes(passed=1, deselected=6)
+    result.stdout.fnmatch_lines(["*rlconform::gymnasium.SyncVectorEnv.SameStep-flags.terminated PASSED*"])
+
+
+def test_search_that_checks_nothing_fails_with_its_message(downstream: pytest.Pytester) -> None:
+    result = downstream.runpytest(*CHECK, "myvec:explodes", *specs("transitions.exact"))
+    result.assert_outcomes(failed=1)
+    # "not exercised" (or "error"): never a pass, and the message says why
+    result.stdout.fnmatch_lines(["user:myvec:explodes :: transitions.exact *", "spec: The transitions extracted *"])
+    assert "Traceback" not in result.stdout.str() or "RuntimeError: boom" in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        pytest.param((*CHECK, "nosuchmodule_xyz:make"), "module 'nosuchmodule_xyz' not found", id="missing-module"),
+        pytest.param((*CHECK, "myvec:nosuch"), "module 'myvec' has no attribute 'nosuch'", id="missing-callable"),
+        pytest.param((*CHECK, "myvec:NOT_CALLABLE"), "myvec:NOT_CALLABLE is a int, not a callable", id="not-callable"),
+        pytest.param(
+            (*CHECK, "myvec:no_arguments"),
+            "myvec:no_arguments has signature (); family gymnasium.vector expects (env_fns: *",
+            id="wrong-signature",
+        ),
+        pytest.param(
+            ("--rlconform-api", "gym.Vector", "--rlconform-check", "myvec:make"),
+            "unknown API family 'gym.Vector'; known: gymnasium.Env, gymnasium.vector, sb3.VecEnv",
+            id="unknown-family",
+        ),
+        pytest.param(
+            (*CHECK, "myvec:raises"),
+            "building myvec:raises as gymnasium.vector raised RuntimeError: this factory needs a GPU",
+            id="factory-raises",
+        ),
+        pytest.param(("--rlconform-check", "myvec:make"), "--rlconform-check needs --rlconform-api*", id="no-family"),
+        pytest.param((*CHECK, "myvec:make", "--rlconform-specs", "nosuch.*"), "no spec matches nosuch.*", id="no-spec"),
+        pytest.param(("--rlconform-systems", "nosuch.*"), "no bundled system matches nosuch.*", id="no-system"),
+        pytest.param(
+            (*CHECK, "myvec:make", "--rlconform-profile", "nightly"), "unknown profile 'nightly'*", id="bad-profile"
+        ),
+    ],
+)
+def test_bad_input_is_a_usage_error(downstream: pytest.Pytester, args: tuple[str, ...], reason: str) -> None:
+    result = downstream.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: rlconform: {reason}"])
+    errors = [line for line in result.errlines if line.strip()]
+    assert len(errors) == 1, errors
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_not_applicable_spec_is_an_explicit_skip(downstream: pytest.Pytester) -> None:
+    result = downstream.runpytest("-rs", "--rlconform-systems", "gymnasium.Env.raw", *specs("seeding.seed_plus_i"))
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "rlconform (ci profile): 1 not_applicable",
+            "SKIPPED [1] rlconform::gymnasium.Env.raw-seeding.seed_plus_i: not applicable: "
+            "applies to gymnasium.vector, sb3.VecEnv, not gymnasium.Env",
+        ]
+    )
+
+
+def test_documented_violation_is_an_xfail(downstream: pytest.Pytester) -> None:
+    pytest.importorskip("stable_baselines3")
+    result = downstream.runpytest(
+        "-rx", "--rlconform-systems", "reference.sb3.VecNormalize", *specs("terminal.final_obs")
+    )
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(
+        ["XFAIL rlconform::reference.sb3.VecNormalize-terminal.final_obs - known violation: SB3 documents *"]
+    )
+
+
+NOT_INSTALLED_CONFTEST = """
+from rlconform.systems import System, register
+
+register(
+    System(
+        id="downstream.NotInstalled",
+        family="gymnasium.vector",
+        title="a system whose library is not installed",
+        build=lambda env_fns: None,
+        source="downstream.NotInstalled(env_fns)",
+        requires=("rlconform-test-no-such-distribution",),
+    )
+)
+"""
+
+
+def test_library_not_installed_is_an_explicit_skip(downstream: pytest.Pytester) -> None:
+    # a subprocess: the registration must not leak into this process's system registry
+    downstream.makeconftest(NOT_INSTALLED_CONFTEST)
+    result = downstream.runpytest_subprocess(
+        "-rs", "--rlconform-systems", "downstream.*", *specs("transitions.exact", "flags.terminated")
+    )
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            "rlconform (ci profile): 2 skipped",
+            "SKIPPED [1] rlconform::downstream.NotInstalled-transitions.exact: "
+            "not installed: rlconform-test-no-such-distribution",
+            "SKIPPED [1] rlconform::downstream.NotInstalled-flags.terminated: "
+            "not installed: rlconform-test-no-such-distribution",
+        ]
+    )
+
+
+def test_inert_without_options(downstream: pytest.Pytester) -> None:
+    # a fresh process, so that what the plugin imports is not hidden by what this process imported
+    downstream.makepyfile(
+        test_plain=PLAIN_TEST
+        + """
+
+def test_plugin_loaded_but_nothing_heavy_imported(pytestconfig):
+    import sys
+
+    assert pytestconfig.pluginmanager.hasplugin("rlconform")
+    assert not pytestconfig.pluginmanager.hasplugin("rlconform.session")
+    heavy = ("gymnasium", "torch", "stable_baselines3", "rlconform.search", "rlconform.systems")
+    assert [name for name in heavy if name in sys.modules] == []
+"""
+    )
+    result = downstream.runpytest_subprocess("-v", "--rlconform-json", "unused.json")
+    result.assert_outcomes(passed=2)
+    assert "rlconform::" not in result.stdout.str()
+    assert "profile: ci" not in result.stdout.str()
+    assert not (downstream.path / "unused.json").exists()
+
+
+def test_profile_from_ini_option(downstream: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RLCONFORM_PROFILE")
+    downstream.makeini("[pytest]\nrlconform_profile = fast\n")
+    result = downstream.runpytest("--collect-only", *CHECK, "myvec:make", *specs("flags.terminated"))
+    result.stdout.fnmatch_lines(["profile: fast (*RLCONFORM_SEED=*"])
+    # the command line wins over the ini file
+    result = downstream.runpytest(
+        "--collect-only", *CHECK, "myvec:make", *specs("flags.terminated"), "--rlconform-profile", "thorough"
+    )
+    result.stdout.fnmatch_lines(["profile: thorough (*"])
+
+
+def test_profile_fixture(downstream: pytest.Pytester) -> None:
+    downstream.makepyfile(
+        test_profile="""
+def test_profile(rlconform_profile):
+    assert rlconform_profile.name == "thorough"
+"""
+    )
+    downstream.runpytest("--rlconform-profile", "thorough").assert_outcomes(passed=1)
+
+
+def test_json_document_is_the_same_with_and_without_xdist(downstream: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    args = [
+        *CHECK,
+        "myvec:make",
+        *CHECK,
+        "myvec:broken",
+        *("--rlconform-systems", "gymnasium.Env.raw"),
+        *specs("terminal.final_obs", "flags.terminated", "seeding.seed_plus_i"),
+    ]
+    single = downstream.runpytest("-p", "no:xdist", *args, "--rlconform-json", "single.json")
+    single.assert_outcomes(passed=7, failed=1, skipped=1)
+    single.stdout.fnmatch_lines(["rlconform: results written to *single.json"])
+    parallel = downstream.runpytest_subprocess("-n", "2", *args, "--rlconform-json", "parallel.json")
+    parallel.assert_outcomes(passed=7, failed=1, skipped=1)
+    parallel.stdout.fnmatch_lines(["2 workers [9 items]", "rlconform (ci profile): 7 pass, 1 fail, 1 not_applicable"])
+
+    first = json.loads((downstream.path / "single.json").read_text())
+    second = json.loads((downstream.path / "parallel.json").read_text())
+    expected = [
+        ("user:myvec:make", "seeding.seed_plus_i", "pass"),
+        ("user:myvec:make", "terminal.final_obs", "pass"),
+        ("user:myvec:make", "flags.terminated", "pass"),
+        ("user:myvec:broken", "seeding.seed_plus_i", "pass"),
+        ("user:myvec:broken", "terminal.final_obs", "fail"),
+        ("user:myvec:broken", "flags.terminated", "pass"),
+        ("gymnasium.Env.raw", "seeding.seed_plus_i", "not_applicable"),
+        ("gymnasium.Env.raw", "terminal.final_obs", "pass"),
+        ("gymnasium.Env.raw", "flags.terminated", "pass"),
+    ]
+    assert statuses(first) == statuses(second) == expected
+    for document in (first, second):
+        assert document["schema"] == "rlconform/results"
+        assert document["schema_version"] == 1
+        assert document["profile"]["name"] == "ci"
+        assert document["profile"]["seed"] is None
+        assert [s["id"] for s in document["systems"]] == ["user:myvec:make", "user:myvec:broken", "gymnasium.Env.raw"]
+        assert [s["id"] for s in document["specs"]] == ["seeding.seed_plus_i", "terminal.final_obs", "flags.terminated"]
+        assert document["summary"] == {"pass": 7, "fail": 1, "not_applicable": 1}
+        failure = document["results"][4]
+        assert failure["violations"] and failure["message"]
+        assert "replay('myvec:broken', case, 'terminal.final_obs'" in failure["reproducer"]
+    # derandomized: the same search finds the same minimal case in any process
+    assert first["results"][4]["case"] == second["results"][4]["case"]
+
+
+def test_workers_search_with_the_controllers_seed(downstream: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    result = downstream.runpytest_subprocess(
+        "-v",
+        "-n",
+        "2",
+        "--rlconform-profile",
+        "fast",
+        *CHECK,
+        "myvec:make",
+        *("--rlconform-systems", "gymnasium.SyncVectorEnv.SameStep"),
+        *specs("flags.*"),
+        "--rlconform-json",
+        "fast.json",
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["profile: fast (*RLCONFORM_SEED=*", "*[[]gw0[]]*PASSED*"])
+    result.stdout.fnmatch_lines(["*[[]gw1[]]*PASSED*"])
+    document = json.loads((downstream.path / "fast.json").read_text())
+    seed = document["profile"]["seed"]
+    assert isinstance(seed, int)
+    assert f"RLCONFORM_SEED={seed}" in result.stdout.str()
+    assert [r["seed"] for r in document["results"]] == [seed] * 4
