@@ -31,9 +31,16 @@ def _select(items: Sequence[System] | Sequence[Spec], patterns: Sequence[str] | 
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", choices=sorted(PROFILES), default=None, help="Hypothesis profile (default: ci, or $RLCONFORM_PROFILE)")
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=None,
+        help="Hypothesis profile (default: ci, or $RLCONFORM_PROFILE)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
-    parser.add_argument("--spec", action="append", metavar="PATTERN", help="only specs whose id matches (glob); repeatable")
+    parser.add_argument(
+        "--spec", action="append", metavar="PATTERN", help="only specs whose id matches (glob); repeatable"
+    )
     parser.add_argument("--reproducers", action="store_true", help="print the reproducer of every failure")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (one system per worker)")
 
@@ -44,13 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="every bundled system against every spec; prints the table and writes JSON")
     _add_common(run)
-    run.add_argument("--system", action="append", metavar="PATTERN", help="only systems whose id matches (glob); repeatable")
+    run.add_argument(
+        "--system", action="append", metavar="PATTERN", help="only systems whose id matches (glob); repeatable"
+    )
     run.add_argument("--no-reference", action="store_true", help="leave out the reference models (the control rows)")
     run.add_argument("--strict", action="store_true", help="exit 1 when any library system fails a spec")
 
     check = sub.add_parser("check", help="check your own system: MODULE:CALLABLE")
     check.add_argument("target", metavar="MODULE:CALLABLE")
-    check.add_argument("--api", required=True, metavar="FAMILY", help=f"one of: {', '.join(sorted(FACTORY_SIGNATURES))}")
+    check.add_argument(
+        "--api", required=True, metavar="FAMILY", help=f"one of: {', '.join(sorted(FACTORY_SIGNATURES))}"
+    )
     _add_common(check)
 
     sub.add_parser("list", help="list the bundled systems and the specs")
@@ -100,7 +111,8 @@ def _run(args: argparse.Namespace) -> int:
     systems = _select(systems, args.system)
     if not systems:
         raise BadInput(f"no system matches {args.system}")
-    specs = _specs(args)
+    families = {s.family for s in systems}
+    specs = [spec for spec in _specs(args) if spec.families & families]
     out = sys.stdout
     for line in header_lines(profile, seed):
         print(line, file=out)
@@ -130,7 +142,14 @@ def _skipped_verdicts(systems: Sequence[System], specs: Sequence[Spec], profile:
     from rlconform.search import Verdict
 
     return [
-        Verdict(s.id, spec.id, "skipped", f"not installed: {', '.join(s.missing_requirements())}", profile=profile, seed=seed)
+        Verdict(
+            s.id,
+            spec.id,
+            "skipped",
+            f"not installed: {', '.join(s.missing_requirements())}",
+            profile=profile,
+            seed=seed,
+        )
         for s in systems
         for spec in specs
     ]
@@ -141,7 +160,9 @@ def _check(args: argparse.Namespace) -> int:
     seed = None if profile.derandomize else session_seed()
     system = user_system(args.target, args.api)
     probe(system)
-    specs = _specs(args)
+    specs = [spec for spec in _specs(args) if system.family in spec.families]
+    if not specs:
+        raise BadInput(f"no spec matches {args.spec} for family {args.api}")
     out = sys.stdout
     for line in header_lines(profile, seed):
         print(line, file=out)
@@ -149,7 +170,10 @@ def _check(args: argparse.Namespace) -> int:
     results = Results(profile=profile, seed=seed, systems=[system], specs=specs)
     results.verdicts = run_checks([system], specs, profile, progress=print_progress(out))
     for verdict in results.verdicts:
-        print(f"  {verdict.status.upper():15s} {verdict.spec_id}: {verdict.message.splitlines()[0] if verdict.message else ''}", file=out)
+        print(
+            f"  {verdict.status.upper():15s} {verdict.spec_id}: {verdict.message.splitlines()[0] if verdict.message else ''}",
+            file=out,
+        )
     failures = render_failures(results.verdicts, with_reproducers=True)
     if failures:
         print(file=out)

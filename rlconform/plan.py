@@ -8,7 +8,6 @@ and standalone reproducers possible.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from rlconform.fixtures.script import EnvScript
 from rlconform.fixtures.spaces import ActionValue
@@ -47,7 +46,7 @@ class BadStep:
         return f"step({list(self.actions)})  # {len(self.actions)} actions: wrong batch size"
 
 
-Op = Union[Reset, Step, BadStep]
+Op = Reset | Step | BadStep
 
 
 @dataclass(frozen=True)

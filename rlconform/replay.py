@@ -6,9 +6,8 @@ Reproducers call :func:`replay`; it is also handy at a debugger prompt.
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
-from rlconform.plan import Case
 from rlconform.runner import Run, execute
 from rlconform.specs.registry import Violation, all_specs, get_spec
 from rlconform.systems import System, get_system
@@ -29,7 +28,7 @@ def resolve_system(system: str | System, family: str | None = None) -> System:
 
 def replay(
     system: str | System,
-    case: Case,
+    case: Any,
     spec_id: str | None = None,
     *,
     family: str | None = None,
@@ -40,7 +39,12 @@ def replay(
     stream = out or sys.stdout
     resolved = resolve_system(system, family)
     run = execute(resolved, case)
-    print_run(run, stream)
+    if isinstance(run, Run):
+        print_run(run, stream)
+    else:
+        print(f"system: {resolved.source} (your env), {case}", file=stream)
+        if run.first is not None:
+            print_run(run.first, stream, decode=False)
     specs = [get_spec(spec_id)] if spec_id else [s for s in all_specs() if s.not_applicable_reason(resolved) is None]
     found: list[Violation] = []
     for spec in specs:
@@ -53,8 +57,9 @@ def replay(
     return found
 
 
-def print_run(run: Run, stream: TextIO) -> None:
-    from rlconform.specs.helpers import decode, describe_decoded
+def print_run(run: Run, stream: TextIO, *, decode: bool = True) -> None:
+    from rlconform.specs.helpers import decode as decode_obs
+    from rlconform.specs.helpers import describe_decoded
 
     print(f"system: {run.system.id} ({run.system.title})", file=stream)
     if run.build_error:
@@ -69,13 +74,16 @@ def print_run(run: Run, stream: TextIO) -> None:
         view = call.view
         if view is None:
             continue
-        obs = ", ".join(describe_decoded(decode(run, o)) for o in view.obs_in_env_units())
+        if decode:
+            obs = ", ".join(describe_decoded(decode_obs(run, o)) for o in view.obs_in_env_units())
+        else:
+            obs = ", ".join(repr(o) for o in view.obs)
         print(f"      obs: {obs}", file=stream)
         if view.kind == "step":
             print(
                 f"      reward: {view.rewards}  terminated: {view.terminated}  truncated: {view.truncated}", file=stream
             )
             finals = view.final_obs_in_env_units()
-            if finals and any(f is not None for f in finals):
-                text = ", ".join("-" if f is None else describe_decoded(decode(run, f)) for f in finals)
+            if decode and finals and any(f is not None for f in finals):
+                text = ", ".join("-" if f is None else describe_decoded(decode_obs(run, f)) for f in finals)
                 print(f"      final obs: {text}", file=stream)

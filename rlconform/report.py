@@ -173,7 +173,11 @@ def render_failures(verdicts: Iterable[Verdict], *, with_reproducers: bool = Fal
         if verdict.known:
             lines.append(f"    known because: {verdict.known}")
         if verdict.case is not None:
-            lines.append(f"    minimal case: {len(verdict.case.ops)} calls on {verdict.case.num_envs} sub-env(s)")
+            ops = getattr(verdict.case, "ops", None)
+            if ops is not None:
+                lines.append(f"    minimal case: {len(ops)} calls on {verdict.case.num_envs} sub-env(s)")
+            else:
+                lines.append(f"    minimal case: {verdict.case!r}")
         if with_reproducers and verdict.reproducer:
             lines.append("    reproducer:")
             lines.extend("        " + line for line in verdict.reproducer.splitlines())

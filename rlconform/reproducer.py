@@ -4,16 +4,19 @@ so that the script doubles as an upstream bug report."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rlconform.plan import Case
-    from rlconform.runner import Run
+    from rlconform.envcheck import EnvCase
     from rlconform.specs.registry import Spec
     from rlconform.systems import System
 
 
-def reproducer_source(system: System, spec: Spec, case: Case, run: Run | None = None) -> str:
+def reproducer_source(system: System, spec: Spec, case: Any, run: Any = None) -> str:
+    from rlconform.envcheck import EnvCase
+
+    if isinstance(case, EnvCase):
+        return _env_reproducer(system, spec, case)
     calls = ""
     if run is not None and run.calls:
         lines = []
@@ -57,5 +60,25 @@ case = Case(
 
 if __name__ == "__main__":
     violations = replay({system_ref!r}, case, {spec.id!r}{family_arg})
+    raise SystemExit(1 if violations else 0)
+'''
+
+
+def _env_reproducer(system: System, spec: Spec, case: EnvCase) -> str:
+    return f'''"""rlconform reproducer: {system.source} violates {spec.id}.
+
+{spec.statement}
+
+The env is reset with seed {case.seed}, stepped {case.steps} times with actions sampled from its
+action space seeded with {case.action_seed} (+ i for copy i), and run through {case.num_envs}
+copies in each installed stack.
+"""
+from rlconform.envcheck import EnvCase
+from rlconform.replay import replay
+
+case = {case!r}
+
+if __name__ == "__main__":
+    violations = replay({system.source!r}, case, {spec.id!r}, family="gymnasium.Env")
     raise SystemExit(1 if violations else 0)
 '''

@@ -7,6 +7,7 @@ the run of the reference model on the same case.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import tempfile
@@ -14,7 +15,7 @@ import time
 import traceback
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,13 +65,31 @@ class Run:
         return self.calls[position]
 
 
+class ActionCodec:
+    """How plan actions become the objects a correct caller passes: one action for a single env,
+    a batch (one row per sub-env, the action space's dtype) for a vector env."""
+
+    def __init__(self, single: Callable[[Any], Any], batch: Callable[[Sequence[Any]], Any]) -> None:
+        self.single = single
+        self.batch = batch
+
+    @classmethod
+    def for_script(cls, case: Case) -> ActionCodec:
+        from rlconform.adapters.gym_env import single_action
+        from rlconform.fixtures.spaces import batch_actions
+
+        spec = case.script.action
+        return cls(functools.partial(single_action, spec), functools.partial(batch_actions, spec))
+
+
 class Session:
     """Driver state for one run; adapters make every library call through :meth:`call`."""
 
-    def __init__(self, system: System, case: Case, family: Family) -> None:
+    def __init__(self, system: System, case: Case, family: Family, codec: ActionCodec | None = None) -> None:
         self.system = system
         self.case = case
         self.family = family
+        self.codec = codec or ActionCodec.for_script(case)
         self.calls: list[CallRecord] = []
         self.agent_steps = 0
         self.state: dict[str, Any] = {}
@@ -81,6 +100,12 @@ class Session:
     @property
     def num_envs(self) -> int:
         return self.case.num_envs
+
+    def single(self, value: Any) -> Any:
+        return self.codec.single(value)
+
+    def batch(self, values: Sequence[Any]) -> Any:
+        return self.codec.batch(values)
 
     def call(
         self,
@@ -158,18 +183,28 @@ class LiveRun:
     rule); :func:`execute` drives a whole case through it. ``finish`` closes the system, reads
     the env logs and returns the :class:`Run`."""
 
-    def __init__(self, system: System, case: Case) -> None:
+    def __init__(
+        self,
+        system: System,
+        case: Case,
+        *,
+        env_fns: Sequence[Callable[[], Any]] | None = None,
+        codec: ActionCodec | None = None,
+    ) -> None:
+        """``env_fns``/``codec`` replace the reference envs and their actions (to drive a user's
+        own env through a library stack); no ground truth is then recorded."""
         self.system = system
         self.family = get_family(system.family)
         self.run = Run(system=system, case=case)
         self.obj: Any = None
         self._log_dir = Path(tempfile.mkdtemp(prefix="rlconform-logs-")) if system.out_of_process else None
-        self._sinks = _sinks(system, case.num_envs, self._log_dir)
+        self._sinks = _sinks(system, case.num_envs, self._log_dir) if env_fns is None else []
         self._children = child_processes()
-        self.session = Session(system, case, self.family)
+        self.session = Session(system, case, self.family, codec)
         self._finished = False
         self._ops: list[Op] = []
-        env_fns = env_fns_for(case, self._sinks)
+        if env_fns is None:
+            env_fns = env_fns_for(case, self._sinks)
         try:
             if self._log_dir is not None:
                 # worker processes inherit fd 2: their dying words go to a file, not the report
@@ -223,7 +258,7 @@ class LiveRun:
                 _mark_closed(self.obj)
             run.orphans = reap(self._children)
             run.calls = self.session.calls
-            run.truth = build_truth(run.case.script, [sink.read() for sink in self._sinks])
+            run.truth = build_truth(run.case.script, [sink.read() for sink in self._sinks]) if self._sinks else None
             run.slots = self.family.recipe(run.calls, run.case.num_envs, run.semantics)
         finally:
             self._cleanup()
@@ -240,8 +275,17 @@ class LiveRun:
             shutil.rmtree(self._log_dir, ignore_errors=True)
 
 
-def execute(system: System, case: Case, *, with_model: bool = True) -> Run:
-    """Run ``case`` on ``system`` (and on its reference model when ``with_model``)."""
+def execute(system: System, case: Any, *, with_model: bool = True) -> Any:
+    """Run ``case`` on ``system`` (and on its reference model when ``with_model``).
+
+    A user's own env (family ``user.env``) takes an :class:`~rlconform.envcheck.EnvCase` and
+    gives an :class:`~rlconform.envcheck.EnvRun`."""
+    from rlconform.user import USER_ENV_FAMILY
+
+    if system.family == USER_ENV_FAMILY:
+        from rlconform.envcheck import execute_user_env
+
+        return execute_user_env(system, case)
     live = LiveRun(system, case)
     model_id = live.model_id()
     try:
@@ -260,10 +304,8 @@ def execute(system: System, case: Case, *, with_model: bool = True) -> Run:
 def _mark_closed(obj: Any) -> None:
     """After a close() that failed or hung (its workers are then terminated by the runner), stop
     the object's finaliser from trying to close it again at some later garbage collection."""
-    try:
+    with contextlib.suppress(Exception):
         obj.closed = True
-    except Exception:
-        pass
 
 
 class RunCache:
@@ -272,11 +314,11 @@ class RunCache:
 
     def __init__(self, size: int = 256) -> None:
         self.size = size
-        self._runs: OrderedDict[tuple[str, Case], Run] = OrderedDict()
+        self._runs: OrderedDict[tuple[str, Any], Any] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, system: System, case: Case) -> Run:
+    def get(self, system: System, case: Any) -> Any:
         key = (system.id, case)
         run = self._runs.get(key)
         if run is not None:

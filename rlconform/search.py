@@ -10,16 +10,16 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from hypothesis import given
 from hypothesis import seed as hypothesis_seed
+from hypothesis.strategies import SearchStrategy
 
 from rlconform.fixtures.strategies import cases
-from rlconform.plan import Case
 from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed
 from rlconform.reproducer import reproducer_source
-from rlconform.runner import RUN_CACHE, Run, RunCache
+from rlconform.runner import RUN_CACHE, RunCache
 from rlconform.specs.registry import Spec, Violation
 from rlconform.systems import System
 
@@ -29,7 +29,7 @@ Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "
 class SpecFailure(AssertionError):
     """A spec's violation on a concrete case: title, message, reproducer."""
 
-    def __init__(self, system: System, spec: Spec, case: Case, violations: list[Violation], run: Run) -> None:
+    def __init__(self, system: System, spec: Spec, case: Any, violations: list[Violation], run: Any) -> None:
         self.system, self.spec, self.case, self.violations, self.run = system, spec, case, violations, run
         self.title = f"{system.id} violates {spec.id}"
         more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
@@ -44,7 +44,7 @@ class Verdict:
     status: Status
     message: str = ""
     reproducer: str | None = None
-    case: Case | None = None
+    case: Any = None
     violations: list[str] = field(default_factory=list)
     examples: int = 0
     checked: int = 0
@@ -69,6 +69,16 @@ class _Tally:
     not_applicable_reason: str = ""
 
 
+def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
+    from rlconform.user import USER_ENV_FAMILY
+
+    if system.family == USER_ENV_FAMILY:
+        from rlconform.envcheck import env_cases
+
+        return env_cases(system)
+    return cases(system, spec.scenario)
+
+
 def check_spec(
     system: System, spec: Spec, profile: Profile | str | None = None, cache: RunCache = RUN_CACHE
 ) -> Verdict:
@@ -76,17 +86,17 @@ def check_spec(
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     start = time.perf_counter()
     seed = None if prof.derandomize else session_seed()
-    base = {"system_id": system.id, "spec_id": spec.id, "profile": prof.name, "seed": seed}
+    base: dict[str, Any] = {"system_id": system.id, "spec_id": spec.id, "profile": prof.name, "seed": seed}
     reason = spec.not_applicable_reason(system)
     if reason is not None:
-        return Verdict(status="not_applicable", message=reason, **base)  # type: ignore[arg-type]
+        return Verdict(status="not_applicable", message=reason, **base)
     missing = system.missing_requirements()
     if missing:
-        return Verdict(status="skipped", message=f"not installed: {', '.join(missing)}", **base)  # type: ignore[arg-type]
+        return Verdict(status="skipped", message=f"not installed: {', '.join(missing)}", **base)
 
     tally = _Tally()
 
-    def prop(case: Case) -> None:
+    def prop(case: Any) -> None:
         run = cache.get(system, case)
         tally.examples += 1
         if run.build_error is not None:
@@ -102,8 +112,8 @@ def check_spec(
         if outcome.violations:
             raise SpecFailure(system, spec, case, outcome.violations, run)
 
-    test = given(cases(system, spec.scenario))(prop)
-    test = hypothesis_settings(prof, system.out_of_process)(test)
+    test = given(strategy_for(system, spec))(prop)
+    test = hypothesis_settings(prof, system.out_of_process or spec.expensive)(test)
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     try:
@@ -119,7 +129,7 @@ def check_spec(
             checked=tally.checked,
             seconds=time.perf_counter() - start,
             known=system.known_violation(spec.id),
-            **base,  # type: ignore[arg-type]
+            **base,
         )
     except Exception as exc:
         return Verdict(
@@ -127,20 +137,20 @@ def check_spec(
             message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}",
             examples=tally.examples,
             seconds=time.perf_counter() - start,
-            **base,  # type: ignore[arg-type]
+            **base,
         )
     elapsed = time.perf_counter() - start
-    common = {"examples": tally.examples, "checked": tally.checked, "seconds": elapsed, **base}
+    common: dict[str, Any] = {"examples": tally.examples, "checked": tally.checked, "seconds": elapsed, **base}
     if tally.checked > 0:
-        return Verdict(status="pass", message=f"{tally.checked} facts checked over {tally.examples} examples", **common)  # type: ignore[arg-type]
+        return Verdict(status="pass", message=f"{tally.checked} facts checked over {tally.examples} examples", **common)
     if tally.build_errors == tally.examples:
         return Verdict(
             status="error", message=f"the system could not be built for any example: {tally.build_error}", **common
-        )  # type: ignore[arg-type]
+        )
     if tally.not_applicable and tally.not_applicable + tally.build_errors == tally.examples:
-        return Verdict(status="not_applicable", message=tally.not_applicable_reason, **common)  # type: ignore[arg-type]
+        return Verdict(status="not_applicable", message=tally.not_applicable_reason, **common)
     return Verdict(
         status="not_exercised",
         message=f"no example exercised this spec ({tally.examples} examples drawn)",
-        **common,  # type: ignore[arg-type]
+        **common,
     )

@@ -74,9 +74,16 @@ def conformance_machine(system: System) -> type[RuleBasedStateMachine]:
                         f"{a.source}: the system returned {real_parts}; the reference model returns {model_parts}"
                     )
             if len(got) != len(want):
-                raise ConformanceFailure(f"{op.describe()} made {len(got)} calls on the system, {len(want)} on the model")
+                raise ConformanceFailure(
+                    f"{op.describe()} made {len(got)} calls on the system, {len(want)} on the model"
+                )
             last = want[-1] if want else None
-            if last is not None and last.view is not None and last.view.kind == "step" and last.view.terminated is not None:
+            if (
+                last is not None
+                and last.view is not None
+                and last.view.kind == "step"
+                and last.view.terminated is not None
+            ):
                 assert last.view.truncated is not None
                 self.ended = [a or b for a, b in zip(last.view.terminated, last.view.truncated, strict=True)]
             elif last is not None and last.view is not None:

@@ -26,7 +26,9 @@ def check_system(system: System, specs: Sequence[Spec], profile: Profile) -> lis
     return [check_spec(system, spec, profile) for spec in specs]
 
 
-def _check_system_by_id(system_id: str, spec_ids: Sequence[str], profile: Profile, user: tuple[str, str] | None) -> list[Verdict]:
+def _check_system_by_id(
+    system_id: str, spec_ids: Sequence[str], profile: Profile, user: tuple[str, str] | None
+) -> list[Verdict]:
     if user is not None:
         from rlconform.user import user_system
 

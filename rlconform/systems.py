@@ -87,6 +87,8 @@ class System:
     #: models, the places where the documented semantics themselves break a spec
     known_violations: tuple[tuple[str, str], ...] = ()
     description: str = ""
+    #: for a user's own env (family user.env): the picklable ``() -> Env`` factory
+    env_factory: Callable[[], Any] | None = None
 
     def known_violation(self, spec_id: str) -> str | None:
         for known_id, reason in self.known_violations:
@@ -113,8 +115,13 @@ _REGISTRY: dict[str, System] = {}
 
 def register(system: System) -> System:
     existing = _REGISTRY.get(system.id)
-    if existing is not None and existing is not system:
+    if existing is not None and (existing.family, existing.source, existing.kind) != (
+        system.family,
+        system.source,
+        system.kind,
+    ):
         raise ValueError(f"duplicate system id {system.id!r}")
+    # the same definition seen again (its module was re-imported) replaces the old one
     _REGISTRY[system.id] = system
     return system
 

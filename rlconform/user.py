@@ -95,6 +95,7 @@ def user_system(reference: str, family: str) -> System:
             out_of_process=False,
             capabilities=Capabilities(partial_reset=False, max_envs=3),
             description="a user's own env: checked for what holds for any env, and through every installed stack",
+            env_factory=fn,
         )
 
     def build(env_fns: Sequence[EnvFn]) -> Any:
@@ -115,8 +116,12 @@ def user_system(reference: str, family: str) -> System:
 
 def _build(system: System, env_fns: Sequence[EnvFn]) -> Any:
     """Build once for the probe; a factory that raises is bad input too, with a one-line reason."""
+    import warnings
+
     try:
-        return system.build(env_fns)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return system.build(env_fns)
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise BadInput(f"building {system.source} as {system.family} raised {type(exc).__name__}: {first}") from None
@@ -127,12 +132,12 @@ def probe(system: System) -> None:
     folder: str | None = None
     if system.family == USER_ENV_FAMILY:
         obj = _build(system, [])
-        required = ("reset", "step", "observation_space", "action_space")
+        required: tuple[str, ...] = ("reset", "step", "observation_space", "action_space")
     else:
+        from rlconform.fixtures.calllog import MemorySink
         from rlconform.fixtures.script import EnvScript
         from rlconform.plan import Case, Reset
         from rlconform.runner import env_fns_for
-        from rlconform.fixtures.calllog import MemorySink
 
         case = Case(EnvScript(), 2, (Reset(),))
         sinks = [MemorySink() for _ in range(2)]

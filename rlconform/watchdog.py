@@ -23,7 +23,7 @@ def call_timeout() -> float:
     return float(os.environ.get("RLCONFORM_CALL_TIMEOUT", DEFAULT_CALL_TIMEOUT))
 
 
-class CallTimeout(BaseException):  # noqa: N818 - a BaseException so that library code catching Exception cannot swallow it
+class CallTimeout(BaseException):
     """A library call exceeded its deadline."""
 
 

@@ -15,9 +15,12 @@ from rlconform.replay import replay
 from rlconform.search import check_spec
 from rlconform.specs.registry import all_specs, get_spec
 from rlconform.systems import all_systems, get_system
+from rlconform.user import user_system
 
 PLANTED = [(s.id, spec_id) for s in all_systems() if s.kind == "planted" for spec_id in s.plants]
 REFERENCES = [s.id for s in all_systems() if s.kind == "reference"]
+#: correct envs of users, the control group of the env-author specs
+CORRECT_USER_ENVS = ["rlconform.fixtures.user_envs:counter", "rlconform.fixtures.user_envs:cartpole"]
 
 
 def test_every_spec_has_a_planted_bug():
@@ -54,10 +57,21 @@ def test_reference_model_passes_every_spec(system_id):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("reference", CORRECT_USER_ENVS)
+def test_correct_user_env_passes_every_env_spec(reference):
+    system = user_system(reference, "gymnasium.Env")
+    for spec in all_specs():
+        if spec.not_applicable_reason(system) is not None:
+            continue
+        verdict = check_spec(system, spec, "ci")
+        assert verdict.status == "pass", f"{spec.id}: {verdict.status}: {verdict.message}"
+
+
 def test_every_spec_passes_on_some_correct_system():
     passed = set()
-    for system_id in REFERENCES:
-        system = get_system(system_id)
+    systems = [get_system(system_id) for system_id in REFERENCES]
+    systems += [user_system(reference, "gymnasium.Env") for reference in CORRECT_USER_ENVS]
+    for system in systems:
         for spec in all_specs():
             if spec.id in passed or system.known_violation(spec.id):
                 continue

@@ -31,7 +31,9 @@ def single_action(spec: ActSpec, value: ActionValue) -> Any:
 def action_literal(action: Any) -> str:
     if isinstance(action, np.ndarray):
         return array_literal(action)
-    return f"np.{type(action).__name__}({action!r})"
+    if isinstance(action, np.generic):
+        return f"np.{type(action).__name__}({action.item()!r})"
+    return repr(action)
 
 
 def has_autoreset(env: Any) -> bool:
@@ -44,7 +46,7 @@ def has_autoreset(env: Any) -> bool:
 
 
 def wrapper_names(env: Any) -> list[str]:
-    names = []
+    names: list[str] = []
     layer = env
     while layer is not None and len(names) < 32:
         names.append(type(layer).__name__)
@@ -84,7 +86,7 @@ class GymEnvFamily(Family):
         assert isinstance(op, Step)
         if session.state["ended"] and not session.state["autoreset"]:
             self._reset(session, obj, Reset(seed=None), implied=True)
-        action = single_action(session.case.script.action, op.actions[0])
+        action = session.single(op.actions[0])
         record = session.call(op, f"env.step({action_literal(action)})", obj.step, (action,), view=_view_step, obj=obj)
         if record.view is not None and record.view.terminated is not None and record.view.truncated is not None:
             session.state["ended"] = record.view.terminated[0] or record.view.truncated[0]

@@ -20,7 +20,7 @@ import numpy as np
 
 from rlconform.adapters.base import Contract, Family, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
-from rlconform.fixtures.spaces import array_literal, batch_actions
+from rlconform.fixtures.spaces import array_literal
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.systems import Capabilities, EnvFn, System, register
 from rlconform.trace import CallRecord, CallView, Slot
@@ -131,7 +131,7 @@ class GymVectorFamily(Family):
         done = session.state["done"]
         if session.state["mode"] == "Disabled" and any(done):
             self._reset(session, obj, Reset(seed=None, mask=tuple(done)), implied=True)
-        actions = batch_actions(session.case.script.action, op.actions)
+        actions = session.batch(op.actions)
         record = session.call(
             op,
             f"envs.step({array_literal(actions)})",

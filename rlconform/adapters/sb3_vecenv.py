@@ -18,7 +18,7 @@ import numpy as np
 
 from rlconform.adapters.base import Contract, Family, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, split_batch
-from rlconform.fixtures.spaces import array_literal, batch_actions
+from rlconform.fixtures.spaces import array_literal
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.systems import Capabilities, EnvFn, System, register
 from rlconform.trace import CallRecord, CallView, Slot, snapshot
@@ -91,9 +91,14 @@ class SB3Family(Family):
             session.call(op, source, fn, (), view=functools.partial(_view_reset, n), obj=obj)
             return
         assert isinstance(op, (Step, BadStep))
-        actions = batch_actions(session.case.script.action, op.actions)
+        actions = session.batch(op.actions)
         session.call(
-            op, f"venv.step({array_literal(actions)})", obj.step, (actions,), view=functools.partial(_view_step, n), obj=obj
+            op,
+            f"venv.step({array_literal(actions)})",
+            obj.step,
+            (actions,),
+            view=functools.partial(_view_step, n),
+            obj=obj,
         )
 
     def observe(self, obj: Any, record: CallRecord) -> None:
@@ -113,7 +118,9 @@ class SB3Family(Family):
         if view.kind == "step":
             view.env_rewards = as_float_list(snapshot(normalize.get_original_reward()), len(view.obs))
             if view.final_obs is not None:
-                view.env_final_obs = [None if f is None else snapshot(normalize.unnormalize_obs(f)) for f in view.final_obs]
+                view.env_final_obs = [
+                    None if f is None else snapshot(normalize.unnormalize_obs(f)) for f in view.final_obs
+                ]
         rms = normalize.obs_rms
         if isinstance(rms, dict):
             rms = rms[sorted(rms)[0]]
@@ -169,11 +176,17 @@ class SB3Family(Family):
             return [f"returned a {type(result).__name__}; documented: (obs, rewards, dones, infos)"]
         _, rewards, dones, infos = result
         problems = []
-        if not isinstance(infos, (list, tuple)) or len(infos) != num_envs or not all(isinstance(i, dict) for i in infos):
+        if (
+            not isinstance(infos, (list, tuple))
+            or len(infos) != num_envs
+            or not all(isinstance(i, dict) for i in infos)
+        ):
             problems.append(f"infos is {type(infos).__name__}; documented: a list of {num_envs} dicts")
         for name, value in (("rewards", rewards), ("dones", dones)):
             if not isinstance(value, np.ndarray) or value.shape != (num_envs,):
-                problems.append(f"{name} is {type(value).__name__} of shape {getattr(value, 'shape', None)}; documented: an array of shape ({num_envs},)")
+                problems.append(
+                    f"{name} is {type(value).__name__} of shape {getattr(value, 'shape', None)}; documented: an array of shape ({num_envs},)"
+                )
         return problems
 
     def object_problems(self, semantics: dict[str, Any], num_envs: int) -> list[str]:

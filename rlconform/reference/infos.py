@@ -13,7 +13,7 @@ import numpy as np
 
 
 def _empty_batch(value: Any, num_envs: int) -> np.ndarray:
-    if isinstance(value, (bool, int, float)) or isinstance(value, np.number):
+    if isinstance(value, (bool, int, float, np.number)):
         return np.zeros(num_envs, dtype=type(value))
     if isinstance(value, np.ndarray):
         return np.zeros((num_envs, *value.shape), dtype=value.dtype)

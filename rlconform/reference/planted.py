@@ -7,6 +7,7 @@ Each bug is the smallest change to a correct model that reproduces a mistake rea
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
@@ -415,10 +416,22 @@ def _register() -> None:
 
     same, nxt = "SameStep", "NextStep"
     _plant("shifted_reward", _vector(ShiftedReward, same), ("transitions.exact",), ShiftedReward.__doc__ or "")
-    _plant("mislabelled_mode", lambda fns: MislabelledMode(list(fns)), ("transitions.exact",), MislabelledMode.__doc__ or "")
+    _plant(
+        "mislabelled_mode",
+        lambda fns: MislabelledMode(list(fns)),
+        ("transitions.exact",),
+        MislabelledMode.__doc__ or "",
+    )
     _plant("double_step", _vector(DoubleStep, same), ("counts.env_steps",), DoubleStep.__doc__ or "")
-    _plant("reset_all_on_end", _vector(ResetAllOnEnd, same), ("continuity.no_discarded_episode",), ResetAllOnEnd.__doc__ or "")
-    _plant("stale_first_obs", _vector(StaleFirstObs, same), ("continuity.fresh_first_obs",), StaleFirstObs.__doc__ or "")
+    _plant(
+        "reset_all_on_end",
+        _vector(ResetAllOnEnd, same),
+        ("continuity.no_discarded_episode",),
+        ResetAllOnEnd.__doc__ or "",
+    )
+    _plant(
+        "stale_first_obs", _vector(StaleFirstObs, same), ("continuity.fresh_first_obs",), StaleFirstObs.__doc__ or ""
+    )
     _plant("wrong_final_obs", _vector(WrongFinalObs, same), ("terminal.final_obs",), WrongFinalObs.__doc__ or "")
     _plant(
         "truncation_hides_termination",
@@ -427,7 +440,12 @@ def _register() -> None:
         TruncationHidesTermination.__doc__ or "",
     )
     _plant("drops_truncation", _vector(DropsTruncation, same), ("flags.truncated",), DropsTruncation.__doc__ or "")
-    _plant("rewarding_reset_step", _vector(RewardingResetStep, nxt), ("reset_step.neutral",), RewardingResetStep.__doc__ or "")
+    _plant(
+        "rewarding_reset_step",
+        _vector(RewardingResetStep, nxt),
+        ("reset_step.neutral",),
+        RewardingResetStep.__doc__ or "",
+    )
     _plant("reversed_infos", _vector(ReversedInfos, same), ("infos.aligned",), ReversedInfos.__doc__ or "")
     _plant(
         "forgets_truncated_reset",
@@ -460,7 +478,12 @@ def _register() -> None:
         capabilities=Capabilities(action_kinds=frozenset({"box", "multidiscrete"})),
     )
     _plant("no_info_masks", _vector(NoInfoMasks, same), ("api.shape",), NoInfoMasks.__doc__ or "")
-    _plant("truncates_batch", _vector(TruncatesBatch, same), ("api.wrong_size_batch_rejected",), TruncatesBatch.__doc__ or "")
+    _plant(
+        "truncates_batch",
+        _vector(TruncatesBatch, same),
+        ("api.wrong_size_batch_rejected",),
+        TruncatesBatch.__doc__ or "",
+    )
     _plant(
         "steps_before_validating",
         _vector(StepsBeforeValidating, same),
@@ -507,6 +530,45 @@ def _register() -> None:
         family="sb3.VecEnv",
         capabilities=Capabilities(partial_reset=False),
     )
+
+    _register_user_envs()
+
+
+def _call_factory(factory: Callable[[], Any], env_fns: Sequence[EnvFn]) -> Any:
+    return factory()
+
+
+def _register_user_envs() -> None:
+    from rlconform.fixtures import user_envs
+    from rlconform.user import USER_ENV_FAMILY
+
+    bugs = {
+        "global_random": ("env.determinism",),
+        "seed_once": ("env.reset_reproducible",),
+        "reused_buffer": ("env.no_aliasing",),
+        "float64_obs": ("env.observations_in_space",),
+        "four_tuple": ("env.api_shape",),
+        "leaky": ("env.step_after_end",),
+        "shared_state": ("env.stack_equivalence",),
+    }
+    for name, plants in bugs.items():
+        factory = getattr(user_envs, name)
+        doc = (factory().__class__.__doc__ or name).strip()
+        register(
+            System(
+                id=f"planted.user_env.{name}",
+                family=USER_ENV_FAMILY,
+                title=f"planted bug (user env): {doc}",
+                build=functools.partial(_call_factory, factory),
+                source=f"rlconform.fixtures.user_envs:{name}",
+                requires=("gymnasium",),
+                kind="planted",
+                capabilities=Capabilities(partial_reset=False, max_envs=3),
+                plants=plants,
+                description=doc,
+                env_factory=factory,
+            )
+        )
 
 
 _register()

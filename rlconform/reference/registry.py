@@ -3,6 +3,7 @@ every spec must pass on them (the suite's control group)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -77,16 +78,20 @@ def model_system(
     )
 
 
-def _register_env_models() -> None:
+def _build_env_model(env_fns: Sequence[EnvFn], *, autoreset: bool) -> Any:
     from rlconform.reference.gym_env_model import build_model_env
 
+    return build_model_env(env_fns, autoreset=autoreset)
+
+
+def _register_env_models() -> None:
     imports = ("import numpy as np", "from rlconform.reference.gym_env_model import build_model_env")
     for autoreset in (False, True):
         model_system(
             "reference.gymnasium.Env" + (".Autoreset" if autoreset else ""),
             "gymnasium.Env",
             "reference model: single Gymnasium env" + (" under next-step Autoreset" if autoreset else ""),
-            lambda env_fns, autoreset=autoreset: build_model_env(env_fns, autoreset=autoreset),
+            functools.partial(_build_env_model, autoreset=autoreset),
             f"build_model_env(env_fns, autoreset={autoreset})",
             imports,
             Capabilities(partial_reset=False, max_envs=1),
@@ -101,7 +106,9 @@ def _register_sb3_models() -> None:
     from rlconform.reference import sb3_model
 
     imports = ("import numpy as np", "from rlconform.reference import sb3_model as models")
-    box_or_dict = Capabilities(obs_kinds=frozenset({"box", "dict"}), composite_box_leaves_only=True, partial_reset=False)
+    box_or_dict = Capabilities(
+        obs_kinds=frozenset({"box", "dict"}), composite_box_leaves_only=True, partial_reset=False
+    )
     clipping = (
         "SB3 documents that VecNormalize clips normalised observations to clip_obs (default 10) and normalises "
         "terminal_observation the same way; its off-policy recipe then calls unnormalize_obs, which cannot undo "
@@ -111,7 +118,12 @@ def _register_sb3_models() -> None:
         "VecNormalize": (("transitions.exact", clipping), ("terminal.final_obs", clipping)),
     }
     entries: list[tuple[str, Any, str, Capabilities]] = [
-        ("VecEnv", lambda fns: sb3_model.ModelVecEnv(fns), "models.ModelVecEnv(env_fns)", Capabilities(partial_reset=False)),
+        (
+            "VecEnv",
+            lambda fns: sb3_model.ModelVecEnv(fns),
+            "models.ModelVecEnv(env_fns)",
+            Capabilities(partial_reset=False),
+        ),
         (
             "VecNormalize",
             lambda fns: sb3_model.ModelVecNormalize(sb3_model.ModelVecEnv(fns)),

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.reference.gym_vector_model import _RunningMeanStd, _rows
+from rlconform.reference.gym_vector_model import _rows, _RunningMeanStd
 from rlconform.reference.stacking import stack_obs
 from rlconform.systems import EnvFn
 
@@ -94,19 +94,21 @@ class ModelVecNormalize(_ModelVecWrapper):
     observation; rewards divided by the running deviation of each sub-env's discounted return,
     which restarts with each episode; the terminal observation normalised too."""
 
-    def __init__(self, venv: Any, gamma: float = 0.99, clip_obs: float = 10.0, clip_reward: float = 10.0, epsilon: float = 1e-8) -> None:
+    def __init__(
+        self, venv: Any, gamma: float = 0.99, clip_obs: float = 10.0, clip_reward: float = 10.0, epsilon: float = 1e-8
+    ) -> None:
         from gymnasium import spaces
 
         super().__init__(venv)
         self.gamma, self.clip_obs, self.clip_reward, self.epsilon = gamma, clip_obs, clip_reward, epsilon
         space = venv.observation_space
         if isinstance(space, spaces.Dict):
-            self.obs_rms: Any = {key: _RunningMeanStd(sub.shape) for key, sub in space.spaces.items()}
+            self.obs_rms: Any = {key: _RunningMeanStd(tuple(sub.shape or ())) for key, sub in space.spaces.items()}
             self.observation_space = spaces.Dict(
                 {key: spaces.Box(-clip_obs, clip_obs, sub.shape, np.float32) for key, sub in space.spaces.items()}
             )
         else:
-            self.obs_rms = _RunningMeanStd(space.shape)
+            self.obs_rms = _RunningMeanStd(tuple(space.shape or ()))
             self.observation_space = spaces.Box(-clip_obs, clip_obs, space.shape, np.float32)
         self.ret_rms = _RunningMeanStd(())
         self.returns = np.zeros(self.num_envs)
@@ -121,7 +123,9 @@ class ModelVecNormalize(_ModelVecWrapper):
     def normalize_obs(self, obs: Any) -> Any:
         return self._each(
             obs,
-            lambda x, rms: np.clip((x - rms.mean) / np.sqrt(rms.var + self.epsilon), -self.clip_obs, self.clip_obs).astype(np.float32),
+            lambda x, rms: np.clip(
+                (x - rms.mean) / np.sqrt(rms.var + self.epsilon), -self.clip_obs, self.clip_obs
+            ).astype(np.float32),
         )
 
     def unnormalize_obs(self, obs: Any) -> Any:
@@ -177,7 +181,9 @@ class _Stack:
         return self.buffer.copy()
 
     def update(self, obs: np.ndarray, dones: np.ndarray, terminals: list[Any]) -> tuple[np.ndarray, list[Any]]:
-        shifted = np.concatenate([self.buffer[..., self.width :], np.zeros_like(self.buffer[..., : self.width])], axis=-1)
+        shifted = np.concatenate(
+            [self.buffer[..., self.width :], np.zeros_like(self.buffer[..., : self.width])], axis=-1
+        )
         stacked_terminals: list[Any] = [None] * len(dones)
         for i, done in enumerate(dones):
             if done and terminals[i] is not None:
@@ -217,7 +223,9 @@ class ModelVecFrameStack(_ModelVecWrapper):
         if isinstance(self.stacks, dict):
             stacked = {}
             for key, stack in self.stacks.items():
-                stacked[key], key_terminals = stack.update(obs[key], dones, [t[key] if t is not None else None for t in terminals])
+                stacked[key], key_terminals = stack.update(
+                    obs[key], dones, [t[key] if t is not None else None for t in terminals]
+                )
                 for i, terminal in enumerate(key_terminals):
                     if terminal is not None:
                         infos[i]["terminal_observation"][key] = terminal
@@ -251,7 +259,11 @@ class ModelVecMonitor(_ModelVecWrapper):
         for i, done in enumerate(dones):
             if done:
                 infos[i] = dict(infos[i])
-                infos[i]["episode"] = {"r": self.returns[i], "l": self.lengths[i], "t": round(time.time() - self.t_start, 6)}
+                infos[i]["episode"] = {
+                    "r": self.returns[i],
+                    "l": self.lengths[i],
+                    "t": round(time.time() - self.t_start, 6),
+                }
                 self.returns[i] = 0.0
                 self.lengths[i] = 0
         return obs, rewards, dones, infos

@@ -90,7 +90,7 @@ def failed_call_no_side_effect(run: Run) -> Outcome:
         touched = sorted({env for env, _ in events})
         ck.expect(
             not events,
-            lambda events=events, touched=touched: (
+            lambda: (
                 f"{call.source} raised {call.error_type} but {len(events)} env call(s) happened because of it "
                 f"(envs {touched}: "
                 + ", ".join(f"{type(r).__name__.replace('Record', '').lower()}" for _, r in events[:4])

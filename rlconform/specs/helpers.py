@@ -65,7 +65,9 @@ def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
         wanted_step = newest.step - back
         if not np.any(frame):
             if wanted_step >= 0:
-                return Garbage(f"frame -{back} is zero padding although {newest.short()} has a step {wanted_step} before it")
+                return Garbage(
+                    f"frame -{back} is zero padding although {newest.short()} has a step {wanted_step} before it"
+                )
             padding = True
             continue
         if padding:

@@ -31,5 +31,7 @@ def responsive(run: Run) -> Outcome:
             call=call.position,
         )
     ck.expect(run.close_error is None, f"close() failed: {run.close_error}")
-    ck.expect(run.orphans == 0, f"{run.orphans} worker process(es) were still alive after close() and had to be terminated")
+    ck.expect(
+        run.orphans == 0, f"{run.orphans} worker process(es) were still alive after close() and had to be terminated"
+    )
     return ck.done()

@@ -35,9 +35,12 @@ def _decoded_difference(run: Run, real: CallRecord, model: CallRecord) -> str | 
             if got_flags != want_flags:
                 return f"{name} is {got_flags}; the model returns {want_flags}"
         for env, (fa, fb) in enumerate(zip(a.final_obs or [], b.final_obs or [], strict=False)):
-            got, want = decode(run, fa) if fa is not None else None, decode(run.model, fb) if fb is not None else None
-            if got != want:
-                return f"env {env}: final observation is {got and describe_decoded(got)}; the model returns {want and describe_decoded(want)}"
+            got_final = decode(run, fa) if fa is not None else None
+            want_final = decode(run.model, fb) if fb is not None else None
+            if got_final != want_final:
+                got_text = describe_decoded(got_final) if got_final is not None else "absent"
+                want_text = describe_decoded(want_final) if want_final is not None else "absent"
+                return f"env {env}: final observation is {got_text}; the model returns {want_text}"
     return None
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
     from rlconform.systems import System
 
 Scenario = Literal["standard", "robustness", "reseed"]
@@ -81,7 +80,7 @@ class Checker:
         return self.outcome
 
 
-SpecFn = Callable[["Run"], Outcome]
+SpecFn = Callable[[Any], Outcome]
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,8 @@ class Spec:
     scenario: Scenario = "standard"
     #: static applicability: returns why the spec cannot apply to a system, or None
     applies: Callable[[System], str | None] | None = None
+    #: each example costs a lot (it builds several stacks): use the smaller example budget
+    expensive: bool = False
 
     def not_applicable_reason(self, system: System) -> str | None:
         if system.family not in self.families:
@@ -105,6 +106,7 @@ class Spec:
 
 _SPECS: dict[str, Spec] = {}
 
+#: the families whose systems are driven with reference envs (a user's own env is "user.env")
 ALL_FAMILIES = frozenset({"gymnasium.Env", "gymnasium.vector", "sb3.VecEnv"})
 VECTOR_FAMILIES = frozenset({"gymnasium.vector", "sb3.VecEnv"})
 
@@ -117,19 +119,27 @@ def spec(
     families: frozenset[str] = ALL_FAMILIES,
     scenario: Scenario = "standard",
     applies: Callable[[System], str | None] | None = None,
+    expensive: bool = False,
 ) -> Callable[[SpecFn], SpecFn]:
     """Register the decorated function as the spec ``id``."""
 
     def decorate(fn: SpecFn) -> SpecFn:
-        if id in _SPECS:
+        existing = _SPECS.get(id)
+        if existing is not None and _origin(existing.check) != _origin(fn):
             raise ValueError(f"duplicate spec id {id!r}")
-        _SPECS[id] = Spec(id, statement, rationale, families, fn, scenario, applies)
+        # the same definition seen again (its module was re-imported) replaces the old one
+        _SPECS[id] = Spec(id, statement, rationale, families, fn, scenario, applies, expensive)
         return fn
 
     return decorate
 
 
+def _origin(fn: Any) -> tuple[str, str]:
+    return (getattr(fn, "__module__", ""), getattr(fn, "__qualname__", ""))
+
+
 def _load() -> None:
+    from rlconform import envcheck  # noqa: F401
     from rlconform.specs import (  # noqa: F401
         aliasing,
         api,

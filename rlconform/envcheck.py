@@ -1,0 +1,484 @@
+"""Env-author mode: checking a user's own ``gymnasium.Env`` (``--api gymnasium.Env``).
+
+A user's env has no decodable observations, so what is checked is what holds for any env (API
+shape, observations in the declared space, determinism under a seed, reset(seed) reproducibility,
+no aliasing, no state leaking from a step past the end of an episode), and that every installed
+stack (Gymnasium Sync/Async vector envs in each autoreset mode, SB3 Dummy/Subproc) yields, with
+its documented recipe, the same transitions as the bare env given the same seed and the actions
+the stack actually delivered.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from rlconform.compare import first_difference
+from rlconform.fixtures.script import EnvScript
+from rlconform.plan import Case, Op, Reset, Step
+from rlconform.runner import ActionCodec, LiveRun, Run
+from rlconform.specs.registry import Checker, Outcome, spec
+from rlconform.systems import Capabilities, System, get_system
+from rlconform.trace import CallRecord, Slot
+from rlconform.user import USER_ENV_FAMILY
+from rlconform.watchdog import CallTimeout, call_timeout, deadline
+
+#: library systems the env is run through, when their library is installed
+STACKS = (
+    "gymnasium.SyncVectorEnv.NextStep",
+    "gymnasium.SyncVectorEnv.SameStep",
+    "gymnasium.SyncVectorEnv.Disabled",
+    "gymnasium.AsyncVectorEnv.NextStep",
+    "sb3.DummyVecEnv",
+    "sb3.SubprocVecEnv",
+)
+
+
+@dataclass(frozen=True)
+class EnvCase:
+    """One check of a user's env: seeds, how many steps, how many copies in the stacks."""
+
+    seed: int
+    action_seed: int
+    steps: int
+    num_envs: int
+
+
+def env_cases(system: System) -> st.SearchStrategy[EnvCase]:
+    return st.builds(
+        EnvCase,
+        seed=st.integers(0, 2**16),
+        action_seed=st.integers(0, 2**16),
+        steps=st.integers(1, 40),
+        num_envs=st.integers(1, system.capabilities.max_envs),
+    )
+
+
+def _batch(space: Any, values: Sequence[Any]) -> Any:
+    from gymnasium.vector.utils import concatenate, create_empty_array
+
+    out = create_empty_array(space, n=len(values), fn=np.zeros)
+    return concatenate(space, list(values), out)  # type: ignore[arg-type]
+
+
+@dataclass
+class StackResult:
+    stack: str
+    run: Run | None = None
+    error: str | None = None
+    #: per sub-env: (extracted slots, transitions of the bare env replaying the same actions)
+    pairs: list[tuple[list[Slot], list[dict[str, Any]]]] = field(default_factory=list)
+
+
+@dataclass
+class EnvRun:
+    """Everything the env-author specs read; the stacks are run only when a spec asks."""
+
+    system: System
+    case: EnvCase
+    build_error: str | None = None
+    first: Run | None = None
+    second: Run | None = None
+    after_end: dict[str, Any] = field(default_factory=dict)
+    _stacks: list[StackResult] | None = None
+    actions: list[list[Any]] = field(default_factory=list)
+    observation_space: Any = None
+    action_space: Any = None
+
+    @property
+    def usable(self) -> bool:
+        return self.build_error is None and self.first is not None
+
+    def stacks(self) -> list[StackResult]:
+        if self._stacks is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._stacks = [_run_stack(self, stack_id) for stack_id in STACKS if _installed(stack_id)]
+        return self._stacks
+
+
+def _installed(stack_id: str) -> bool:
+    return not get_system(stack_id).missing_requirements()
+
+
+def _bare_system(system: System) -> System:
+    return System(
+        id=f"{system.id}#bare",
+        family="gymnasium.Env",
+        title=f"{system.title}, bare",
+        build=lambda env_fns: env_fns[0](),
+        source=system.source,
+        kind="user",
+        capabilities=Capabilities(partial_reset=False, max_envs=1),
+    )
+
+
+def _factory(system: System) -> Callable[[], Any]:
+    factory = system.env_factory
+    if factory is None:
+        raise ValueError(f"{system.id} has no env factory")
+    return factory
+
+
+def execute_user_env(system: System, case: EnvCase) -> EnvRun:
+    with warnings.catch_warnings():
+        # the env's own warnings (Gymnasium's passive checker) belong to the env, not the report
+        warnings.simplefilter("ignore")
+        return _execute_user_env(system, case)
+
+
+def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
+    factory = _factory(system)
+    run = EnvRun(system=system, case=case)
+    try:
+        probe = factory()
+        run.observation_space, run.action_space = probe.observation_space, probe.action_space
+        probe.close()
+    except Exception as exc:
+        run.build_error = f"{type(exc).__name__}: {exc}"
+        return run
+    for i in range(case.num_envs):
+        space = _fresh_space(run.action_space)
+        space.seed(case.action_seed + i)
+        run.actions.append([space.sample() for _ in range(case.steps)])
+    codec = ActionCodec(single=lambda value: value, batch=functools.partial(_batch, run.action_space))
+    bare = _bare_system(system)
+    steps = [Step((a,)) for a in run.actions[0]]
+    ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps, Reset(seed=case.seed), *steps)
+    run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
+    run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [factory], codec)
+    run.after_end = _probe_after_end(factory, case.seed, run.actions[0])
+    return run
+
+
+def _fresh_space(space: Any) -> Any:
+    import copy
+
+    return copy.deepcopy(space)
+
+
+def _drive(system: System, case: Case, env_fns: Sequence[Callable[[], Any]], codec: ActionCodec) -> Run:
+    live = LiveRun(system, case, env_fns=env_fns, codec=codec)
+    try:
+        for op in case.ops:
+            live.apply(op)
+            if live.session.aborted:
+                break
+    finally:
+        result = live.finish()
+    return result
+
+
+def _probe_after_end(factory: Callable[[], Any], seed: int, actions: list[Any]) -> dict[str, Any]:
+    """Step an env until its episode ends, once more without reset, then reset(seed): the reset
+    must give what a fresh env's reset(seed) gives."""
+    out: dict[str, Any] = {"ended": False}
+    try:
+        with deadline(call_timeout() * 4):
+            fresh = factory()
+            expected, _ = fresh.reset(seed=seed)
+            fresh.close()
+            env = factory()
+            env.reset(seed=seed)
+            for action in actions:
+                _, _, terminated, truncated, _ = env.step(action)
+                if terminated or truncated:
+                    out["ended"] = True
+                    break
+            if out["ended"]:
+                try:
+                    env.step(actions[0])
+                    out["step_after_end"] = "returned"
+                except Exception as exc:
+                    out["step_after_end"] = f"raised {type(exc).__name__}"
+                got, _ = env.reset(seed=seed)
+                out["difference"] = first_difference(got, expected)
+            env.close()
+    except (Exception, CallTimeout) as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
+    factory = _factory(run.system)
+    stack = get_system(stack_id)
+    n = run.case.num_envs
+    codec = ActionCodec(single=lambda value: value, batch=functools.partial(_batch, run.action_space))
+    steps = [Step(tuple(run.actions[i][t] for i in range(n))) for t in range(run.case.steps)]
+    result = StackResult(stack_id)
+    try:
+        stack_run = _drive(stack, Case(EnvScript(), n, (Reset(seed=run.case.seed), *steps)), [factory] * n, codec)
+    except Exception as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    result.run = stack_run
+    if stack_run.build_error:
+        result.error = stack_run.build_error.splitlines()[0]
+        return result
+    failed = [c for c in stack_run.calls if c.failed]
+    if failed:
+        result.error = f"{failed[0].source} raised {failed[0].error_type}: {failed[0].error_message}"
+    for env in range(n):
+        slots = [s for s in stack_run.slots if s.env == env and s.kind == "transition"]
+        result.pairs.append((slots, _replay(factory, run.case.seed + env, [s.action for s in slots])))
+    return result
+
+
+def _replay(factory: Callable[[], Any], seed: int, actions: list[Any]) -> list[dict[str, Any]]:
+    """The bare env's transitions from ``seed`` under ``actions``, resetting after each end."""
+    env = factory()
+    transitions = []
+    try:
+        obs, _ = env.reset(seed=seed)
+        for action in actions:
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            transitions.append(
+                {
+                    "obs": obs,
+                    "action": action,
+                    "reward": float(reward),
+                    "next_obs": next_obs,
+                    "terminated": bool(terminated),
+                    "truncated": bool(truncated),
+                }
+            )
+            obs = next_obs
+            if terminated or truncated:
+                obs, _ = env.reset()
+    finally:
+        env.close()
+    return transitions
+
+
+# ----------------------------------------------------------------------------------------- specs
+
+FAMILIES = frozenset({USER_ENV_FAMILY})
+
+
+def _outputs(call: CallRecord) -> tuple[Any, ...]:
+    result = call.result_snapshot
+    if isinstance(result, tuple) and len(result) == 5:
+        return (result[0], result[1], result[2], result[3])
+    if isinstance(result, tuple) and len(result) == 2:
+        return (result[0],)
+    return (result,)
+
+
+def _segments(run: Run) -> list[list[CallRecord]]:
+    segments: list[list[CallRecord]] = []
+    for call in run.calls:
+        if isinstance(call.op, Reset) and not call.implied:
+            segments.append([])
+        if segments:
+            segments[-1].append(call)
+    return segments
+
+
+@spec(
+    "env.api_shape",
+    statement="reset returns (obs, info dict) and step returns (obs, reward, terminated, truncated, info dict) with a real-number reward and bool flags.",
+    rationale="Every library reads the Gymnasium 5-tuple positionally; a 4-tuple, a list or an array flag breaks them in different, silent ways.",
+    families=FAMILIES,
+)
+def env_api_shape(run: EnvRun) -> Outcome:
+    from rlconform.adapters.base import get_family
+    from rlconform.specs.dtypes import _type_of
+
+    ck = Checker("env.api_shape")
+    if not run.usable:
+        return ck.done()
+    assert run.first is not None
+    family = get_family("gymnasium.Env")
+    for call in run.first.calls:
+        if call.failed:
+            ck.fail(f"{call.source} raised {call.error_type}: {call.error_message}", call=call.position)
+            continue
+        problems = family.api_problems(call, 1)
+        if not problems and isinstance(call.op, Step):
+            _, reward, terminated, truncated, _ = call.result_live
+            if not isinstance(reward, (int, float, np.integer, np.floating)) or isinstance(reward, (bool, np.bool_)):
+                problems.append(f"the reward is {_type_of(reward)}")
+            for name, flag in (("terminated", terminated), ("truncated", truncated)):
+                if not isinstance(flag, (bool, np.bool_)):
+                    problems.append(f"{name} is {_type_of(flag)}, not a bool")
+        ck.expect(not problems, f"{call.source}: " + "; ".join(problems), call=call.position)
+    return ck.done()
+
+
+@spec(
+    "env.observations_in_space",
+    statement="Every observation the env returns is an element of its observation_space, with the space's dtype and shape.",
+    rationale="Vectorizers allocate buffers from the declared space and cast into them: an observation of another dtype or shape is silently converted, clipped or rejected by one stack and not another.",
+    families=FAMILIES,
+)
+def env_observations_in_space(run: EnvRun) -> Outcome:
+    from rlconform.specs.dtypes import conformance_problem
+
+    ck = Checker("env.observations_in_space")
+    if not run.usable:
+        return ck.done()
+    assert run.first is not None
+    for call in run.first.calls:
+        if call.failed or call.view is None:
+            continue
+        problem = conformance_problem(run.observation_space, call.view.obs[0])
+        ck.expect(problem is None, f"the observation returned by {call.source} is {problem}", call=call.position)
+    return ck.done()
+
+
+@spec(
+    "env.determinism",
+    statement="Two fresh instances reset with the same seed and given the same actions return the same observations, rewards and flags.",
+    rationale="Seeded reproducibility is what makes experiments, bug reports and vectorized copies comparable; hidden global randomness breaks all three.",
+    families=FAMILIES,
+)
+def env_determinism(run: EnvRun) -> Outcome:
+    ck = Checker("env.determinism")
+    if not run.usable or run.second is None:
+        return ck.done()
+    assert run.first is not None
+    first, second = _segments(run.first)[0], _segments(run.second)[0]
+    for a, b in zip(first, second, strict=False):
+        if a.failed or b.failed:
+            break
+        diff = first_difference(_outputs(a), _outputs(b))
+        ck.expect(
+            diff is None,
+            f"{a.source}: a second instance with the same seed returned something else ({diff})",
+            call=a.position,
+        )
+        if diff is not None:
+            break
+    return ck.done()
+
+
+@spec(
+    "env.reset_reproducible",
+    statement="reset(seed=s) on a used instance restarts exactly the trajectory reset(seed=s) started the first time.",
+    rationale="Evaluation loops reseed the same instance; state that survives a seeded reset (a step counter, an RNG created once) makes the evaluation depend on what ran before.",
+    families=FAMILIES,
+)
+def env_reset_reproducible(run: EnvRun) -> Outcome:
+    ck = Checker("env.reset_reproducible")
+    if not run.usable:
+        return ck.done()
+    assert run.first is not None
+    segments = _segments(run.first)
+    if len(segments) < 2:
+        return ck.done()
+    for a, b in zip(segments[0], segments[1], strict=False):
+        if a.failed or b.failed or a.implied != b.implied:
+            break
+        diff = first_difference(_outputs(a), _outputs(b))
+        ck.expect(
+            diff is None,
+            f"{b.source} after the second reset(seed={run.case.seed}) differs from the first time ({diff})",
+            call=b.position,
+        )
+        if diff is not None:
+            break
+    return ck.done()
+
+
+@spec(
+    "env.no_aliasing",
+    statement="The env neither modifies an observation after returning it nor modifies the action it is given.",
+    rationale="Buffers keep returned observations and callers reuse action arrays; an env that writes into either corrupts stored data without an error.",
+    families=FAMILIES,
+)
+def env_no_aliasing(run: EnvRun) -> Outcome:
+    ck = Checker("env.no_aliasing")
+    if not run.usable:
+        return ck.done()
+    assert run.first is not None
+    for call in run.first.calls:
+        if call.failed:
+            continue
+        diff = first_difference(call.result_live, call.result_snapshot)
+        ck.expect(
+            diff is None,
+            f"the result of {call.source} was modified after it was returned ({diff}; now vs then)",
+            call=call.position,
+        )
+        diff = first_difference(call.args_live, call.args_snapshot)
+        ck.expect(
+            diff is None,
+            f"{call.source} modified the action it was given ({diff}; after vs before)",
+            call=call.position,
+        )
+    return ck.done()
+
+
+@spec(
+    "env.step_after_end",
+    statement="Stepping an episode past its end (which Gymnasium leaves undefined) leaves nothing behind: reset(seed=s) afterwards returns what a fresh env's reset(seed=s) returns.",
+    rationale="Vectorizers and buggy loops do step ended episodes; an env whose state leaks through the next seeded reset turns one stray step into an irreproducible run.",
+    families=FAMILIES,
+)
+def env_step_after_end(run: EnvRun) -> Outcome:
+    ck = Checker("env.step_after_end")
+    if not run.usable:
+        return ck.done()
+    info = run.after_end
+    if "error" in info:
+        ck.fail(f"probing a step past the end failed: {info['error']}")
+        return ck.done()
+    if not info.get("ended"):
+        return ck.done()
+    ck.expect(
+        info.get("difference") is None,
+        f"after a step past the end ({info.get('step_after_end')}), reset(seed={run.case.seed}) returned something else "
+        f"than a fresh env's reset(seed={run.case.seed}) ({info.get('difference')})",
+    )
+    return ck.done()
+
+
+@spec(
+    "env.stack_equivalence",
+    statement="Through every installed stack (Gymnasium vector envs in each autoreset mode, SB3 VecEnvs), the transitions extracted with that stack's documented recipe equal the bare env's, from the same seeds and the actions the stack delivered.",
+    rationale="An env that works bare can break inside a vectorizer: shared class state between copies, observations the stack converts, info keys that collide with the stack's own, flags the stack re-encodes.",
+    families=FAMILIES,
+    expensive=True,
+)
+def env_stack_equivalence(run: EnvRun) -> Outcome:
+    from rlconform.adapters.base import get_family
+
+    ck = Checker("env.stack_equivalence")
+    if not run.usable:
+        return ck.done()
+    for result in run.stacks():
+        if result.error is not None:
+            ck.fail(f"{result.stack}: {result.error}")
+            continue
+        assert result.run is not None
+        contract = get_family(result.run.system.family).contract
+        for env, (slots, bare) in enumerate(result.pairs):
+            ck.expect(
+                len(slots) == len(bare),
+                f"{result.stack}: {len(slots)} transitions extracted, the bare env made {len(bare)}",
+                env=env,
+            )
+            for slot, expected in zip(slots, bare, strict=False):
+                problems = []
+                for name in ("obs", "next_obs"):
+                    diff = first_difference(getattr(slot, name), expected[name])
+                    if diff is not None:
+                        problems.append(f"{name} differs ({diff}; stack vs bare)")
+                precision = 2e-7 if contract.reward_precision == "float32" else 1e-12
+                if slot.reward is None or not np.isclose(slot.reward, expected["reward"], rtol=precision, atol=1e-9):
+                    problems.append(f"reward {slot.reward!r} vs {expected['reward']!r}")
+                if slot.terminated != expected["terminated"]:
+                    problems.append(f"terminated {slot.terminated} vs {expected['terminated']}")
+                want = contract.expected_truncated(expected["terminated"], expected["truncated"])
+                if slot.truncated != want:
+                    problems.append(f"truncated {slot.truncated} vs {want}")
+                ck.expect(not problems, f"{result.stack}: " + "; ".join(problems), env=env, agent_step=slot.agent_step)
+                if problems:
+                    break
+    return ck.done()
