@@ -22,6 +22,7 @@ from rlconform.systems import System, all_systems
 from rlconform.user import FACTORY_SIGNATURES, BadInput, probe, user_system
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+DEFAULT_RESULTS = "rlconform-results/results.json"
 
 
 def _select(items: Sequence[System] | Sequence[Spec], patterns: Sequence[str] | None) -> list:  # type: ignore[type-arg]
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="every bundled system against every spec; prints the table and writes JSON")
     _add_common(run)
+    run.set_defaults(json=DEFAULT_RESULTS)
     run.add_argument(
         "--system", action="append", metavar="PATTERN", help="only systems whose id matches (glob); repeatable"
     )
@@ -158,8 +160,7 @@ def _skipped_verdicts(systems: Sequence[System], specs: Sequence[Spec], profile:
 def _check(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile)
     seed = None if profile.derandomize else session_seed()
-    system = user_system(args.target, args.api)
-    probe(system)
+    system = probe(user_system(args.target, args.api))
     specs = [spec for spec in _specs(args) if system.family in spec.families]
     if not specs:
         raise BadInput(f"no spec matches {args.spec} for family {args.api}")

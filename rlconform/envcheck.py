@@ -180,7 +180,7 @@ def _probe_after_end(factory: Callable[[], Any], seed: int, actions: list[Any]) 
     must give what a fresh env's reset(seed) gives."""
     out: dict[str, Any] = {"ended": False}
     try:
-        with deadline(call_timeout() * 4):
+        with deadline(call_timeout(user_envs=True) * 4):
             fresh = factory()
             expected, _ = fresh.reset(seed=seed)
             fresh.close()

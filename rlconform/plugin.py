@@ -349,8 +349,7 @@ class RlconformSession:
         systems = []
         for reference in references:
             try:
-                system = user_system(reference, family)
-                probe(system)
+                system = probe(user_system(reference, family))
             except BadInput as exc:
                 raise pytest.UsageError(f"rlconform: {exc}") from None
             except Exception as exc:

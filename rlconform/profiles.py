@@ -6,8 +6,10 @@ them a smaller budget; the report prints the budget and seed each search used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, settings
@@ -20,15 +22,25 @@ class Profile:
     max_examples_out_of_process: int
     derandomize: bool
     description: str
+    #: examples shrinking may run after the first failure (in-process, with worker processes)
+    shrink_examples: int = 400
+    shrink_examples_out_of_process: int = 150
+    #: wall-clock limit on shrinking one failure (Hypothesis' own limit is five minutes)
+    shrink_seconds: float = 30.0
 
     def examples_for(self, out_of_process: bool) -> int:
         return self.max_examples_out_of_process if out_of_process else self.max_examples
 
+    def shrink_examples_for(self, out_of_process: bool) -> int:
+        return self.shrink_examples_out_of_process if out_of_process else self.shrink_examples
+
 
 PROFILES = {
-    "fast": Profile("fast", 20, 6, False, "quick local feedback; a fresh random seed each session"),
-    "ci": Profile("ci", 40, 10, True, "derandomized: the same examples and verdicts on every run"),
-    "thorough": Profile("thorough", 300, 60, False, "nightly depth; a fresh random seed each session"),
+    "fast": Profile("fast", 20, 8, False, "quick local feedback; a fresh random seed each session"),
+    "ci": Profile("ci", 40, 20, True, "derandomized: the same examples and verdicts on every run"),
+    "thorough": Profile(
+        "thorough", 300, 60, False, "nightly depth; a fresh random seed each session", 2000, 300, 300.0
+    ),
 }
 
 DEFAULT_PROFILE = "ci"
@@ -73,3 +85,26 @@ def hypothesis_settings(profile: Profile, out_of_process: bool) -> settings:
             HealthCheck.differing_executors,
         ],
     )
+
+
+@contextlib.contextmanager
+def shrink_time_limit(seconds: float) -> Iterator[None]:
+    """Bound the time Hypothesis spends shrinking one failure.
+
+    Hypothesis stops shrinking after MAX_SHRINKING_SECONDS (five minutes) and keeps the smallest
+    failure found; the constant is module-level, so it is set for the duration of one search.
+    If a future Hypothesis drops it, searches simply keep Hypothesis' own limit."""
+    try:
+        from hypothesis.internal.conjecture import engine
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    previous = getattr(engine, "MAX_SHRINKING_SECONDS", None)
+    if previous is None:
+        yield
+        return
+    engine.MAX_SHRINKING_SECONDS = seconds  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = previous

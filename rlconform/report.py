@@ -101,6 +101,9 @@ class Results:
         }
 
     def write_json(self, path: str) -> None:
+        import os
+
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w", encoding="utf-8") as handle:
             json.dump(self.to_json(), handle, indent=2, default=str)
             handle.write("\n")
@@ -130,12 +133,27 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
     }
 
 
+def accelerator() -> str:
+    """Which accelerator the torch-backed families could use; said explicitly when there is none."""
+    if library_version("torch") is None:
+        return "none checked (torch not installed)"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return f"cuda ({torch.cuda.get_device_name(0)})"
+        return "no GPU available (torch.cuda.is_available() is False); no family in this release runs on a GPU"
+    except Exception as exc:  # a broken torch install must not stop the report
+        return f"unknown (importing torch failed: {type(exc).__name__})"
+
+
 def header_lines(profile: Profile, seed: int | None) -> list[str]:
     versions = ", ".join(f"{name} {version or 'not installed'}" for name, version in library_versions().items())
     seed_text = "derandomized" if profile.derandomize else f"seed {seed} (RLCONFORM_SEED={seed} reproduces this run)"
     return [
         f"rlconform {__version__} on Python {sys.version.split()[0]}",
         f"libraries: {versions}",
+        f"accelerator: {accelerator()}",
         f"profile: {profile.name} ({profile.max_examples} examples per search, "
         f"{profile.max_examples_out_of_process} for systems with worker processes; {seed_text})",
     ]

@@ -53,6 +53,8 @@ class Run:
     semantics: dict[str, Any] = field(default_factory=dict)
     model: Run | None = None
     model_id: str | None = None
+    #: derived readings shared by the specs of one run (decoded observations, matches)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def usable(self) -> bool:
@@ -63,6 +65,10 @@ class Run:
 
     def call(self, position: int) -> CallRecord:
         return self.calls[position]
+
+
+#: how long the driver waits after a failed call on a system with worker processes
+FAILED_CALL_SETTLE_SECONDS = 0.1
 
 
 class ActionCodec:
@@ -85,7 +91,9 @@ class ActionCodec:
 class Session:
     """Driver state for one run; adapters make every library call through :meth:`call`."""
 
-    def __init__(self, system: System, case: Case, family: Family, codec: ActionCodec | None = None) -> None:
+    def __init__(
+        self, system: System, case: Case, family: Family, codec: ActionCodec | None = None, *, user_envs: bool = False
+    ) -> None:
         self.system = system
         self.case = case
         self.family = family
@@ -93,7 +101,7 @@ class Session:
         self.calls: list[CallRecord] = []
         self.agent_steps = 0
         self.state: dict[str, Any] = {}
-        self.timeout = call_timeout()
+        self.timeout = call_timeout(user_envs=user_envs)
         #: a call hung: the system is wedged and no further call is made
         self.aborted = False
 
@@ -145,6 +153,11 @@ class Session:
             record.error_message = str(exc).splitlines()[0][:500] if str(exc) else ""
             if isinstance(exc, CallTimeout):
                 self.aborted = True
+            elif self.system.out_of_process and not (self.calls and self.calls[-1].failed):
+                # work a failed call left running in worker processes lands in its own window
+                # (events are charged to the call whose window they arrive in), not the next
+                # one's; once per streak of failures (a wedged system fails every call at once)
+                time.sleep(FAILED_CALL_SETTLE_SECONDS)
             self.calls.append(record)
             return record
         record.seconds = time.perf_counter() - start
@@ -200,7 +213,7 @@ class LiveRun:
         self._log_dir = Path(tempfile.mkdtemp(prefix="rlconform-logs-")) if system.out_of_process else None
         self._sinks = _sinks(system, case.num_envs, self._log_dir) if env_fns is None else []
         self._children = child_processes()
-        self.session = Session(system, case, self.family, codec)
+        self.session = Session(system, case, self.family, codec, user_envs=env_fns is not None)
         self._finished = False
         self._ops: list[Op] = []
         if env_fns is None:
@@ -249,13 +262,19 @@ class LiveRun:
             # driven op by op (state machines): the case is what was actually applied
             run.case = Case(run.case.script, run.case.num_envs, tuple(self._ops))
         try:
-            try:
-                with deadline(self.session.timeout), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    self.family.close(self.obj)
-            except (Exception, CallTimeout) as exc:
-                run.close_error = f"{type(exc).__name__}: {exc}"
+            if self.session.aborted:
+                # a call already hung: the system is wedged and close() would hang as well; its
+                # workers are terminated below and the hang is the verdict
+                run.close_error = "not attempted: an earlier call hung"
                 _mark_closed(self.obj)
+            else:
+                try:
+                    with deadline(self.session.timeout), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        self.family.close(self.obj)
+                except (Exception, CallTimeout) as exc:
+                    run.close_error = f"{type(exc).__name__}: {exc}"
+                    _mark_closed(self.obj)
             run.orphans = reap(self._children)
             run.calls = self.session.calls
             run.truth = build_truth(run.case.script, [sink.read() for sink in self._sinks]) if self._sinks else None

@@ -17,7 +17,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.strategies import SearchStrategy
 
 from rlconform.fixtures.strategies import cases
-from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed
+from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
 from rlconform.reproducer import reproducer_source
 from rlconform.runner import RUN_CACHE, RunCache
 from rlconform.specs.registry import Spec, Violation
@@ -67,6 +67,8 @@ class _Tally:
     build_error: str = ""
     not_applicable: int = 0
     not_applicable_reason: str = ""
+    #: examples run when the first violation was found
+    first_failure: int = 0
 
 
 def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
@@ -95,8 +97,17 @@ def check_spec(
         return Verdict(status="skipped", message=f"not installed: {', '.join(missing)}", **base)
 
     tally = _Tally()
+    expensive = system.expensive or spec.expensive
+    shrink_budget = prof.shrink_examples_for(expensive)
+    failures: dict[Any, SpecFailure] = {}
 
     def prop(case: Any) -> None:
+        if failures and tally.examples - tally.first_failure >= shrink_budget:
+            # shrinking budget spent: the smallest failure found so far stands; known failures
+            # still fail (Hypothesis replays the final one), every other candidate is passed over
+            if case in failures:
+                raise failures[case]
+            return
         run = cache.get(system, case)
         tally.examples += 1
         if run.build_error is not None:
@@ -110,14 +121,19 @@ def check_spec(
             return
         tally.checked += outcome.checked
         if outcome.violations:
-            raise SpecFailure(system, spec, case, outcome.violations, run)
+            failure = SpecFailure(system, spec, case, outcome.violations, run)
+            if not failures:
+                tally.first_failure = tally.examples
+            failures[case] = failure
+            raise failure
 
     test = given(strategy_for(system, spec))(prop)
-    test = hypothesis_settings(prof, system.out_of_process or spec.expensive)(test)
+    test = hypothesis_settings(prof, expensive)(test)
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     try:
-        test()
+        with shrink_time_limit(prof.shrink_seconds):
+            test()
     except SpecFailure as failure:
         return Verdict(
             status="fail",

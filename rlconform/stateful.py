@@ -7,6 +7,7 @@ spec must hold on the whole run. Hypothesis shrinks a failure to the shortest ru
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -40,8 +41,9 @@ def _describe(run: Run, call: CallRecord) -> list[str]:
     return parts
 
 
-def conformance_machine(system: System) -> type[RuleBasedStateMachine]:
-    """A state machine class for ``system`` (which must have a reference model)."""
+def conformance_machine(system: System, specs: Sequence[str] | None = None) -> type[RuleBasedStateMachine]:
+    """A state machine class for ``system`` (which must have a reference model); at teardown it
+    checks ``specs`` (default: every standard spec that applies)."""
     caps = system.capabilities
     vectorized = _vectorized(system)
 
@@ -97,7 +99,7 @@ def conformance_machine(system: System) -> type[RuleBasedStateMachine]:
         def reset(self, seed: int | None) -> None:
             self._apply(Reset(seed=seed))
 
-        @precondition(lambda self: caps.partial_reset and vectorized and self.num_envs > 1)
+        @precondition(lambda self: caps.partial_reset and vectorized)
         @rule(data=st.data())
         def partial_reset(self, data: st.DataObject) -> None:
             self._apply(data.draw(_partial_reset(self.num_envs)))
@@ -118,6 +120,8 @@ def conformance_machine(system: System) -> type[RuleBasedStateMachine]:
             violations: list[Violation] = []
             for spec in all_specs():
                 if spec.scenario != "standard" or spec.not_applicable_reason(system) is not None:
+                    continue
+                if specs is not None and spec.id not in specs:
                     continue
                 if system.known_violation(spec.id):
                     continue

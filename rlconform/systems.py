@@ -89,6 +89,13 @@ class System:
     description: str = ""
     #: for a user's own env (family user.env): the picklable ``() -> Env`` factory
     env_factory: Callable[[], Any] | None = None
+    #: each example is costly (worker processes): searches use the smaller example budget;
+    #: None: costly exactly when the envs run out of process
+    costly: bool | None = None
+
+    @property
+    def expensive(self) -> bool:
+        return self.out_of_process if self.costly is None else self.costly
 
     def known_violation(self, spec_id: str) -> str | None:
         for known_id, reason in self.known_violations:

@@ -127,8 +127,14 @@ def _build(system: System, env_fns: Sequence[EnvFn]) -> Any:
         raise BadInput(f"building {system.source} as {system.family} raised {type(exc).__name__}: {first}") from None
 
 
-def probe(system: System) -> None:
-    """Build the user's system once and check that it is an object of its family."""
+def probe(system: System) -> System:
+    """Build the user's system once, check that it is an object of its family, and return the
+    system with its cost known (whether building it started worker processes)."""
+    import dataclasses
+
+    from rlconform.watchdog import child_processes, reap
+
+    before = child_processes()
     folder: str | None = None
     if system.family == USER_ENV_FAMILY:
         obj = _build(system, [])
@@ -157,11 +163,14 @@ def probe(system: System) -> None:
                 f"{system.source} returned a {type(obj).__name__} without {', '.join(missing)}; "
                 f"expected {FACTORY_SIGNATURES.get(system.family, FACTORY_SIGNATURES['gymnasium.Env']).split('-> ')[-1]}"
             )
+        spawned = bool(child_processes() - before)
     finally:
         close = getattr(obj, "close", None)
         if callable(close):
             close()
+        reap(before)
         if folder is not None:
             import shutil
 
             shutil.rmtree(folder, ignore_errors=True)
+    return dataclasses.replace(system, costly=spawned)

@@ -15,12 +15,16 @@ import signal
 import threading
 from collections.abc import Iterator
 
-DEFAULT_CALL_TIMEOUT = 5.0
+#: seconds a call may take when the envs are rlconform's reference envs (microseconds per step)
+REFERENCE_CALL_TIMEOUT = 2.0
+#: seconds a call may take when the envs are a user's own (they may simulate physics)
+USER_CALL_TIMEOUT = 10.0
 
 
-def call_timeout() -> float:
+def call_timeout(*, user_envs: bool = False) -> float:
     """Seconds a single library call may take (RLCONFORM_CALL_TIMEOUT overrides the default)."""
-    return float(os.environ.get("RLCONFORM_CALL_TIMEOUT", DEFAULT_CALL_TIMEOUT))
+    default = USER_CALL_TIMEOUT if user_envs else REFERENCE_CALL_TIMEOUT
+    return float(os.environ.get("RLCONFORM_CALL_TIMEOUT", default))
 
 
 class CallTimeout(BaseException):

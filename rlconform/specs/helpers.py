@@ -26,6 +26,18 @@ def decode(run: Run, value: Any) -> Decoded:
     the preceding steps of the same episode or zero padding before its first step."""
     if value is None:
         return Garbage("no observation (None)")
+    # each observation is read by many specs: decode it once per run (the memo keeps the value
+    # alive, so its id cannot be reused by another object meanwhile)
+    key = ("decode", id(value))
+    hit = run.memo.get(key)
+    if hit is not None and hit[0] is value:
+        return hit[1]  # type: ignore[no-any-return]
+    decoded = _decode(run, value)
+    run.memo[key] = (value, decoded)
+    return decoded
+
+
+def _decode(run: Run, value: Any) -> Decoded:
     try:
         n_stack = run.semantics.get("frame_stack")
         if n_stack:
@@ -162,6 +174,13 @@ def match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransit
     """Pair each extracted transition of ``env`` with the real transition that starts from the
     same observation (each real transition starts from a unique observation), and list the
     real transitions no extracted one starts from."""
+    key = ("matches", env)
+    if key not in run.memo:
+        run.memo[key] = _match_transitions(run, env)
+    return run.memo[key]  # type: ignore[no-any-return]
+
+
+def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
     assert run.truth is not None
     by_start = {t.obs: t for t in run.truth.envs[env].transitions}
     used: set[Stamp] = set()
