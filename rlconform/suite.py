@@ -28,7 +28,8 @@ def check_system(system: System, specs: Sequence[Spec], profile: Profile) -> lis
 
 def _check_system_by_id(
     system_id: str, spec_ids: Sequence[str], profile: Profile, user: tuple[str, str] | None
-) -> list[Verdict]:
+) -> tuple[list[Verdict], float]:
+    start = time.perf_counter()
     if user is not None:
         from rlconform.user import user_system
 
@@ -38,9 +39,7 @@ def _check_system_by_id(
 
         system = get_system(system_id)
     verdicts = check_system(system, [get_spec(s) for s in spec_ids], profile)
-    for verdict in verdicts:  # keep results picklable and small
-        verdict.case = verdict.case
-    return verdicts
+    return verdicts, time.perf_counter() - start
 
 
 def run_checks(
@@ -66,18 +65,17 @@ def run_checks(
     else:
         spec_ids = [s.id for s in specs]
         context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        started: dict[concurrent.futures.Future[list[Verdict]], tuple[System, float]] = {}
+        started: dict[concurrent.futures.Future[tuple[list[Verdict], float]], System] = {}
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             for system in systems:
                 user = (user_refs or {}).get(system.id)
-                future = pool.submit(_check_system_by_id, system.id, spec_ids, profile, user)
-                started[future] = (system, time.perf_counter())
+                started[pool.submit(_check_system_by_id, system.id, spec_ids, profile, user)] = system
             for future in concurrent.futures.as_completed(started):
-                system, start = started[future]
-                results[system.id] = future.result()
+                system = started[future]
+                results[system.id], seconds = future.result()
                 done += 1
                 if progress:
-                    progress(done, total, system, results[system.id], time.perf_counter() - start)
+                    progress(done, total, system, results[system.id], seconds)
     return [verdict for system in systems for verdict in results[system.id]]
 
 

@@ -171,12 +171,7 @@ def normalizer_statistics(run: Run) -> Outcome:
             for key in ("return_rms", "obs_rms"):
                 if key in call.extra and key in model_call.extra:
                     got, want = call.extra[key], model_call.extra[key]
-                    same = all(
-                        np.allclose(
-                            np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64), rtol=1e-6, atol=1e-8
-                        )
-                        for g, w in zip(got[:2], want[:2], strict=True)
-                    )
+                    same = _same_statistics(got, want)
                     ck.expect(
                         same,
                         f"{key} (mean {_fmt(got[0])}, var {_fmt(got[1])}) differs from the reference model's "
@@ -184,6 +179,19 @@ def normalizer_statistics(run: Run) -> Outcome:
                         **where,
                     )
     return ck.done()
+
+
+def _same_statistics(got: Any, want: Any) -> bool:
+    """Running mean and variance equal up to the rounding of statistics kept in float32 (as
+    Gymnasium's NormalizeObservation keeps them): a variance computed in float32 carries an error
+    of order eps32 * mean**2. Counting the wrong samples moves them by far more."""
+    mean_got, mean_want = np.asarray(got[0], dtype=np.float64), np.asarray(want[0], dtype=np.float64)
+    var_got, var_want = np.asarray(got[1], dtype=np.float64), np.asarray(want[1], dtype=np.float64)
+    scale = 1.0 + mean_want**2
+    return bool(
+        np.allclose(mean_got, mean_want, rtol=1e-5, atol=1e-5)
+        and np.all(np.abs(var_got - var_want) <= 1e-4 * np.abs(var_want) + 1e-5 * scale)
+    )
 
 
 def _ended_by_limit(run: Run, record: StepRecord) -> bool:
