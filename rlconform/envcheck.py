@@ -164,15 +164,7 @@ def _fresh_space(space: Any) -> Any:
 
 
 def _drive(system: System, case: Case, env_fns: Sequence[Callable[[], Any]], codec: ActionCodec) -> Run:
-    live = LiveRun(system, case, env_fns=env_fns, codec=codec)
-    try:
-        for op in case.ops:
-            live.apply(op)
-            if live.session.aborted:
-                break
-    finally:
-        result = live.finish()
-    return result
+    return LiveRun(system, case, env_fns=env_fns, codec=codec).drive(case.ops)
 
 
 def _probe_after_end(factory: Callable[[], Any], seed: int, actions: list[Any]) -> dict[str, Any]:
@@ -343,19 +335,27 @@ def env_determinism(run: EnvRun) -> Outcome:
     if not run.usable or run.second is None:
         return ck.done()
     assert run.first is not None
-    first, second = _segments(run.first)[0], _segments(run.second)[0]
+    _expect_same_outputs(
+        ck,
+        _segments(run.first)[0],
+        _segments(run.second)[0],
+        lambda call, diff: f"{call.source}: a second instance with the same seed returned something else ({diff})",
+    )
+    return ck.done()
+
+
+def _expect_same_outputs(
+    ck: Checker, first: list[CallRecord], second: list[CallRecord], message: Callable[[CallRecord, str], str]
+) -> None:
+    """Compare two call sequences made with the same seed and actions, up to the first difference
+    (what follows a difference is its consequence, not new information)."""
     for a, b in zip(first, second, strict=False):
-        if a.failed or b.failed:
+        if a.failed or b.failed or a.implied != b.implied:
             break
         diff = first_difference(_outputs(a), _outputs(b))
-        ck.expect(
-            diff is None,
-            f"{a.source}: a second instance with the same seed returned something else ({diff})",
-            call=a.position,
-        )
+        ck.expect(diff is None, message(b, diff) if diff is not None else "", call=b.position)
         if diff is not None:
             break
-    return ck.done()
 
 
 @spec(
@@ -372,17 +372,14 @@ def env_reset_reproducible(run: EnvRun) -> Outcome:
     segments = _segments(run.first)
     if len(segments) < 2:
         return ck.done()
-    for a, b in zip(segments[0], segments[1], strict=False):
-        if a.failed or b.failed or a.implied != b.implied:
-            break
-        diff = first_difference(_outputs(a), _outputs(b))
-        ck.expect(
-            diff is None,
-            f"{b.source} after the second reset(seed={run.case.seed}) differs from the first time ({diff})",
-            call=b.position,
-        )
-        if diff is not None:
-            break
+    _expect_same_outputs(
+        ck,
+        segments[0],
+        segments[1],
+        lambda call, diff: (
+            f"{call.source} after the second reset(seed={run.case.seed}) differs from the first time ({diff})"
+        ),
+    )
     return ck.done()
 
 

@@ -283,6 +283,17 @@ class LiveRun:
             self._cleanup()
         return run
 
+    def drive(self, ops: Sequence[Op]) -> Run:
+        """Apply ``ops`` (stopping early if a call hangs), then finish."""
+        try:
+            for op in ops:
+                self.apply(op)
+                if self.session.aborted:
+                    break
+        finally:
+            run = self.finish()
+        return run
+
     def model_id(self) -> str | None:
         if self.system.kind == "reference" or not self.built:
             return None
@@ -307,13 +318,7 @@ def execute(system: System, case: Any, *, with_model: bool = True) -> Any:
         return execute_user_env(system, case)
     live = LiveRun(system, case)
     model_id = live.model_id()
-    try:
-        for op in case.ops:
-            live.apply(op)
-            if live.session.aborted:
-                break
-    finally:
-        run = live.finish()
+    run = live.drive(case.ops)
     if with_model and model_id is not None:
         run.model_id = model_id
         run.model = execute(get_system(model_id), case, with_model=False)

@@ -91,6 +91,27 @@ class Family(ABC):
         return []
 
 
+def layer_chain(obj: Any, attribute: str) -> list[Any]:
+    """A stack of wrappers from the outside in, following ``attribute`` (``env``, ``venv``)."""
+    chain = [obj]
+    while len(chain) < 32:
+        inner = getattr(chain[-1], attribute, None)
+        if inner is None or inner is chain[-1]:
+            break
+        chain.append(inner)
+    return chain
+
+
+def find_layer(obj: Any, class_name: str, attribute: str) -> Any | None:
+    """The layer of the stack whose class (or a base class) is ``class_name`` or the reference
+    model of it (``Model<class_name>``); subclasses of either count."""
+    wanted = {class_name, f"Model{class_name}"}
+    for layer in layer_chain(obj, attribute):
+        if any(cls.__name__ in wanted for cls in type(layer).__mro__):
+            return layer
+    return None
+
+
 _FAMILIES: dict[str, Family] = {}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.adapters.base import Contract, Family, register_family
+from rlconform.adapters.base import Contract, Family, find_layer, layer_chain, register_family
 from rlconform.fixtures.spaces import ActionValue, ActSpec, DiscreteAction, array_literal
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -37,21 +37,11 @@ def action_literal(action: Any) -> str:
 
 
 def has_autoreset(env: Any) -> bool:
-    layer, depth = env, 0
-    while layer is not None and depth < 32:
-        if any(cls.__name__ in ("Autoreset", "ModelAutoreset") for cls in type(layer).__mro__):
-            return True
-        layer, depth = getattr(layer, "env", None), depth + 1
-    return False
+    return find_layer(env, "Autoreset", "env") is not None
 
 
 def wrapper_names(env: Any) -> list[str]:
-    names: list[str] = []
-    layer = env
-    while layer is not None and len(names) < 32:
-        names.append(type(layer).__name__)
-        layer = getattr(layer, "env", None)
-    return names
+    return [type(layer).__name__ for layer in layer_chain(env, "env")]
 
 
 class GymEnvFamily(Family):

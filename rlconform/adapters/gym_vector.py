@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.adapters.base import Contract, Family, register_family
+from rlconform.adapters.base import Contract, Family, find_layer, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
 from rlconform.fixtures.spaces import array_literal
 from rlconform.plan import BadStep, Op, Reset, Step
@@ -39,21 +39,9 @@ def autoreset_mode_of(obj: Any) -> tuple[str, bool]:
     return str(value), True
 
 
-def wrapper_chain(obj: Any) -> list[Any]:
-    """The vector wrappers from the outside in, then the innermost env."""
-    chain = [obj]
-    while hasattr(chain[-1], "env") and chain[-1].env is not chain[-1] and len(chain) < 32:
-        chain.append(chain[-1].env)
-    return chain
-
-
 def find_wrapper(obj: Any, class_name: str) -> Any | None:
-    """The layer of the stack whose class is ``class_name`` (or a reference model of it)."""
-    wanted = {class_name, f"Model{class_name}"}
-    for layer in wrapper_chain(obj):
-        if any(cls.__name__ in wanted for cls in type(layer).__mro__):
-            return layer
-    return None
+    """The vector wrapper ``class_name`` in the stack (or its reference model)."""
+    return find_layer(obj, class_name, "env")
 
 
 class GymVectorFamily(Family):

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.adapters.base import Contract, Family, register_family
+from rlconform.adapters.base import Contract, Family, find_layer, layer_chain, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, split_batch
 from rlconform.fixtures.spaces import array_literal
 from rlconform.plan import BadStep, Op, Reset, Step
@@ -28,19 +28,12 @@ TIMEOUT_KEY = "TimeLimit.truncated"
 
 
 def venv_chain(obj: Any) -> list[Any]:
-    chain = [obj]
-    while getattr(chain[-1], "venv", None) is not None and len(chain) < 32:
-        chain.append(chain[-1].venv)
-    return chain
+    return layer_chain(obj, "venv")
 
 
-def find_layer(obj: Any, class_name: str) -> Any | None:
-    """The layer of the VecEnv stack whose class is ``class_name`` (or a reference model of it)."""
-    wanted = {class_name, f"Model{class_name}"}
-    for layer in venv_chain(obj):
-        if any(cls.__name__ in wanted for cls in type(layer).__mro__):
-            return layer
-    return None
+def find_venv_layer(obj: Any, class_name: str) -> Any | None:
+    """The VecEnvWrapper ``class_name`` in the stack (or its reference model)."""
+    return find_layer(obj, class_name, "venv")
 
 
 class SB3Family(Family):
@@ -57,8 +50,8 @@ class SB3Family(Family):
     )
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
-        normalize = find_layer(obj, "VecNormalize")
-        stack = find_layer(obj, "VecFrameStack")
+        normalize = find_venv_layer(obj, "VecNormalize")
+        stack = find_venv_layer(obj, "VecFrameStack")
         n_stack = None
         if stack is not None:
             n_stack = getattr(getattr(stack, "stacked_obs", None), "n_stack", None) or getattr(stack, "n_stack", None)
@@ -67,7 +60,7 @@ class SB3Family(Family):
             "num_envs": getattr(obj, "num_envs", None),
             "single_observation_space": getattr(obj, "observation_space", None),
             "single_action_space": getattr(obj, "action_space", None),
-            "episode_statistics": "episode" if find_layer(obj, "VecMonitor") is not None else None,
+            "episode_statistics": "episode" if find_venv_layer(obj, "VecMonitor") is not None else None,
             "normalizers": ["VecNormalize"] if normalize is not None else [],
             "normalizer_gamma": getattr(normalize, "gamma", None),
             "frame_stack": n_stack,
@@ -109,7 +102,7 @@ class SB3Family(Family):
             infos = getattr(obj, "reset_infos", None)
             if isinstance(infos, (list, tuple)) and len(infos) == len(view.obs):
                 view.infos = [dict(i) if isinstance(i, dict) else i for i in infos]
-        normalize = find_layer(obj, "VecNormalize")
+        normalize = find_venv_layer(obj, "VecNormalize")
         if normalize is None:
             return
         # SB3's own recipe under VecNormalize stores the original data, and un-normalises the
