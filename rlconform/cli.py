@@ -5,15 +5,18 @@
 * ``rlconform check MODULE:CALLABLE --api FAMILY``: a user's system; exit 0 when every applicable
   spec passes, 1 when any does not, 2 for bad input.
 * ``rlconform list``: the bundled systems and the specs.
+* ``rlconform report FILE.json``: a saved results file as Markdown (stdout), HTML or JUnit XML.
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import sys
 from collections.abc import Sequence
 
+from rlconform.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
 from rlconform.profiles import PROFILES, get_profile, session_seed
 from rlconform.report import Results, header_lines, render_failures, render_skips, render_table
 from rlconform.specs.registry import Spec, all_specs
@@ -39,11 +42,34 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="Hypothesis profile (default: ci, or $RLCONFORM_PROFILE)",
     )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    _add_report_outputs(parser, "also write the results as")
     parser.add_argument(
         "--spec", action="append", metavar="PATTERN", help="only specs whose id matches (glob); repeatable"
     )
     parser.add_argument("--reproducers", action="store_true", help="print the reproducer of every failure")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (one system per worker)")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="check systems in this process (faster to debug; by default each system runs in a worker process "
+        "of its own, so that a system that crashes gets an error verdict instead of ending the run)",
+    )
+    parser.add_argument(
+        "--expected-failures",
+        metavar="FILE",
+        help="your project's expected failures: lines of 'KEY  REASON', KEY a spec id, SYSTEM-SPEC or a glob",
+    )
+    parser.add_argument(
+        "--strict-expected",
+        action="store_true",
+        help="an expected failure that passes is a failure (the file must be kept current)",
+    )
+
+
+def _add_report_outputs(parser: argparse.ArgumentParser, verb: str) -> None:
+    parser.add_argument("--html", metavar="FILE", help=f"{verb} one static HTML page")
+    parser.add_argument("--junit", metavar="FILE", help=f"{verb} JUnit XML (one testsuite per system)")
+    parser.add_argument("--markdown", metavar="FILE", help=f"{verb} Markdown (e.g. $GITHUB_STEP_SUMMARY)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(check)
 
     sub.add_parser("list", help="list the bundled systems and the specs")
+
+    report = sub.add_parser(
+        "report", help="turn a results JSON file into HTML, JUnit XML or Markdown (default: Markdown on stdout)"
+    )
+    report.add_argument("file", metavar="FILE.json", help="a results file written by run, check or the pytest plugin")
+    _add_report_outputs(report, "write")
     return parser
 
 
@@ -78,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list()
         if args.command == "run":
             return _run(args)
+        if args.command == "report":
+            return _report(args)
         return _check(args)
     except BadInput as exc:
         print(f"rlconform: error: {exc}", file=sys.stderr)
@@ -115,6 +149,7 @@ def _run(args: argparse.Namespace) -> int:
         raise BadInput(f"no system matches {args.system}")
     families = {s.family for s in systems}
     specs = [spec for spec in _specs(args) if spec.families & families]
+    _load_expected(args)  # a malformed file is bad input before the (long) run starts
     out = sys.stdout
     for line in header_lines(profile, seed):
         print(line, file=out)
@@ -122,9 +157,17 @@ def _run(args: argparse.Namespace) -> int:
     skips = render_skips(results)
     if skips:
         print(skips, file=out)
-    runnable = [s for s in systems if not s.missing_requirements()]
-    results.verdicts = run_checks(runnable, specs, profile, jobs=args.jobs, progress=print_progress(out))
-    results.verdicts += _skipped_verdicts([s for s in systems if s.missing_requirements()], specs, profile.name, seed)
+    unchecked = _without_specs(systems, specs)
+    for line in unchecked.values():
+        print(line, file=out)
+        results.notes.append(line)
+    checked = [s for s in systems if s.id not in unchecked]
+    runnable = [s for s in checked if not s.missing_requirements()]
+    results.verdicts = run_checks(
+        runnable, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
+    )
+    results.verdicts += _skipped_verdicts([s for s in checked if s.missing_requirements()], specs, profile.name, seed)
+    _apply_expected(args, results)
     print(file=out)
     print(render_table(results), file=out)
     failures = render_failures(results.verdicts, with_reproducers=args.reproducers)
@@ -135,9 +178,79 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         results.write_json(args.json)
         print(f"results written to {args.json}", file=out)
-    errors = any(v.status == "error" for v in results.verdicts)
-    failed = any(v.status in ("fail", "not_exercised") and not v.known for v in results.verdicts)
+    _write_reports(args, results)
+    errors = any(v.status == "error" and not v.ok for v in results.verdicts)
+    failed = any(v.status in ("fail", "not_exercised") and not v.ok for v in results.verdicts)
     return EXIT_FAIL if errors or (args.strict and failed) else EXIT_OK
+
+
+def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
+    if not args.expected_failures:
+        return None
+    try:
+        return ExpectedFailures.load(args.expected_failures, strict=args.strict_expected)
+    except ExpectedFailuresError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _apply_expected(args: argparse.Namespace, results: Results) -> None:
+    """Mark the project's expected failures, and say which entries matched nothing."""
+    expected = _load_expected(args)
+    if expected is None:
+        return
+    for verdict in results.verdicts:
+        expected.apply(verdict)
+    results.notes.append(f"expected failures read from {expected.source}" + (" (strict)" if expected.strict else ""))
+    for entry in expected.unused():
+        warning = unused_warning(entry)
+        results.notes.append(warning)
+        print(f"warning: {warning}", file=sys.stderr)
+
+
+def _write_reports(args: argparse.Namespace, results: Results) -> None:
+    """--html / --junit / --markdown of run and check: rendered from the run's JSON document."""
+    from rlconform.reports import ResultsError, validate, write_reports
+
+    outputs = {"html": args.html, "junit": args.junit, "markdown": args.markdown}
+    if not any(outputs.values()):
+        return
+    try:
+        document = validate(json.loads(json.dumps(results.to_json(), default=str)), "the results of this run")
+        for path in write_reports(document, outputs):
+            print(f"report written to {path}")
+    except ResultsError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _report(args: argparse.Namespace) -> int:
+    from rlconform.reports import ResultsError, load_results, render_markdown, write_reports
+
+    outputs = {"html": args.html, "junit": args.junit, "markdown": args.markdown}
+    try:
+        document = load_results(args.file)
+        if not any(outputs.values()):
+            sys.stdout.write(render_markdown(document))
+            return EXIT_OK
+        for path in write_reports(document, outputs):
+            print(f"report written to {path}")
+    except ResultsError as exc:
+        raise BadInput(str(exc)) from None
+    return EXIT_OK
+
+
+def _without_specs(systems: Sequence[System], specs: Sequence[Spec]) -> dict[str, str]:
+    """Systems no selected spec applies to (a family whose specs come in a later release), each
+    with the line that says so: they keep an empty row in the table, never a verdict."""
+    registered = all_specs()
+    lines = {}
+    for system in systems:
+        if any(system.family in spec.families for spec in specs):
+            continue
+        if any(system.family in spec.families for spec in registered):
+            lines[system.id] = f"NO SPECS {system.id}: no selected spec applies to family {system.family}; not run"
+        else:
+            lines[system.id] = f"NO SPECS {system.id}: no specs yet for family {system.family}; not run"
+    return lines
 
 
 def _skipped_verdicts(systems: Sequence[System], specs: Sequence[Spec], profile: str, seed: int | None) -> list:  # type: ignore[type-arg]
@@ -169,10 +282,15 @@ def _check(args: argparse.Namespace) -> int:
         print(line, file=out)
     print(f"checking {system.title} as {args.api}", file=out)
     results = Results(profile=profile, seed=seed, systems=[system], specs=specs)
-    results.verdicts = run_checks([system], specs, profile, progress=print_progress(out))
+    _load_expected(args)  # a malformed file is bad input before the (long) check starts
+    results.verdicts = run_checks(
+        [system], specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
+    )
+    _apply_expected(args, results)
     for verdict in results.verdicts:
+        label = "EXPECTED" if verdict.expected else verdict.status.upper()
         print(
-            f"  {verdict.status.upper():15s} {verdict.spec_id}: {verdict.message.splitlines()[0] if verdict.message else ''}",
+            f"  {label:15s} {verdict.spec_id}: {verdict.message.splitlines()[0] if verdict.message else ''}",
             file=out,
         )
     failures = render_failures(results.verdicts, with_reproducers=True)
@@ -182,7 +300,8 @@ def _check(args: argparse.Namespace) -> int:
     if args.json:
         results.write_json(args.json)
         print(f"results written to {args.json}", file=out)
-    ok = all(v.status in ("pass", "not_applicable") for v in results.verdicts)
+    _write_reports(args, results)
+    ok = all(v.status in ("pass", "not_applicable") or v.expected for v in results.verdicts)
     return EXIT_OK if ok else EXIT_FAIL
 
 

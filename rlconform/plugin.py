@@ -2,7 +2,9 @@
 
 Installing rlconform auto-loads this plugin (``pytest11`` entry point) in every pytest run of that
 environment, so it is inert unless asked: without ``--rlconform-check`` or ``--rlconform-systems``
-it creates no items, prints nothing and imports nothing beyond pytest (never gymnasium or torch).
+it creates no items, prints nothing and imports nothing beyond pytest (never gymnasium or torch);
+``--rlconform-json`` and ``--rlconform-xfail`` also activate it, for the tests of
+:mod:`rlconform.testing`.
 
 Asked, it adds one item per (system, spec), named ``{system id}-{spec id}`` under a ``rlconform``
 collector, so that ``-k``, ``-m rlconform``, ``--deselect``, JUnit XML and xdist work as for any
@@ -17,6 +19,11 @@ outcomes: a violation fails with the violations and the standalone reproducer (n
 traceback would be rlconform's own), a documented violation is an xfail, a spec that does not
 apply or a library that is not installed is an explicit skip with its reason.
 
+The project's expected-failures file (``--rlconform-xfail FILE`` or the ``rlconform_xfail`` ini
+option; see :mod:`rlconform.expected`) turns matching checks into xfail markers at collection,
+for these items and for the tests of :func:`rlconform.testing.parametrize_with_checks` alike;
+entries that match nothing are warned about, and strict mode makes an unexpected pass fail.
+
 Under xdist every worker collects the same items in the same order; workers hand their verdicts
 to the controller through ``workeroutput`` and the controller writes the one JSON document, with
 results ordered by (system, spec) whichever worker ran what. The controller also chooses the seed
@@ -29,6 +36,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import warnings
 from collections import Counter
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
@@ -37,6 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
+    from rlconform.expected import Entry, ExpectedFailures
     from rlconform.profiles import Profile
     from rlconform.runner import RunCache
     from rlconform.search import Verdict
@@ -55,6 +64,16 @@ FAMILIES = ("gymnasium.Env", "gymnasium.vector", "sb3.VecEnv")
 STATUS_ORDER = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "error")
 #: at most this many violations are listed in a failure (all are in the JSON document)
 MAX_VIOLATIONS_SHOWN = 10
+#: the expected-failures entry that matched an item (set at collection)
+EXPECTED_KEY: pytest.StashKey[Entry] = pytest.StashKey()
+#: the test running now, for checks made by rlconform.testing
+CURRENT_ITEM_KEY: pytest.StashKey[pytest.Item] = pytest.StashKey()
+#: the config of the running session, for checks made by rlconform.testing outside any fixture
+_current_config: pytest.Config | None = None
+
+
+class RlconformWarning(UserWarning):
+    """Something in the rlconform set-up the project should fix (a stale expected failure)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -105,10 +124,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="write the rlconform results document (JSON) to FILE",
     )
+    group.addoption(
+        "--rlconform-xfail",
+        default=None,
+        dest="rlconform_xfail",
+        metavar="FILE",
+        help="your project's expected failures: lines of 'KEY  REASON' (KEY: a spec id, SYSTEM-SPEC, a node id "
+        "or a glob); matching checks are xfail, entries that match nothing are warned about",
+    )
+    group.addoption(
+        "--rlconform-xfail-strict",
+        action="store_true",
+        default=None,
+        dest="rlconform_xfail_strict",
+        help="an expected failure that passes fails the run (XPASS(strict))",
+    )
     parser.addini("rlconform_profile", "rlconform's Hypothesis profile: fast, ci or thorough", default="")
+    parser.addini("rlconform_xfail", "path of the expected-failures file (relative to the ini file)", default="")
+    parser.addini("rlconform_xfail_strict", "an expected failure that passes fails the run", type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _current_config
+    _current_config = config
     config.addinivalue_line(
         "markers", "rlconform(system, spec, family): a conformance check item created by the rlconform plugin"
     )
@@ -122,8 +160,64 @@ def rlconform_profile(pytestconfig: pytest.Config) -> Profile:
     return resolve_profile(pytestconfig)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """Remember the running test, for :mod:`rlconform.testing`'s checks (a stash entry: cheap)."""
+    item.config.stash[CURRENT_ITEM_KEY] = item
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Render a conformance failure raised in any test (the checks of :mod:`rlconform.testing`
+    run inside the project's own test functions) as the plugin's items render it: violations and
+    reproducer, without rlconform's traceback."""
+    outcome = yield
+    if call.excinfo is not None and isinstance(call.excinfo.value, ConformanceFailure):
+        report = outcome.get_result()
+        if report.failed:
+            report.longrepr = call.excinfo.value.render()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _current_config
+    if _current_config is config:
+        _current_config = None
+
+
 def _active(config: pytest.Config) -> bool:
-    return bool(config.getoption("rlconform_check") or config.getoption("rlconform_systems"))
+    """Asked for: checks to run, a results file to write or an expected-failures file to apply."""
+    return bool(
+        config.getoption("rlconform_check")
+        or config.getoption("rlconform_systems")
+        or config.getoption("rlconform_json")
+        or _expected_failures_path(config)
+    )
+
+
+def _expected_failures_path(config: pytest.Config) -> Path | None:
+    option = config.getoption("rlconform_xfail")
+    if option:
+        return Path(config.invocation_params.dir, option)
+    ini = str(config.getini("rlconform_xfail") or "")
+    if ini:
+        base = config.inipath.parent if config.inipath else config.rootpath
+        return base / ini
+    return None
+
+
+def load_expected_failures(config: pytest.Config) -> ExpectedFailures | None:
+    from rlconform.expected import ExpectedFailures, ExpectedFailuresError
+
+    path = _expected_failures_path(config)
+    if path is None:
+        return None
+    strict = config.getoption("rlconform_xfail_strict")
+    if strict is None:
+        strict = bool(config.getini("rlconform_xfail_strict"))
+    try:
+        return ExpectedFailures.load(path, strict=strict)
+    except ExpectedFailuresError as exc:
+        raise pytest.UsageError(f"rlconform: {exc}") from None
 
 
 def resolve_profile(config: pytest.Config) -> Profile:
@@ -227,6 +321,41 @@ class ConformanceFailure(AssertionError):
         return "\n".join(lines)
 
 
+def enforce_verdict(
+    verdict: Verdict, spec: Spec, item: pytest.Item, plugin: RlconformSession | None, system: System | None = None
+) -> None:
+    """Record a verdict and map it onto pytest's outcomes (shared by the plugin's items and the
+    tests made by :func:`rlconform.testing.parametrize_with_checks`).
+
+    An entry of the project's expected-failures file is applied at collection as an ``xfail``
+    marker, so pytest itself reports XFAIL, XPASS and XPASS(strict); here the verdict only notes it.
+    """
+    expected = item.stash.get(EXPECTED_KEY, None)
+    if expected is not None and verdict.status in ("fail", "not_exercised", "error") and not verdict.known:
+        verdict.expected = f"{expected.reason} ({expected.origin})"
+    elif expected is not None and verdict.status == "pass":
+        from rlconform.expected import unexpected_pass_message
+
+        verdict.message = unexpected_pass_message(expected)
+    if plugin is not None:
+        plugin.record(verdict, system, spec)
+    first_line = verdict.message.splitlines()[0] if verdict.message else ""
+    item.user_properties.append(("rlconform_status", verdict.status))
+    item.user_properties.append(("rlconform_message", first_line))
+    if verdict.known:
+        item.user_properties.append(("rlconform_known", verdict.known))
+    if verdict.status == "pass":
+        return
+    if verdict.status == "fail" and verdict.known:
+        pytest.xfail(f"known violation: {verdict.known}")
+    if verdict.status == "not_applicable":
+        pytest.skip(f"not applicable: {first_line}")
+    if verdict.status == "skipped":
+        pytest.skip(first_line if first_line.startswith("not installed") else f"not installed: {first_line}")
+    # "fail", "not_exercised" and "error" all fail the item
+    raise ConformanceFailure.from_verdict(verdict, spec)
+
+
 class RlconformItem(pytest.Item):
     """One (system, spec) search."""
 
@@ -242,22 +371,7 @@ class RlconformItem(pytest.Item):
         plugin = self.session_plugin
         assert plugin.profile is not None and plugin.cache is not None, "set up in pytest_sessionstart"
         verdict = check_spec(self.system, self.spec, plugin.profile, cache=plugin.cache)
-        plugin.record(verdict)
-        first_line = verdict.message.splitlines()[0] if verdict.message else ""
-        self.user_properties.append(("rlconform_status", verdict.status))
-        self.user_properties.append(("rlconform_message", first_line))
-        if verdict.known:
-            self.user_properties.append(("rlconform_known", verdict.known))
-        if verdict.status == "pass":
-            return
-        if verdict.status == "fail" and verdict.known:
-            pytest.xfail(f"known violation: {verdict.known}")
-        if verdict.status == "not_applicable":
-            pytest.skip(f"not applicable: {first_line}")
-        if verdict.status == "skipped":
-            pytest.skip(first_line if first_line.startswith("not installed") else f"not installed: {first_line}")
-        # "fail", "not_exercised" and "error" all fail the item
-        raise ConformanceFailure.from_verdict(verdict, self.spec)
+        enforce_verdict(verdict, self.spec, self, plugin, self.system)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ConformanceFailure):
@@ -308,6 +422,15 @@ class RlconformSession:
         json_path = config.getoption("rlconform_json")
         self.json_path = Path(config.invocation_params.dir, json_path) if json_path else None
         self.json_written = False
+        self.expected: ExpectedFailures | None = None
+        #: no checks of its own to collect (only --rlconform-json / --rlconform-xfail): the session
+        #: stays light (no header, no imports of systems or specs) and records the checks of
+        #: rlconform.testing's tests, if any run
+        self.passive = not (config.getoption("rlconform_check") or config.getoption("rlconform_systems"))
+        #: JSON entries of the systems and specs of checks recorded beyond this session's own
+        #: selection (rlconform.testing's tests), so that the document describes every result
+        self.extra_systems: dict[str, dict[str, Any]] = {}
+        self.extra_specs: dict[str, dict[str, Any]] = {}
 
     @property
     def is_worker(self) -> bool:
@@ -317,8 +440,6 @@ class RlconformSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from rlconform.profiles import session_seed
-        from rlconform.runner import RunCache
-        from rlconform.specs.registry import all_specs
 
         self.profile = resolve_profile(self.config)
         if self.is_worker:
@@ -326,11 +447,17 @@ class RlconformSession:
             if seed is not None:
                 os.environ["RLCONFORM_SEED"] = str(seed)
         self.seed = None if self.profile.derandomize else session_seed()
+        self.expected = load_expected_failures(self.config)
+        if self.passive:
+            return  # nothing to collect: only record the checks of rlconform.testing, if any run
         systems = self._user_systems() + self._bundled_systems()
         unique: dict[str, System] = {}
         for system in systems:
             unique.setdefault(system.id, system)
         self.systems = list(unique.values())
+        from rlconform.runner import RunCache
+        from rlconform.specs.registry import all_specs
+
         patterns = self.config.getoption("rlconform_specs")
         self.specs = _select(all_specs(), patterns)
         if not self.specs:
@@ -380,9 +507,11 @@ class RlconformSession:
         node.workerinput[WORKERINPUT_SEED] = self.seed
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        assert self.profile is not None
+        if self.passive:
+            return []
         from rlconform.report import header_lines
 
-        assert self.profile is not None
         return [
             *header_lines(self.profile, self.seed),
             f"rlconform: {len(self.systems)} system(s) x {len(self.specs)} spec(s)",
@@ -393,8 +522,40 @@ class RlconformSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         # tryfirst: before -k / -m deselect, so that they select among these items too
-        collector = RlconformCollector.from_parent(session, name="rlconform", nodeid="rlconform", session_plugin=self)
-        items.extend(session.genitems(collector))
+        if not self.passive:
+            collector = RlconformCollector.from_parent(
+                session, name="rlconform", nodeid="rlconform", session_plugin=self
+            )
+            items.extend(session.genitems(collector))
+        if self.expected is not None:
+            self._mark_expected(items)
+
+    def _mark_expected(self, items: list[pytest.Item]) -> None:
+        """Apply the expected-failures file to every rlconform check collected (the plugin's items
+        and the tests of :func:`rlconform.testing.parametrize_with_checks`), and warn, from one
+        process only, about entries that match none."""
+        from rlconform.expected import unused_warning
+
+        assert self.expected is not None
+        for item in items:
+            marker = item.get_closest_marker("rlconform")
+            if marker is None:
+                continue
+            entry = self.expected.match(marker.kwargs["system"], marker.kwargs["spec"], item.nodeid)
+            if entry is not None:
+                item.stash[EXPECTED_KEY] = entry
+                item.add_marker(
+                    pytest.mark.xfail(
+                        reason=f"expected failure: {entry.reason} ({entry.origin})", strict=self.expected.strict
+                    )
+                )
+        workerid = getattr(self.config, "workerinput", {}).get("workerid")
+        if workerid in (None, "gw0"):
+            for entry in self.expected.unused():
+                # located at the entry's line, so the warning points at what to edit
+                warnings.warn_explicit(
+                    RlconformWarning(unused_warning(entry)), RlconformWarning, entry.path, entry.line
+                )
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
@@ -411,10 +572,14 @@ class RlconformSession:
 
     # -- verdicts -----------------------------------------------------------------------------
 
-    def record(self, verdict: Verdict) -> None:
-        from rlconform.report import verdict_json
+    def record(self, verdict: Verdict, system: System | None = None, spec: Spec | None = None) -> None:
+        from rlconform.report import spec_json, system_json, verdict_json
 
         self.verdicts[(verdict.system_id, verdict.spec_id)] = verdict_json(verdict)
+        if system is not None and all(s.id != system.id for s in self.systems):
+            self.extra_systems.setdefault(system.id, system_json(system))
+        if spec is not None and all(s.id != spec.id for s in self.specs):
+            self.extra_specs.setdefault(spec.id, spec_json(spec))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -422,8 +587,13 @@ class RlconformSession:
         raw = (getattr(node, "workeroutput", None) or {}).get(WORKEROUTPUT_KEY)
         if not raw:
             return
-        for result in json.loads(raw):
+        handed = json.loads(raw)
+        for result in handed["results"]:
             self.verdicts[(result["system"], result["spec"])] = result
+        for entry in handed["systems"]:
+            self.extra_systems.setdefault(entry["id"], entry)
+        for entry in handed["specs"]:
+            self.extra_specs.setdefault(entry["id"], entry)
 
     def ordered_results(self) -> list[dict[str, Any]]:
         system_rank = {s.id: i for i, s in enumerate(self.systems)}
@@ -438,22 +608,26 @@ class RlconformSession:
 
     def summary(self) -> dict[str, int]:
         counts = Counter(
-            "known" if r["status"] == "fail" and r["known"] else r["status"] for r in self.verdicts.values()
+            "known" if (r["status"] == "fail" and r["known"]) or r.get("expected") else r["status"]
+            for r in self.verdicts.values()
         )
         return {status: counts[status] for status in (*STATUS_ORDER, *sorted(counts)) if counts[status]}
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
-            self.config.workeroutput[WORKEROUTPUT_KEY] = json.dumps(  # type: ignore[attr-defined]
-                list(self.verdicts.values()), default=str
-            )
+            handed = {
+                "results": list(self.verdicts.values()),
+                "systems": list(self.extra_systems.values()),
+                "specs": list(self.extra_specs.values()),
+            }
+            self.config.workeroutput[WORKEROUTPUT_KEY] = json.dumps(handed, default=str)  # type: ignore[attr-defined]
         else:
             self.write_json()
         if self.cache is not None:
             self.cache.clear()
 
     def write_json(self) -> None:
-        if self.json_path is None or self.profile is None:
+        if self.json_path is None or self.profile is None or (self.passive and not self.verdicts):
             return
         from rlconform.report import Results
 
@@ -465,6 +639,8 @@ class RlconformSession:
             notes=["pytest plugin run: results list the items that ran (deselected items are absent)"],
         )
         document = results.to_json()
+        document["systems"] += [self.extra_systems[k] for k in sorted(self.extra_systems)]
+        document["specs"] += [self.extra_specs[k] for k in sorted(self.extra_specs)]
         document["results"] = self.ordered_results()
         document["summary"] = self.summary()
         self.json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -474,7 +650,7 @@ class RlconformSession:
         self.json_written = True
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
-        if self.is_worker or self.profile is None:
+        if self.is_worker or self.profile is None or (self.passive and not self.verdicts):
             return
         counts = self.summary()
         terminalreporter.write_sep("-", "rlconform")

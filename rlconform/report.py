@@ -72,30 +72,8 @@ class Results:
                 "libraries": library_versions(),
             },
             "notes": self.notes,
-            "specs": [
-                {
-                    "id": s.id,
-                    "statement": s.statement,
-                    "rationale": s.rationale,
-                    "families": sorted(s.families),
-                    "scenario": s.scenario,
-                }
-                for s in self.specs
-            ],
-            "systems": [
-                {
-                    "id": s.id,
-                    "family": s.family,
-                    "title": s.title,
-                    "kind": s.kind,
-                    "source": s.source,
-                    "requires": list(s.requires),
-                    "missing": s.missing_requirements(),
-                    "restrictions": list(s.capabilities.notes),
-                    "known_violations": [{"spec": k, "reason": r} for k, r in s.known_violations],
-                }
-                for s in self.systems
-            ],
+            "specs": [spec_json(s) for s in self.specs],
+            "systems": [system_json(s) for s in self.systems],
             "results": [verdict_json(v) for v in self.verdicts],
             "summary": self.summary(),
         }
@@ -109,8 +87,32 @@ class Results:
             handle.write("\n")
 
 
+def spec_json(spec: Spec) -> dict[str, Any]:
+    return {
+        "id": spec.id,
+        "statement": spec.statement,
+        "rationale": spec.rationale,
+        "families": sorted(spec.families),
+        "scenario": spec.scenario,
+    }
+
+
+def system_json(system: System) -> dict[str, Any]:
+    return {
+        "id": system.id,
+        "family": system.family,
+        "title": system.title,
+        "kind": system.kind,
+        "source": system.source,
+        "requires": list(system.requires),
+        "missing": system.missing_requirements(),
+        "restrictions": list(system.capabilities.notes),
+        "known_violations": [{"spec": k, "reason": r} for k, r in system.known_violations],
+    }
+
+
 def cell_status(verdict: Verdict) -> str:
-    if verdict.status == "fail" and verdict.known:
+    if (verdict.status == "fail" and verdict.known) or verdict.expected:
         return "known"
     return verdict.status
 
@@ -121,6 +123,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         "spec": verdict.spec_id,
         "status": verdict.status,
         "known": verdict.known,
+        "expected": verdict.expected,
         "message": verdict.message,
         "violations": verdict.violations,
         "reproducer": verdict.reproducer,
@@ -174,7 +177,7 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
             row.append(f"{SYMBOLS[cell_status(verdict)] if verdict else '':>{cell}}")
         lines.append(f"{system.id:<{width}} " + "".join(row))
     lines.append(
-        "legend: ok pass | FAIL violation found | known documented violation of a reference model | "
+        "legend: ok pass | FAIL violation found | known documented or expected failure | "
         ". not applicable | n/e not exercised by any example | skip library not installed | ERR error"
     )
     return "\n".join(lines)
@@ -185,11 +188,13 @@ def render_failures(verdicts: Iterable[Verdict], *, with_reproducers: bool = Fal
     for verdict in verdicts:
         if verdict.status not in ("fail", "error", "not_exercised"):
             continue
-        label = "KNOWN" if verdict.known else verdict.status.upper()
+        label = "KNOWN" if verdict.known else "EXPECTED" if verdict.expected else verdict.status.upper()
         lines.append(f"{label} {verdict.system_id} :: {verdict.spec_id}")
         lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
         if verdict.known:
             lines.append(f"    known because: {verdict.known}")
+        if verdict.expected:
+            lines.append(f"    expected by the project: {verdict.expected}")
         if verdict.case is not None:
             ops = getattr(verdict.case, "ops", None)
             if ops is not None:

@@ -53,10 +53,16 @@ class Verdict:
     seed: int | None = None
     #: why this failure is known and documented (from the system's known_violations)
     known: str | None = None
+    #: why the downstream project expects this check to fail (its expected-failures file)
+    expected: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.status in ("pass", "not_applicable") or (self.status == "fail" and self.known is not None)
+        return (
+            self.status in ("pass", "not_applicable")
+            or (self.status == "fail" and self.known is not None)
+            or self.expected is not None
+        )
 
 
 @dataclass
@@ -69,6 +75,14 @@ class _Tally:
     not_applicable_reason: str = ""
     #: examples run when the first violation was found
     first_failure: int = 0
+    #: the specs' notes on what they could not check, in order of first appearance
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, notes: list[str]) -> None:
+        self.notes.extend(n for n in notes if n not in self.notes)
+
+    def with_notes(self, message: str) -> str:
+        return message + "".join(f"; {n}" for n in self.notes)
 
 
 def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
@@ -120,6 +134,7 @@ def check_spec(
             tally.not_applicable_reason = outcome.not_applicable
             return
         tally.checked += outcome.checked
+        tally.note(outcome.notes)
         if outcome.violations:
             failure = SpecFailure(system, spec, case, outcome.violations, run)
             if not failures:
@@ -158,7 +173,8 @@ def check_spec(
     elapsed = time.perf_counter() - start
     common: dict[str, Any] = {"examples": tally.examples, "checked": tally.checked, "seconds": elapsed, **base}
     if tally.checked > 0:
-        return Verdict(status="pass", message=f"{tally.checked} facts checked over {tally.examples} examples", **common)
+        message = f"{tally.checked} facts checked over {tally.examples} examples"
+        return Verdict(status="pass", message=tally.with_notes(message), **common)
     if tally.build_errors == tally.examples:
         return Verdict(
             status="error", message=f"the system could not be built for any example: {tally.build_error}", **common
@@ -167,6 +183,6 @@ def check_spec(
         return Verdict(status="not_applicable", message=tally.not_applicable_reason, **common)
     return Verdict(
         status="not_exercised",
-        message=f"no example exercised this spec ({tally.examples} examples drawn)",
+        message=tally.with_notes(f"no example exercised this spec ({tally.examples} examples drawn)"),
         **common,
     )

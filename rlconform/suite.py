@@ -1,45 +1,42 @@
-"""Run many (system, spec) searches: sequentially or one system per worker process.
+"""Run many (system, spec) searches: in this process, or one system per isolated worker process.
 
 A system's specs always run in the same process, so that they share that process's run cache;
 results come back in a fixed order whatever the number of workers, so that verdicts and reports
 do not depend on parallelism.
+
+Isolation (:mod:`rlconform.isolation`) is what lets a run survive the systems it checks: when a
+system's worker process dies or overruns, that system's specs get an ``error`` verdict that says
+how it ended, the rest of the run goes on, and the worker's whole process group is killed so that
+no env process it started survives it.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
-import sys
+import multiprocessing.connection
+import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
+from rlconform.isolation import IsolatedCall, can_isolate
 from rlconform.profiles import Profile
+from rlconform.report import cell_status
 from rlconform.search import Verdict, check_spec
-from rlconform.specs.registry import Spec, get_spec
+from rlconform.specs.registry import Spec
 from rlconform.systems import System
 
 Progress = Callable[[int, int, System, list[Verdict], float], None]
 
+#: seconds one system's whole check may take in an isolated worker (RLCONFORM_SYSTEM_TIMEOUT)
+DEFAULT_SYSTEM_TIMEOUT = 1800.0
+
+
+def system_timeout() -> float:
+    return float(os.environ.get("RLCONFORM_SYSTEM_TIMEOUT", DEFAULT_SYSTEM_TIMEOUT))
+
 
 def check_system(system: System, specs: Sequence[Spec], profile: Profile) -> list[Verdict]:
     return [check_spec(system, spec, profile) for spec in specs]
-
-
-def _check_system_by_id(
-    system_id: str, spec_ids: Sequence[str], profile: Profile, user: tuple[str, str] | None
-) -> tuple[list[Verdict], float]:
-    start = time.perf_counter()
-    if user is not None:
-        from rlconform.user import user_system
-
-        system = user_system(*user)
-    else:
-        from rlconform.systems import get_system
-
-        system = get_system(system_id)
-    verdicts = check_system(system, [get_spec(s) for s in spec_ids], profile)
-    return verdicts, time.perf_counter() - start
 
 
 def run_checks(
@@ -48,42 +45,70 @@ def run_checks(
     profile: Profile,
     *,
     jobs: int = 1,
+    isolate: bool = False,
     progress: Progress | None = None,
-    user_refs: dict[str, tuple[str, str]] | None = None,
 ) -> list[Verdict]:
-    """Verdicts for every (system, spec), ordered by system then spec."""
+    """Verdicts for every (system, spec), ordered by system then spec.
+
+    With ``jobs > 1`` or ``isolate``, each system is checked in a worker process of its own (at
+    most ``jobs`` at a time); otherwise in this process, which is fastest but shares its fate with
+    the systems it checks."""
     results: dict[str, list[Verdict]] = {}
     total = len(systems)
-    done = 0
-    if jobs <= 1 or total <= 1:
-        for system in systems:
+    if (jobs <= 1 and not isolate) or not can_isolate():
+        for done, system in enumerate(systems, start=1):
             start = time.perf_counter()
             results[system.id] = check_system(system, specs, profile)
-            done += 1
             if progress:
                 progress(done, total, system, results[system.id], time.perf_counter() - start)
     else:
-        spec_ids = [s.id for s in specs]
-        context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        started: dict[concurrent.futures.Future[tuple[list[Verdict], float]], System] = {}
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            for system in systems:
-                user = (user_refs or {}).get(system.id)
-                started[pool.submit(_check_system_by_id, system.id, spec_ids, profile, user)] = system
-            for future in concurrent.futures.as_completed(started):
-                system = started[future]
-                results[system.id], seconds = future.result()
-                done += 1
-                if progress:
-                    progress(done, total, system, results[system.id], seconds)
+        for done, (system, verdicts, seconds) in enumerate(_isolated(systems, specs, profile, max(jobs, 1)), start=1):
+            results[system.id] = verdicts
+            if progress:
+                progress(done, total, system, verdicts, seconds)
     return [verdict for system in systems for verdict in results[system.id]]
+
+
+def _isolated(
+    systems: Sequence[System], specs: Sequence[Spec], profile: Profile, jobs: int
+) -> Iterator[tuple[System, list[Verdict], float]]:
+    """Yield (system, verdicts, seconds) as isolated workers finish, at most ``jobs`` at a time."""
+    pending = list(systems)
+    running: dict[IsolatedCall, System] = {}
+    limit = system_timeout()
+    while pending or running:
+        while pending and len(running) < jobs:
+            system = pending.pop(0)
+            running[IsolatedCall(check_system, system, specs, profile)] = system
+        multiprocessing.connection.wait([h for call in running for h in call.handles()], timeout=1.0)
+        for call, system in list(running.items()):
+            if not call.poll(limit):
+                continue
+            del running[call]
+            assert call.outcome is not None
+            verdicts = call.outcome.value
+            if call.outcome.failure is not None:
+                verdicts = _crash_verdicts(system, specs, profile, call.outcome.failure)
+            yield system, verdicts, call.elapsed
+
+
+def _crash_verdicts(system: System, specs: Sequence[Spec], profile: Profile, reason: str) -> list[Verdict]:
+    from rlconform.profiles import session_seed
+
+    seed = None if profile.derandomize else session_seed()
+    if reason.startswith("did not finish"):
+        reason += " (RLCONFORM_SYSTEM_TIMEOUT)"
+    message = f"the worker process checking {system.id} {reason}; no spec of this system reached a verdict"
+    if not reason.startswith("raised"):
+        message += " (the system crashed or killed its process: a segfault, os._exit, an out-of-memory kill)"
+    return [Verdict(system.id, spec.id, "error", message, profile=profile.name, seed=seed) for spec in specs]
 
 
 def print_progress(stream: TextIO) -> Progress:
     def report(done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
         counts: dict[str, int] = {}
         for verdict in verdicts:
-            key = "known" if verdict.status == "fail" and verdict.known else verdict.status
+            key = cell_status(verdict)
             counts[key] = counts.get(key, 0) + 1
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         print(f"[{done}/{total}] {system.id}: {summary} ({seconds:.1f} s)", file=stream, flush=True)

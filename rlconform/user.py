@@ -80,9 +80,25 @@ def check_signature(fn: Callable[..., Any], family: str, reference: str) -> None
 
 
 def user_system(reference: str, family: str) -> System:
-    """The user's factory as a system of ``family``."""
+    """The user's factory, named ``MODULE:CALLABLE``, as a system of ``family``."""
     check_family(family)
     fn = load_callable(reference)
+    return factory_system(fn, family, reference)
+
+
+def reference_of(fn: Callable[..., Any]) -> str:
+    """``MODULE:QUALNAME`` of a factory, the name its system and reproducers carry."""
+    module = getattr(fn, "__module__", None) or "__main__"
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    return f"{module}:{name}"
+
+
+def factory_system(fn: Callable[..., Any], family: str, reference: str | None = None) -> System:
+    """A factory object as a system of ``family`` (``reference`` names it; default: its qualname)."""
+    check_family(family)
+    reference = reference or reference_of(fn)
+    if not callable(fn):
+        raise BadInput(f"{reference} is a {type(fn).__name__}, not a callable")
     check_signature(fn, family, reference)
     if family == "gymnasium.Env":
         return System(
@@ -129,9 +145,34 @@ def _build(system: System, env_fns: Sequence[EnvFn]) -> Any:
 
 def probe(system: System) -> System:
     """Build the user's system once, check that it is an object of its family, and return the
-    system with its cost known (whether building it started worker processes)."""
+    system with its cost known (whether building it started worker processes).
+
+    The build runs in a forked process of its own process group where the platform allows: a
+    factory that crashes its process is bad input, not the end of rlconform, and whatever it
+    starts (worker processes, servers) is killed with the group."""
     import dataclasses
 
+    from rlconform.isolation import run_isolated
+
+    if system.costly is not None:
+        return system
+    outcome = run_isolated(_probe_in_process, system, timeout=120.0)
+    if outcome.failure is not None:
+        raise BadInput(f"building {system.source} as {system.family}: {outcome.failure}")
+    kind, value = outcome.value
+    if kind == "bad":
+        raise BadInput(value)
+    return dataclasses.replace(system, costly=value)
+
+
+def _probe_in_process(system: System) -> tuple[str, Any]:
+    try:
+        return "ok", _spawns_workers(system)
+    except BadInput as exc:
+        return "bad", str(exc)
+
+
+def _spawns_workers(system: System) -> bool:
     from rlconform.watchdog import child_processes, reap
 
     before = child_processes()
@@ -173,4 +214,4 @@ def probe(system: System) -> System:
             import shutil
 
             shutil.rmtree(folder, ignore_errors=True)
-    return dataclasses.replace(system, costly=spawned)
+    return spawned

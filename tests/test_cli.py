@@ -128,6 +128,16 @@ def test_check_json_lists_every_spec_with_status_message_and_reproducer(workdir:
     (workdir / "repro.py").write_text(results[0]["reproducer"])
     replay = subprocess.run([sys.executable, "repro.py"], cwd=workdir, capture_output=True, text=True, timeout=120)
     assert replay.returncode == 1, replay.stdout + replay.stderr
+    # ... and needs no Hypothesis: with hypothesis unimportable it shows the same violation
+    no_hypothesis = (
+        "import runpy, sys; sys.modules['hypothesis'] = None; runpy.run_path('repro.py', run_name='__main__')"
+    )
+    blocked = subprocess.run(
+        [sys.executable, "-c", no_hypothesis], cwd=workdir, capture_output=True, text=True, timeout=120
+    )
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    assert "ImportError" not in blocked.stderr
+    assert results[0]["message"].splitlines()[0] in blocked.stdout + blocked.stderr
 
 
 def test_list_names_systems_and_specs(workdir: Path) -> None:

@@ -43,6 +43,9 @@ class Outcome:
     violations: list[Violation] = field(default_factory=list)
     #: why the spec does not apply to this run (e.g. SameStep has no reset step)
     not_applicable: str | None = None
+    #: what the spec could not check on this run and why (e.g. a stack whose library is not
+    #: installed); the verdict's message repeats them, so that nothing is left out silently
+    notes: list[str] = field(default_factory=list)
 
 
 class Checker:
@@ -71,6 +74,11 @@ class Checker:
         self, message: str, *, env: int | None = None, agent_step: int | None = None, call: int | None = None
     ) -> None:
         self.expect(False, message, env=env, agent_step=agent_step, call=call)
+
+    def note(self, text: str) -> None:
+        """Say what was not checked, and why; not a violation."""
+        if text not in self.outcome.notes:
+            self.outcome.notes.append(text)
 
     def not_applicable(self, reason: str) -> Outcome:
         self.outcome.not_applicable = reason

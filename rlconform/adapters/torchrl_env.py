@@ -1,0 +1,417 @@
+"""Family ``torchrl.EnvBase``: TorchRL environments, driven with TensorDicts.
+
+Recipe, as TorchRL documents a manual loop (``EnvBase.step_and_maybe_reset``, the loop of
+``EnvBase.rollout`` and of its collectors): ``td = env.reset()``; then for each step the caller
+writes the action into ``td["action"]`` and calls ``data, td = env.step_and_maybe_reset(td)``.
+``data`` *is* the transition: its root entries are the observation at t and the action, its
+``("next", ...)`` entries the next observation, the reward (shape ``[..., 1]``) and the
+``done``/``terminated``/``truncated`` flags (bool, ``[..., 1]``). ``td`` is ``step_mdp(data)``
+where sub-envs that ended were reset through a ``"_reset"`` mask: the root the next step starts
+from. Seeds are set with ``env.set_seed(seed)`` before ``env.reset()``.
+
+What TorchRL does with seeds, read from its source (torchrl 0.14) and checked against the
+reference envs' logs by the tests: ``GymWrapper.set_seed(s)`` calls the wrapped env's
+``reset(seed=s)`` at once, so the ``reset()`` that follows starts a second, unseeded episode; a
+``SerialEnv``/``ParallelEnv`` seeds sub-env 0 with ``s`` and each next one with
+``torchrl._utils.seed_generator`` of the previous seed (not ``s + i``); a GymWrapper around a
+Gymnasium vector env passes ``s`` to the vector env, which seeds sub-env i with ``s + i``. The
+adapter records these reset seeds with the call (``record.extra["sub_env_resets"]``) so that a
+comparison with the bare env can replay them; it changes nothing in what TorchRL returns.
+
+The observations are read back into the env's native structure (:mod:`rlconform.adapters.tensordicts`)
+so that transitions compare with a bare Gymnasium env's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlconform.adapters.base import Contract, Family, register_family
+from rlconform.adapters.tensordicts import ObsLayout, per_env_scalars
+from rlconform.plan import BadStep, Op, Reset, Step
+from rlconform.systems import Capabilities, EnvFn, System, register
+from rlconform.trace import CallRecord, CallView, Slot
+
+NAME = "torchrl.EnvBase"
+#: record.extra key: per sub-env, the seeds of the resets it received from ``set_seed(s); reset()``
+SUB_ENV_RESETS = "sub_env_resets"
+
+
+@dataclass
+class TransitionView(CallView):
+    """A ``step_and_maybe_reset`` call. ``obs`` is the root the next step starts from (after the
+    resets of ended sub-envs); ``root_obs``/``next_obs`` are the transition's own entries."""
+
+    root_obs: list[Any] = field(default_factory=list)
+    next_obs: list[Any] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------ TorchRL objects
+
+
+def _base(env: Any) -> Any:
+    """The env under a TransformedEnv (GymWrapper around a vector env returns one)."""
+    from torchrl.envs import TransformedEnv
+
+    return env.base_env if isinstance(env, TransformedEnv) else env
+
+
+def _is_batched_env(env: Any) -> bool:
+    from torchrl.envs.batched_envs import BatchedEnvBase
+
+    return isinstance(env, BatchedEnvBase)
+
+
+def batch_shape(env: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in env.batch_size)
+
+
+def native_observation_space(env: Any) -> Any:
+    """One sub-env's Gymnasium observation space, through the attribute access TorchRL documents:
+    a GymWrapper forwards unknown attributes to the env it wraps; a batched env answers with one
+    value per worker (a batched env must have been started)."""
+    base = _base(env)
+    if _is_batched_env(base):
+        return next(iter(base.observation_space))
+    if batch_shape(base):
+        return base.single_observation_space
+    return base.observation_space
+
+
+def sub_env_resets(env: Any, seed: int, num_envs: int) -> list[tuple[int | None, ...]]:
+    """The ``reset(seed=...)`` calls each sub-env receives from ``env.set_seed(seed); env.reset()``
+    (see the module docstring); the last one starts the episode the first transition comes from."""
+    base = _base(env)
+    if _is_batched_env(base):
+        from torchrl._utils import seed_generator  # what EnvBase.set_seed returns as the next seed
+
+        seeds = [seed]
+        while len(seeds) < num_envs:
+            seeds.append(int(seed_generator(seeds[-1])))
+        return [(s, None) for s in seeds]
+    if batch_shape(base):
+        return [(seed + i, None) for i in range(num_envs)]
+    return [(seed, None)]
+
+
+# -------------------------------------------------------------------------------------- family
+
+
+class TorchRLFamily(Family):
+    name = NAME
+    # step_arity/reward_position/flag_positions describe tuples; a TorchRL step returns
+    # TensorDicts, and no tuple-reading spec applies to this family
+    contract = Contract(
+        reward_dtype="float32",
+        reward_precision="float32",
+        step_arity=2,
+        separate_flags=True,
+        vectorized=True,
+        reward_position=0,
+        flag_positions=(0,),
+    )
+
+    def describe_semantics(self, obj: Any) -> dict[str, Any]:
+        base = _base(obj)
+        shape = batch_shape(obj)
+        layers = [type(obj).__name__] + ([type(base).__name__] if base is not obj else [])
+        return {
+            # step_and_maybe_reset resets ended sub-envs in the same call and keeps their last
+            # observation under ("next", ...): same-step semantics, read from the TensorDicts
+            "autoreset_mode": "SameStep",
+            "recipe": "step_and_maybe_reset",
+            "batch_size": shape,
+            "num_envs": shape[0] if shape else 1,
+            "single_observation_space": native_observation_space(obj),
+            "observation_keys": [str(k) for k in obj.observation_spec.keys(True, True)],
+            "action_keys": [str(k) for k in obj.action_keys],
+            "done_keys": [str(k) for k in obj.done_keys],
+            "layers": layers,
+        }
+
+    def begin(self, session: Any, obj: Any) -> None:
+        shape = batch_shape(obj)
+        session.state["layout"] = ObsLayout.of(native_observation_space(obj), obj.observation_spec, shape)
+        session.state["td"] = None
+
+    # ---------------------------------------------------------------------------------- driving
+    def execute(self, session: Any, obj: Any, op: Op) -> None:
+        layout: ObsLayout = session.state["layout"]
+        if isinstance(op, Reset):
+            if op.mask is not None:
+                raise ValueError("the torchrl systems are driven without partial resets")
+            seed = op.seed
+            if seed is None:
+                fn, source = (lambda: obj.reset()), "td = env.reset()"
+            else:
+                fn, source = (lambda: (obj.set_seed(seed), obj.reset())[1]), f"env.set_seed({seed}); td = env.reset()"
+            record = session.call(op, source, fn, (), view=functools.partial(_view_reset, layout), obj=obj)
+            if not record.failed:
+                session.state["td"] = record.result_live
+                if seed is not None:
+                    record.extra[SUB_ENV_RESETS] = sub_env_resets(obj, seed, layout.num_envs)
+            return
+        assert isinstance(op, (Step, BadStep))
+        if not layout.batch_shape and len(op.actions) == 1:
+            action = session.single(op.actions[0])
+        else:
+            action = session.batch(op.actions)
+        td = session.state["td"]
+        if td is None:
+            from tensordict import TensorDict
+
+            td = TensorDict({}, batch_size=obj.batch_size)
+        record = session.call(
+            op,
+            f'td["action"] = env.action_spec.encode({_literal(action)}); data, td = env.step_and_maybe_reset(td)',
+            functools.partial(_step, obj),
+            (td, action),
+            view=functools.partial(_view_step, layout),
+            obj=obj,
+        )
+        if not record.failed:
+            session.state["td"] = record.result_live[1]
+
+    def close(self, obj: Any) -> None:
+        """Close once: a ParallelEnv's close() shuts its worker processes down (and raises if it
+        is called on an env already closed)."""
+        if not getattr(obj, "is_closed", False):
+            obj.close()
+
+    # ----------------------------------------------------------------------------------- recipe
+    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
+        """Each ``step_and_maybe_reset`` result is the transition: root = obs at t, ``next`` = the
+        rest; nothing carries over from one call to the next. The action is the one the driver
+        wrote into ``td["action"]`` (the plan's action, as in the other families' recipes)."""
+        slots: list[Slot] = []
+        for record in calls:
+            view = record.view
+            if record.failed or not isinstance(view, TransitionView):
+                continue
+            assert view.rewards is not None and view.terminated is not None and view.truncated is not None
+            actions = record.op.actions  # type: ignore[union-attr]
+            for j in range(num_envs):
+                slots.append(
+                    Slot(
+                        env=j,
+                        call=record.position,
+                        agent_step=record.agent_step,
+                        kind="transition",
+                        obs=view.root_obs[j],
+                        action=actions[j] if j < len(actions) else None,
+                        reward=view.rewards[j],
+                        next_obs=view.next_obs[j],
+                        terminated=view.terminated[j],
+                        truncated=view.truncated[j],
+                    )
+                )
+        return slots
+
+
+def _step(env: Any, td: Any, action: Any) -> Any:
+    td.set("action", env.action_spec.encode(action))
+    return env.step_and_maybe_reset(td)
+
+
+def _literal(action: Any) -> str:
+    from rlconform.adapters.gym_env import action_literal
+
+    return action_literal(action)
+
+
+def _view_reset(layout: ObsLayout, td: Any) -> CallView:
+    return CallView(kind="reset", obs=layout.read(td), touched=[True] * layout.num_envs)
+
+
+def _view_step(layout: ObsLayout, result: Any) -> CallView:
+    data, after = result
+    shape = layout.batch_shape
+    nxt = data.get("next")
+    terminated = [bool(v) for v in per_env_scalars(nxt, ("terminated",), shape)]
+    truncated = [bool(v) for v in per_env_scalars(nxt, ("truncated",), shape)]
+    next_obs = layout.read(nxt)
+    return TransitionView(
+        kind="step",
+        obs=layout.read(after),
+        rewards=[float(v) for v in per_env_scalars(nxt, ("reward",), shape)],
+        terminated=terminated,
+        truncated=truncated,
+        final_obs=[o if t or u else None for o, t, u in zip(next_obs, terminated, truncated, strict=True)],
+        touched=[True] * layout.num_envs,
+        root_obs=layout.read(data),
+        next_obs=next_obs,
+    )
+
+
+FAMILY = register_family(TorchRLFamily())
+
+# ------------------------------------------------------------------------------------- systems
+
+_IMPORTS = (
+    "import functools",
+    "import gymnasium",
+    "import numpy as np",
+    "from torchrl.envs import GymWrapper",
+    "from rlconform.adapters.torchrl_env import gym_wrapper",
+)
+#: GymWrapper refuses what it cannot map; recorded here, never hidden
+_NO_TUPLE = "GymWrapper stacks a Tuple observation into one tensor and rejects Tuples of mixed leaves ('Stacking specs cannot occur: Found more than one type of specs in the list.'); the reference env's Tuples mix leaves, so Tuple observations are left out"
+_NEXT_STEP_REJECTED = "GymWrapper rejects a Gymnasium vector env in NextStep mode: 'The auto-reset mode must be one of SAME_STEP or DISABLED (which is preferred). Got autoreset_mode=AutoresetMode.NEXT_STEP.'"
+_ONE_HOT = "GymWrapper one-hot encodes Discrete observations (n entries each): the reference env's Discrete(n) packs a whole stamp (n about 2**40), so Discrete observations, and Dict leaves other than Box, are left out"
+_OBS_KINDS = frozenset({"box", "multidiscrete", "multibinary", "dict"})
+
+
+def _capabilities(*notes: str, max_envs: int = 4) -> Capabilities:
+    return Capabilities(
+        obs_kinds=_OBS_KINDS,
+        composite_box_leaves_only=True,
+        partial_reset=False,
+        max_envs=max_envs,
+        notes=(_NO_TUPLE, _ONE_HOT, *notes),
+    )
+
+
+def gym_wrapper(env_fn: EnvFn) -> Any:
+    """``GymWrapper(env_fn())``: picklable (via functools.partial) for ParallelEnv's workers."""
+    from torchrl.envs import GymWrapper
+
+    return GymWrapper(env_fn())
+
+
+def _single(env_fns: Sequence[EnvFn]) -> Any:
+    return gym_wrapper(env_fns[0])
+
+
+def _serial(env_fns: Sequence[EnvFn]) -> Any:
+    from torchrl.envs import SerialEnv
+
+    env = SerialEnv(len(env_fns), [functools.partial(gym_wrapper, fn) for fn in env_fns])
+    env.start()
+    return env
+
+
+#: ParallelEnv's start method. TorchRL's default is spawn, which re-imports torch and TorchRL in
+#: every worker (seconds per build); forkserver keeps workers out of this process's threads, as
+#: spawn does, and with TorchRL preloaded in the fork server a build takes a fraction of a second
+MP_START_METHOD = "forkserver"
+
+
+#: what the fork server imports once for all its workers. A process has one fork server, which
+#: keeps the list of whoever starts it: SB3's SubprocVecEnv workers are served too (the server
+#: skips a module that is not installed)
+FORKSERVER_PRELOAD = (
+    "torchrl.envs",
+    "stable_baselines3.common.vec_env.subproc_vec_env",
+    "rlconform.fixtures.reference_env",
+)
+
+
+def _preload_forkserver() -> None:
+    """As sb3's SubprocVecEnv system does: preload the workers' imports in the fork server. It
+    only takes effect if this process has not started its fork server yet."""
+    import multiprocessing
+
+    if MP_START_METHOD in multiprocessing.get_all_start_methods():
+        multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+
+
+def _parallel(env_fns: Sequence[EnvFn]) -> Any:
+    import multiprocessing
+
+    from torchrl.envs import ParallelEnv
+
+    method = MP_START_METHOD if MP_START_METHOD in multiprocessing.get_all_start_methods() else None
+    _preload_forkserver()
+    env = ParallelEnv(len(env_fns), [functools.partial(gym_wrapper, fn) for fn in env_fns], mp_start_method=method)
+    try:
+        # start the workers here, while the runner sends their stderr to a file
+        env.start()
+    except BaseException:
+        if not env.is_closed:
+            env.close(raise_if_closed=False)
+        raise
+    return env
+
+
+def _gym_vector(mode: str) -> Any:
+    def build(env_fns: Sequence[EnvFn]) -> Any:
+        from gymnasium.vector import AutoresetMode, SyncVectorEnv
+        from torchrl.envs import GymWrapper
+
+        return GymWrapper(SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode(mode)))
+
+    return build
+
+
+_REQUIRES = ("torchrl", "tensordict", "gymnasium")
+_WRAP = "[functools.partial(gym_wrapper, fn) for fn in env_fns]"
+
+register(
+    System(
+        id="torchrl.GymWrapper",
+        family=NAME,
+        title="GymWrapper(env)",
+        build=_single,
+        source="GymWrapper(env_fns[0]())",
+        requires=_REQUIRES,
+        imports=_IMPORTS,
+        capabilities=_capabilities(max_envs=1),
+        description="one Gymnasium env in TorchRL's GymWrapper (batch_size [])",
+    )
+)
+register(
+    System(
+        id="torchrl.SerialEnv.GymWrapper",
+        family=NAME,
+        title="SerialEnv(n, [GymWrapper(env_fn()) ...])",
+        build=_serial,
+        source=f"torchrl.envs.SerialEnv(len(env_fns), {_WRAP})",
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "import torchrl.envs"),
+        capabilities=_capabilities(),
+    )
+)
+register(
+    System(
+        id="torchrl.ParallelEnv.GymWrapper",
+        family=NAME,
+        title=f"ParallelEnv(n, [GymWrapper(env_fn()) ...], mp_start_method={MP_START_METHOD!r})",
+        build=_parallel,
+        source=f"torchrl.envs.ParallelEnv(len(env_fns), {_WRAP}, mp_start_method={MP_START_METHOD!r})",
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "import torchrl.envs"),
+        out_of_process=True,
+        capabilities=_capabilities(max_envs=3),
+    )
+)
+register(
+    System(
+        id="torchrl.GymWrapper.SyncVectorEnv",
+        family=NAME,
+        title="GymWrapper(SyncVectorEnv(autoreset_mode=Disabled))",
+        build=_gym_vector("Disabled"),
+        source="GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode('Disabled')))",
+        requires=_REQUIRES,
+        imports=_IMPORTS,
+        capabilities=_capabilities(_NEXT_STEP_REJECTED, "Disabled is the mode TorchRL prefers"),
+    )
+)
+register(
+    System(
+        id="torchrl.GymWrapper.SyncVectorEnv.SameStep",
+        family=NAME,
+        title="GymWrapper(SyncVectorEnv(autoreset_mode=SameStep))",
+        build=_gym_vector("SameStep"),
+        source="GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode('SameStep')))",
+        requires=_REQUIRES,
+        imports=_IMPORTS,
+        capabilities=_capabilities(
+            _NEXT_STEP_REJECTED,
+            "GymWrapper registers a terminal-observation info reader and checks it with random rollouts "
+            "(auto_register_info_dict, check_env_specs) while it is built: the envs are stepped before the first call",
+        ),
+    )
+)

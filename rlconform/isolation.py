@@ -1,0 +1,124 @@
+"""Running a function in a process of its own, so that whatever it runs cannot take rlconform down.
+
+A user's system may segfault, call ``os._exit``, be killed for memory or hang inside C code where
+no signal handler runs. The function runs in a forked child that makes itself the leader of a new
+process group; when the child is done, dies or overruns its time, the whole group is killed, so
+the worker processes and servers the system started go with it and no orphan survives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+def can_isolate() -> bool:
+    """Fork and process groups are available (Linux); elsewhere functions run in this process."""
+    return sys.platform.startswith("linux") and hasattr(os, "setpgid")
+
+
+@dataclass
+class Outcome:
+    """What an isolated call produced: its return value, or why there is none."""
+
+    value: Any = None
+    #: None when the function returned; otherwise how the child ended ("died from SIGSEGV ...")
+    failure: str | None = None
+
+
+class IsolatedCall:
+    """One function call running in a forked child process (see the module docstring)."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        context = multiprocessing.get_context("fork")
+        self.reader, writer = context.Pipe(duplex=False)
+        self.process = context.Process(target=_child, args=(fn, args, writer), daemon=False)
+        self.started = time.perf_counter()
+        self.process.start()
+        writer.close()
+        self.outcome: Outcome | None = None
+        self._message: tuple[str, Any] | None = None
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def handles(self) -> list[Any]:
+        """What to wait on: the result pipe (until read) and the process sentinel."""
+        return [self.process.sentinel] + ([self.reader] if self._message is None else [])
+
+    def poll(self, timeout: float | None) -> bool:
+        """Read the child's message if one is ready; finish when the child has ended or overrun
+        ``timeout`` seconds. True once finished (then :attr:`outcome` is set)."""
+        if self.outcome is not None:
+            return True
+        if self._message is None and self.reader.poll():
+            try:
+                self._message = self.reader.recv()
+            except (EOFError, OSError):
+                self._message = ("", None)  # died before sending: its exit code tells how
+        overran = timeout is not None and self.elapsed > timeout
+        if self.process.is_alive() and not overran:
+            return False
+        if overran:
+            kill_group(self.process.pid)
+        self.process.join(5)
+        kill_group(self.process.pid)  # whatever the child left behind
+        self.reader.close()
+        kind, payload = self._message or ("", None)
+        if kind == "value":
+            self.outcome = Outcome(payload)
+        elif kind == "failure":
+            self.outcome = Outcome(failure=payload)
+        elif overran:
+            self.outcome = Outcome(failure=f"did not finish within {timeout:.0f} s and was killed")
+        else:
+            self.outcome = Outcome(failure=exit_description(self.process.exitcode))
+        return True
+
+
+def run_isolated(fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Outcome:
+    """``fn(*args)`` in an isolated child (in this process where isolation is unavailable)."""
+    if not can_isolate():
+        return Outcome(fn(*args))
+    call = IsolatedCall(fn, *args)
+    while not call.poll(timeout):
+        multiprocessing.connection.wait(call.handles(), timeout=1.0)
+    assert call.outcome is not None
+    return call.outcome
+
+
+def _child(fn: Callable[..., Any], args: tuple[Any, ...], writer: multiprocessing.connection.Connection) -> None:
+    os.setpgid(0, 0)  # a group of its own: the parent can kill everything this child starts
+    try:
+        message: tuple[str, Any] = ("value", fn(*args))
+    except BaseException as exc:  # a crash of rlconform itself, or of the system outside any call
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        message = ("failure", f"raised {type(exc).__name__}: {first}")
+    writer.send(message)
+    writer.close()
+
+
+def kill_group(pid: int | None) -> None:
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def exit_description(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"died from {name} before reporting"
+    return f"exited with status {exitcode} before reporting"

@@ -1,0 +1,208 @@
+"""A results document as typed objects: what every report format reads.
+
+The renderers work from the JSON document, never from live ``Verdict`` objects, so that a report
+can be made later, elsewhere (a CI artifact), by a newer rlconform, and so that the CLI's and the
+plugin's documents render alike. This module holds only what the formats share: statuses, their
+symbols, the grid's rows and columns, and the list of failures.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+#: table statuses in report order; "known" is a failure that is known (documented) or expected
+STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "error")
+#: the symbols of the text table printed by ``rlconform run`` (rlconform.report.SYMBOLS)
+SYMBOLS = {
+    "pass": "ok",
+    "fail": "FAIL",
+    "known": "known",
+    "not_applicable": ".",
+    "not_exercised": "n/e",
+    "skipped": "skip",
+    "error": "ERR",
+}
+LABELS = {
+    "pass": "pass",
+    "fail": "violation found",
+    "known": "documented or expected failure",
+    "not_applicable": "not applicable",
+    "not_exercised": "not exercised by any example",
+    "skipped": "not run (library not installed)",
+    "error": "error",
+}
+#: statuses that get a section of their own (message, violations, reproducer)
+REPORTED = ("fail", "not_exercised", "error")
+
+
+@dataclass(frozen=True)
+class SpecInfo:
+    id: str
+    statement: str = ""
+    rationale: str = ""
+    families: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    id: str
+    family: str = ""
+    title: str = ""
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class Result:
+    system: str
+    spec: str
+    status: str
+    message: str
+    violations: tuple[str, ...]
+    reproducer: str | None
+    known: str | None
+    expected: str | None
+    case: str | None
+    examples: int
+    checked: int
+    seconds: float
+    seed: int | None
+
+    @property
+    def cell(self) -> str:
+        """The table status: a known or expected failure is "known" (as rlconform.report.cell_status)."""
+        if (self.status == "fail" and self.known) or self.expected:
+            return "known"
+        return self.status
+
+    @property
+    def reported(self) -> bool:
+        return self.status in REPORTED
+
+    @property
+    def excuse(self) -> str | None:
+        """Why this failure does not count: the known or expected reason, labelled."""
+        if self.known:
+            return f"known violation: {self.known}"
+        if self.expected:
+            return f"expected failure: {self.expected}"
+        return None
+
+    @property
+    def headline(self) -> str:
+        return self.message.splitlines()[0] if self.message else ""
+
+
+@dataclass
+class ResultsDocument:
+    rlconform_version: str
+    created: str
+    profile: dict[str, Any]
+    environment: dict[str, Any]
+    notes: list[str]
+    specs: list[SpecInfo]
+    systems: list[SystemInfo]
+    results: list[Result]
+    summary: dict[str, int]
+    _index: dict[tuple[str, str], Result] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index = {(r.system, r.spec): r for r in self.results}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ResultsDocument:
+        """Build from a document that already passed schema validation."""
+        return cls(
+            rlconform_version=data["rlconform_version"],
+            created=data["created"],
+            profile=dict(data["profile"]),
+            environment=dict(data["environment"]),
+            notes=list(data["notes"]),
+            specs=[SpecInfo(s["id"], s["statement"], s["rationale"], tuple(s["families"])) for s in data["specs"]],
+            systems=[SystemInfo(s["id"], s["family"], s["title"], s["kind"]) for s in data["systems"]],
+            results=[
+                Result(
+                    system=r["system"],
+                    spec=r["spec"],
+                    status=r["status"],
+                    message=r["message"],
+                    violations=tuple(r["violations"]),
+                    reproducer=r["reproducer"],
+                    known=r["known"],
+                    expected=r.get("expected"),
+                    case=r["case"],
+                    examples=int(r["examples"]),
+                    checked=int(r["checked"]),
+                    seconds=float(r["seconds"]),
+                    seed=r["seed"],
+                )
+                for r in data["results"]
+            ],
+            summary=dict(data["summary"]),
+        )
+
+    # -- header -----------------------------------------------------------------------------
+
+    @property
+    def profile_name(self) -> str:
+        return str(self.profile["name"])
+
+    @property
+    def seed_text(self) -> str:
+        seed = self.profile.get("seed")
+        if self.profile.get("derandomize"):
+            return "derandomized"
+        return f"seed {seed} (RLCONFORM_SEED={seed} reproduces this run)" if seed is not None else "seed not recorded"
+
+    @property
+    def libraries(self) -> dict[str, str | None]:
+        return dict(self.environment.get("libraries", {}))
+
+    def versions_text(self) -> str:
+        return ", ".join(f"{name} {version or 'not installed'}" for name, version in self.libraries.items())
+
+    # -- grid ------------------------------------------------------------------------------
+
+    def rows(self) -> list[SystemInfo]:
+        """The systems listed, then any system a result names that the list lacks."""
+        rows = list(self.systems)
+        seen = {s.id for s in rows}
+        for result in self.results:
+            if result.system not in seen:
+                seen.add(result.system)
+                rows.append(SystemInfo(result.system))
+        return rows
+
+    def columns(self) -> list[SpecInfo]:
+        """The specs listed, then any spec a result names that the list lacks."""
+        columns = list(self.specs)
+        seen = {s.id for s in columns}
+        for result in self.results:
+            if result.spec not in seen:
+                seen.add(result.spec)
+                columns.append(SpecInfo(result.spec))
+        return columns
+
+    def result(self, system_id: str, spec_id: str) -> Result | None:
+        return self._index.get((system_id, spec_id))
+
+    def results_of(self, system_id: str) -> list[Result]:
+        return [r for r in self.results if r.system == system_id]
+
+    def counts(self) -> dict[str, int]:
+        """Results per table status, in report order (computed from the results, as ``summary``)."""
+        counts = Counter(r.cell for r in self.results)
+        return {status: counts[status] for status in (*STATUSES, *sorted(counts)) if counts[status]}
+
+    def reported(self) -> list[Result]:
+        """Every failure, error and unexercised spec, in grid order (known ones included)."""
+        order = {s.id: i for i, s in enumerate(self.rows())}
+        spec_order = {s.id: i for i, s in enumerate(self.columns())}
+        return sorted((r for r in self.results if r.reported), key=lambda r: (order[r.system], spec_order[r.spec]))
+
+    def statement(self, spec_id: str) -> str:
+        for spec in self.specs:
+            if spec.id == spec_id:
+                return spec.statement
+        return ""

@@ -1,0 +1,139 @@
+"""JUnit XML: the format CI systems (GitLab, Jenkins, GitHub test-report actions) display natively.
+
+One ``<testsuite>`` per system and one ``<testcase>`` per spec (classname = system id, name =
+spec id), so that a CI's test browser groups the matrix the way the table does. The mapping keeps
+JUnit's meaning of each outcome: a violation or a spec nothing exercised is a ``<failure>`` (the
+run did not show the spec holds), a crash is an ``<error>``, and what is not counted against the
+system (known or expected failures, not applicable, library not installed) is ``<skipped>`` with
+its reason. Every string goes through ``text.clean``: one control character in a message would
+make the whole file unreadable to every consumer.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import xml.etree.ElementTree as ET
+
+from rlconform.reports.document import Result, ResultsDocument, SystemInfo
+from rlconform.reports.text import clean
+
+
+def outcome(result: Result) -> str:
+    """``passed``, ``failure``, ``error`` or ``skipped``: the JUnit outcome of a result."""
+    cell = result.cell
+    if cell in ("fail", "not_exercised"):
+        return "failure"
+    if cell == "error":
+        return "error"
+    if cell == "pass":
+        return "passed"
+    return "skipped"
+
+
+def _timestamp(created: str) -> str | None:
+    """JUnit's timestamp: ISO 8601 without a zone (the Ant/Jenkins schema), in UTC."""
+    try:
+        moment = _dt.datetime.fromisoformat(created)
+    except ValueError:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return moment.isoformat(timespec="seconds")
+
+
+def _details(result: Result) -> str:
+    """The body of a failure or error: the full message, every violation and the reproducer."""
+    parts = [result.message.rstrip()]
+    if result.excuse:
+        parts.append(result.excuse)
+    if result.violations:
+        parts.append("violations:\n" + "\n".join(f"- {v}" for v in result.violations))
+    if result.case:
+        parts.append(f"minimal case: {result.case}")
+    if result.reproducer:
+        parts.append(
+            "reproducer (save as repro.py and run it; exit status 1 while the bug remains):\n" + result.reproducer
+        )
+    parts.append(f"{result.examples} examples, {result.checked} facts checked, {result.seconds:.3f} s")
+    return clean("\n\n".join(p for p in parts if p))
+
+
+def _element(tag: str, attrib: dict[str, str], text: str | None = None) -> ET.Element:
+    element = ET.Element(tag, {key: clean(value) for key, value in attrib.items()})
+    if text:
+        element.text = text
+    return element
+
+
+def _skip_reason(result: Result) -> str:
+    if result.excuse:
+        return result.excuse.splitlines()[0]
+    prefix = "not applicable" if result.status == "not_applicable" else result.status.replace("_", " ")
+    return f"{prefix}: {result.headline}" if result.headline else prefix
+
+
+def testcase(result: Result) -> ET.Element:
+    case = _element(
+        "testcase", {"classname": result.system, "name": result.spec, "time": f"{max(result.seconds, 0.0):.3f}"}
+    )
+    kind = outcome(result)
+    if kind == "failure":
+        case.append(_element("failure", {"message": result.headline, "type": result.status}, _details(result)))
+    elif kind == "error":
+        case.append(_element("error", {"message": result.headline, "type": "error"}, _details(result)))
+    elif kind == "skipped":
+        body = _details(result) if result.status in ("fail", "not_exercised", "error") else None
+        case.append(_element("skipped", {"message": _skip_reason(result)}, body))
+    return case
+
+
+def _properties(document: ResultsDocument, system: SystemInfo) -> ET.Element:
+    values = {
+        "rlconform.version": document.rlconform_version,
+        "rlconform.profile": document.profile_name,
+        "rlconform.seed": "derandomized" if document.profile.get("derandomize") else str(document.profile.get("seed")),
+        "rlconform.created": document.created,
+        "python": str(document.environment.get("python", "")),
+        "platform": str(document.environment.get("platform", "")),
+    }
+    values.update({f"library.{name}": version or "not installed" for name, version in document.libraries.items()})
+    if system.family:
+        values["system.family"] = system.family
+    if system.title:
+        values["system.title"] = system.title
+    properties = ET.Element("properties")
+    for name, value in values.items():
+        properties.append(_element("property", {"name": name, "value": value}))
+    return properties
+
+
+def _counts(results: list[Result]) -> dict[str, str]:
+    kinds = [outcome(r) for r in results]
+    return {
+        "tests": str(len(results)),
+        "failures": str(kinds.count("failure")),
+        "errors": str(kinds.count("error")),
+        "skipped": str(kinds.count("skipped")),
+        "time": f"{sum(max(r.seconds, 0.0) for r in results):.3f}",
+    }
+
+
+def render_junit(document: ResultsDocument) -> str:
+    """The whole JUnit XML file, with its XML declaration."""
+    root = _element("testsuites", {"name": "rlconform", **_counts(document.results)})
+    stamp = _timestamp(document.created)
+    for index, system in enumerate(document.rows()):
+        results = document.results_of(system.id)
+        if not results:
+            continue
+        attrib = {"name": system.id, "id": str(index), "package": system.family or "rlconform", **_counts(results)}
+        if stamp:
+            attrib["timestamp"] = stamp
+        suite = _element("testsuite", attrib)
+        suite.append(_properties(document, system))
+        columns = {spec.id: i for i, spec in enumerate(document.columns())}
+        for result in sorted(results, key=lambda r: columns[r.spec]):
+            suite.append(testcase(result))
+        root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

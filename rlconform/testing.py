@@ -1,0 +1,184 @@
+"""A pytest-native API for test files: one test per (system, spec), in the spirit of
+scikit-learn's ``parametrize_with_checks``.
+
+A downstream repository writes the checks it owns as an ordinary test, so that they live beside its
+other tests, run with its pytest options (``-k``, ``-n``, ``--junitxml``) and need no command-line
+flags::
+
+    from rlconform.testing import parametrize_with_checks
+
+    from mypkg.vec import make_vec_env
+
+
+    @parametrize_with_checks([make_vec_env], api="gymnasium.vector")
+    def test_rlconform(rlconform_check):
+        rlconform_check()
+
+Each test is named ``test_rlconform[{system id}-{spec id}]`` and carries the ``rlconform`` marker,
+so ``-k transitions.exact`` and ``-m rlconform`` select among them and the project's
+expected-failures file (``--rlconform-xfail`` or the ``rlconform_xfail`` ini option) applies to
+them as to the plugin's own items. The Hypothesis profile is the session's (``--rlconform-profile``,
+``$RLCONFORM_PROFILE``, the ``rlconform_profile`` ini option, then ``ci``), and ``--rlconform-json``
+collects their verdicts too.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from rlconform.search import Verdict
+from rlconform.specs.registry import Spec, all_specs
+from rlconform.systems import System, all_systems
+from rlconform.user import BadInput, factory_system, probe, user_system
+
+#: what ``systems`` may hold: a factory, ``MODULE:CALLABLE``, a bundled system id or glob, a System
+SystemLike = Callable[..., Any] | str | System
+
+
+class RlconformCheck:
+    """One (system, spec) check; calling it runs the search and turns the verdict into the test's
+    outcome (a failure with the violations and a standalone reproducer, an xfail for a documented
+    violation, a skip with its reason when the spec does not apply or a library is missing)."""
+
+    def __init__(self, system: System, spec: Spec) -> None:
+        self.system = system
+        self.spec = spec
+
+    @property
+    def id(self) -> str:
+        return f"{self.system.id}-{self.spec.id}"
+
+    def __repr__(self) -> str:
+        return f"RlconformCheck({self.id})"
+
+    def __call__(self) -> Verdict:
+        from rlconform import plugin as rl_plugin
+        from rlconform.search import check_spec
+
+        config = rl_plugin._current_config
+        if config is None:
+            raise RuntimeError("rlconform checks run inside pytest, with the rlconform plugin loaded")
+        session = config.pluginmanager.get_plugin(rl_plugin.SESSION_PLUGIN)
+        profile = session.profile if session is not None else rl_plugin.resolve_profile(config)
+        cache = session.cache if session is not None and session.cache is not None else _process_cache()
+        item = _current_item(config)
+        system = _probed(self.system)
+        verdict = check_spec(system, self.spec, profile, cache=cache)
+        rl_plugin.enforce_verdict(verdict, self.spec, item, session, system)
+        return verdict
+
+
+def parametrize_with_checks(
+    systems: Iterable[SystemLike],
+    *,
+    api: str | None = None,
+    specs: Sequence[str] | None = None,
+) -> pytest.MarkDecorator:
+    """Parametrize a test over every (system, spec) pair, as ``rlconform_check``.
+
+    ``systems``: factories (callables with the signature of family ``api``), ``MODULE:CALLABLE``
+    strings (also of family ``api``), ids or globs of bundled systems (``rlconform list``), or
+    :class:`~rlconform.systems.System` objects. ``specs``: spec ids or globs (default: every spec
+    that applies to the system's family). Bad input raises :class:`~rlconform.user.BadInput` when
+    the test module is imported, with a one-line reason.
+    """
+    resolved = _resolve_systems(list(systems), api)
+    chosen = _resolve_specs(specs)
+    params = []
+    for system in resolved:
+        for spec in chosen:
+            if system.family not in spec.families:
+                continue
+            check = RlconformCheck(system, spec)
+            params.append(
+                pytest.param(
+                    check,
+                    id=check.id,
+                    marks=pytest.mark.rlconform(system=system.id, spec=spec.id, family=system.family),
+                )
+            )
+    if not params:
+        raise BadInput("parametrize_with_checks: no spec applies to the systems given")
+    return pytest.mark.parametrize("rlconform_check", params)
+
+
+def _resolve_systems(systems: list[SystemLike], api: str | None) -> list[System]:
+    if not systems:
+        raise BadInput("parametrize_with_checks: no systems given")
+    bundled: list[System] | None = None
+    resolved: list[System] = []
+    for entry in systems:
+        if isinstance(entry, System):
+            resolved.append(entry)
+        elif isinstance(entry, str) and ":" in entry:
+            resolved.append(user_system(entry, _need_api(api, entry)))
+        elif isinstance(entry, str):
+            if bundled is None:
+                bundled = [s for s in all_systems() if s.kind in ("library", "reference")]
+            matches = [s for s in bundled if s.id == entry or fnmatch.fnmatchcase(s.id, entry)]
+            if not matches:
+                raise BadInput(f"no bundled system matches {entry!r} (`rlconform list` lists them)")
+            resolved.extend(matches)
+        elif callable(entry):
+            resolved.append(factory_system(entry, _need_api(api, repr(entry))))
+        else:
+            raise BadInput(f"parametrize_with_checks: {entry!r} is not a factory, a MODULE:CALLABLE or a system id")
+    unique: dict[str, System] = {}
+    for system in resolved:
+        unique.setdefault(system.id, system)
+    return list(unique.values())
+
+
+def _need_api(api: str | None, what: str) -> str:
+    if api is None:
+        raise BadInput(
+            f"parametrize_with_checks: {what} needs api=FAMILY (gymnasium.Env, gymnasium.vector, sb3.VecEnv)"
+        )
+    return api
+
+
+def _resolve_specs(patterns: Sequence[str] | None) -> list[Spec]:
+    every = all_specs()
+    if not patterns:
+        return every
+    for pattern in patterns:
+        if not any(s.id == pattern or fnmatch.fnmatchcase(s.id, pattern) for s in every):
+            raise BadInput(f"parametrize_with_checks: no spec matches {pattern!r} (`rlconform list` lists them)")
+    return [s for s in every if any(s.id == p or fnmatch.fnmatchcase(s.id, p) for p in patterns)]
+
+
+_PROBED: dict[str, System] = {}
+
+
+def _probed(system: System) -> System:
+    """A user's system built once per process before its first check (to learn whether it starts
+    worker processes, which sets its search budget); bundled systems need no probe."""
+    if system.kind != "user":
+        return system
+    if system.id not in _PROBED:
+        _PROBED[system.id] = probe(system)
+    return _PROBED[system.id]
+
+
+_CACHE: list[Any] = []
+
+
+def _process_cache() -> Any:
+    from rlconform.runner import RunCache
+
+    if not _CACHE:
+        _CACHE.append(RunCache())
+    return _CACHE[0]
+
+
+def _current_item(config: pytest.Config) -> pytest.Item:
+    from rlconform.plugin import CURRENT_ITEM_KEY
+
+    item = config.stash.get(CURRENT_ITEM_KEY, None)
+    if item is None:
+        raise RuntimeError("rlconform_check() must be called from the test it parametrizes")
+    return item

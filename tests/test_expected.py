@@ -1,0 +1,68 @@
+"""The expected-failures file: its format, what a key matches, and what strict mode does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlconform.expected import ExpectedFailures, ExpectedFailuresError
+from rlconform.search import Verdict
+
+TEXT = """
+# comment lines and blank lines are ignored
+
+env.determinism                       draws from the global RNG (#12)
+user:pkg:make_vec-transitions.exact   next-step mode is what we want
+gymnasium.Async*-api.*                 waits on upstream
+tests/test_x.py::test_rl[user:pkg:make_vec-flags.truncated]  by node id
+"""
+
+
+def test_keys_match_spec_ids_item_names_globs_and_node_ids() -> None:
+    expected = ExpectedFailures.parse(TEXT, "xf.txt")
+    assert [e.line for e in expected.entries] == [4, 5, 6, 7]
+    assert expected.match("anything", "env.determinism").reason == "draws from the global RNG (#12)"  # type: ignore[union-attr]
+    assert expected.match("user:pkg:make_vec", "transitions.exact") is not None
+    assert expected.match("user:pkg:other", "transitions.exact") is None
+    assert expected.match("gymnasium.AsyncVectorEnv.NextStep", "api.shape") is not None
+    assert expected.match("gymnasium.SyncVectorEnv.NextStep", "api.shape") is None
+    assert expected.match("user:pkg:make_vec", "flags.truncated") is not None
+    assert expected.unused() == []
+
+
+def test_unused_entries_are_listed_in_file_order() -> None:
+    expected = ExpectedFailures.parse(TEXT, "xf.txt")
+    expected.match("x", "env.determinism")
+    assert [e.origin for e in expected.unused()] == ["xf.txt:5", "xf.txt:6", "xf.txt:7"]
+
+
+@pytest.mark.parametrize("text", ["env.determinism\n", "env.determinism   \n"])
+def test_an_entry_needs_a_reason(text: str) -> None:
+    with pytest.raises(ExpectedFailuresError, match=r"xf.txt:1: entry 'env.determinism' has no reason"):
+        ExpectedFailures.parse(text, "xf.txt")
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ExpectedFailuresError, match="cannot read expected-failures file"):
+        ExpectedFailures.load(tmp_path / "nope.txt")
+
+
+def test_apply_marks_failures_and_strict_mode_fails_unexpected_passes() -> None:
+    failing = Verdict("s", "env.determinism", "fail", "differs")
+    passing = Verdict("s", "env.determinism", "pass")
+    lenient = ExpectedFailures.parse(TEXT, "xf.txt")
+    lenient.apply(failing)
+    lenient.apply(passing)
+    assert failing.ok and failing.expected == "draws from the global RNG (#12) (xf.txt:4)"
+    assert passing.status == "pass" and "but passed" in passing.message
+    strict_pass = Verdict("s", "env.determinism", "pass")
+    ExpectedFailures.parse(TEXT, "xf.txt", strict=True).apply(strict_pass)
+    assert strict_pass.status == "fail" and not strict_pass.ok
+    assert "expected to fail (xf.txt:4: draws from the global RNG (#12)) but passed" in strict_pass.message
+
+
+def test_a_known_violation_stays_known() -> None:
+    known = Verdict("s", "env.determinism", "fail", "differs", known="documented by the library")
+    ExpectedFailures.parse(TEXT).apply(known)
+    assert known.expected is None and known.ok
