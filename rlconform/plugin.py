@@ -59,7 +59,7 @@ WORKEROUTPUT_KEY = "rlconform_verdicts"
 #: key of the seed the controller hands to every worker in ``workerinput``
 WORKERINPUT_SEED = "rlconform_seed"
 
-FAMILIES = ("gymnasium.Env", "gymnasium.vector", "sb3.VecEnv")
+FAMILIES = ("gymnasium.Env", "gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase")
 #: the order statuses are counted in, in the terminal summary
 STATUS_ORDER = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "error")
 #: at most this many violations are listed in a failure (all are in the JSON document)

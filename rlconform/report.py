@@ -17,6 +17,7 @@ from typing import Any
 
 from rlconform import __version__
 from rlconform.profiles import Profile
+from rlconform.reports.document import SYMBOLS as REPORT_SYMBOLS
 from rlconform.search import Verdict
 from rlconform.specs.registry import Spec
 from rlconform.systems import System, library_version
@@ -25,15 +26,8 @@ SCHEMA = "rlconform/results"
 SCHEMA_VERSION = 1
 LIBRARIES = ("gymnasium", "stable-baselines3", "torch", "torchrl", "tensordict", "numpy", "hypothesis", "pytest")
 
-SYMBOLS = {
-    "pass": "ok",
-    "fail": "FAIL",
-    "known": "known",
-    "not_applicable": ".",
-    "not_exercised": "n/e",
-    "skipped": "skip",
-    "error": "ERR",
-}
+#: the table's cell symbols, shared with the report formats (rlconform.reports)
+SYMBOLS = REPORT_SYMBOLS
 
 
 def library_versions() -> dict[str, str | None]:

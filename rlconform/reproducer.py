@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 def reproducer_source(system: System, spec: Spec, case: Any, run: Any = None) -> str:
     from rlconform.envcheck import EnvCase
+    from rlconform.plan import Case
 
     if isinstance(case, EnvCase):
         return _env_reproducer(system, spec, case)
@@ -28,6 +29,19 @@ def reproducer_source(system: System, spec: Spec, case: Any, run: Any = None) ->
     system_ref = system.id if system.kind != "user" else system.source
     family_arg = f", family={system.family!r}" if system.kind == "user" else ""
     ops = ",\n        ".join(repr(op) for op in case.ops)
+    case_source = f"""case = Case(
+    script,
+    num_envs={case.num_envs},
+    ops=(
+        {ops},
+    ),
+)"""
+    extra_import = ""
+    if type(case) is not Case:
+        # a scenario's own case (a collector or replay-buffer run): its repr carries its parameters
+        cls = type(case)
+        extra_import = f"from {cls.__module__} import {cls.__name__}\n"
+        case_source = f"case = {case!r}"
     return f'''"""rlconform reproducer: {system.id} violates {spec.id}.
 
 {spec.statement}
@@ -48,15 +62,9 @@ from rlconform.fixtures.spaces import (
 )
 from rlconform.plan import BadStep, Case, Reset, Step
 from rlconform.replay import replay
-
+{extra_import}
 script = {case.script!r}
-case = Case(
-    script,
-    num_envs={case.num_envs},
-    ops=(
-        {ops},
-    ),
-)
+{case_source}
 
 if __name__ == "__main__":
     violations = replay({system_ref!r}, case, {spec.id!r}{family_arg})

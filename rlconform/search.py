@@ -86,8 +86,12 @@ class _Tally:
 
 
 def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
+    from rlconform.scenarios import case_strategy
     from rlconform.user import USER_ENV_FAMILY
 
+    own = case_strategy(system)
+    if own is not None:
+        return own
     if system.family == USER_ENV_FAMILY:
         from rlconform.envcheck import env_cases
 

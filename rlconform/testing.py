@@ -20,6 +20,10 @@ expected-failures file (``--rlconform-xfail`` or the ``rlconform_xfail`` ini opt
 them as to the plugin's own items. The Hypothesis profile is the session's (``--rlconform-profile``,
 ``$RLCONFORM_PROFILE``, the ``rlconform_profile`` ini option, then ``ci``), and ``--rlconform-json``
 collects their verdicts too.
+
+``api="torchrl.EnvBase"`` takes a factory ``(env_fn) -> EnvBase``: each ``env_fn()`` builds one
+reference sub-env, the factory picks how many (``SerialEnv(2, lambda: GymWrapper(env_fn()))``)
+and rlconform reads the number off the returned env's batch size.
 """
 
 from __future__ import annotations
@@ -136,7 +140,7 @@ def _resolve_systems(systems: list[SystemLike], api: str | None) -> list[System]
 def _need_api(api: str | None, what: str) -> str:
     if api is None:
         raise BadInput(
-            f"parametrize_with_checks: {what} needs api=FAMILY (gymnasium.Env, gymnasium.vector, sb3.VecEnv)"
+            f"parametrize_with_checks: {what} needs api=FAMILY (gymnasium.Env, gymnasium.vector, sb3.VecEnv, torchrl.EnvBase)"
         )
     return api
 

@@ -21,7 +21,11 @@ FACTORY_SIGNATURES = {
     "gymnasium.Env": "() -> gymnasium.Env",
     "gymnasium.vector": "(env_fns: list[Callable[[], gymnasium.Env]], **kwargs) -> gymnasium.vector.VectorEnv",
     "sb3.VecEnv": "(env_fns: list[Callable[[], gymnasium.Env]]) -> stable_baselines3 VecEnv",
+    # env_fn's k-th call builds sub-env k; the returned env's batch size is the number of
+    # sub-envs (rlconform.adapters.torchrl_env.SubEnvFactory)
+    "torchrl.EnvBase": "(env_fn: Callable[[], gymnasium.Env]) -> EnvBase",
 }
+TORCHRL_FAMILY = "torchrl.EnvBase"
 
 #: the internal family that checks a user's own env (its observations are not decodable)
 USER_ENV_FAMILY = "user.env"
@@ -71,6 +75,8 @@ def check_signature(fn: Callable[..., Any], family: str, reference: str) -> None
     try:
         if family == "gymnasium.Env":
             signature.bind()
+        elif family == TORCHRL_FAMILY:
+            signature.bind(lambda: None)
         else:
             signature.bind([])
     except TypeError:
@@ -114,6 +120,9 @@ def factory_system(fn: Callable[..., Any], family: str, reference: str | None = 
             env_factory=fn,
         )
 
+    if family == TORCHRL_FAMILY:
+        return _torchrl_system(fn, reference)
+
     def build(env_fns: Sequence[EnvFn]) -> Any:
         return fn(list(env_fns))
 
@@ -127,6 +136,34 @@ def factory_system(fn: Callable[..., Any], family: str, reference: str | None = 
         # the factory may move envs to worker processes: log to files, which work either way
         out_of_process=True,
         capabilities=Capabilities(partial_reset=family == "gymnasium.vector"),
+    )
+
+
+def _torchrl_system(fn: Callable[..., Any], reference: str) -> System:
+    """A ``torchrl.EnvBase`` factory: it gets one ``env_fn`` whose k-th call builds sub-env k and
+    picks the number of sub-envs itself; one isolated build reads that number off the returned
+    env's batch size, and every case is drawn with exactly that many sub-envs."""
+    from rlconform.adapters import torchrl_env
+    from rlconform.isolation import run_isolated
+
+    outcome = run_isolated(torchrl_env.user_num_envs, fn, timeout=120.0)
+    if outcome.failure is not None:
+        raise BadInput(f"building {reference} as {TORCHRL_FAMILY}: {outcome.failure}")
+    num_envs = int(outcome.value)
+
+    def build(env_fns: Sequence[EnvFn]) -> Any:
+        return fn(torchrl_env.SubEnvFactory(env_fns))
+
+    return System(
+        id=f"user:{reference}",
+        family=TORCHRL_FAMILY,
+        title=f"{reference}(env_fn)",
+        build=build,
+        source=reference,
+        kind="user",
+        out_of_process=True,
+        capabilities=torchrl_env.user_capabilities(num_envs),
+        description=f"a user's TorchRL env factory ({num_envs} sub-env(s), read from its batch size)",
     )
 
 
@@ -186,17 +223,22 @@ def _spawns_workers(system: System) -> bool:
         from rlconform.plan import Case, Reset
         from rlconform.runner import env_fns_for
 
-        case = Case(EnvScript(), 2, (Reset(),))
-        sinks = [MemorySink() for _ in range(2)]
+        n = system.capabilities.min_envs if system.family == TORCHRL_FAMILY else 2
+        case = Case(EnvScript(), n, (Reset(),))
+        sinks = [MemorySink() for _ in range(n)]
         if system.out_of_process:
             import tempfile
 
             from rlconform.fixtures.calllog import FileSink
 
             folder = tempfile.mkdtemp(prefix="rlconform-probe-")
-            sinks = [FileSink(os.path.join(folder, f"env-{i}.log")) for i in range(2)]  # type: ignore[misc]
+            sinks = [FileSink(os.path.join(folder, f"env-{i}.log")) for i in range(n)]  # type: ignore[misc]
         obj = _build(system, env_fns_for(case, sinks))  # type: ignore[arg-type]
-        required = ("reset", "step", "num_envs")
+        required = (
+            ("reset", "step", "step_and_maybe_reset", "batch_size")
+            if system.family == TORCHRL_FAMILY
+            else ("reset", "step", "num_envs")
+        )
     try:
         missing = [name for name in required if not hasattr(obj, name)]
         if missing:
@@ -206,9 +248,14 @@ def _spawns_workers(system: System) -> bool:
             )
         spawned = bool(child_processes() - before)
     finally:
-        close = getattr(obj, "close", None)
-        if callable(close):
-            close()
+        if system.family == TORCHRL_FAMILY:
+            from rlconform.adapters.base import get_family
+
+            get_family(TORCHRL_FAMILY).close(obj)  # a batched env not started is already closed
+        else:
+            close = getattr(obj, "close", None)
+            if callable(close):
+                close()
         reap(before)
         if folder is not None:
             import shutil

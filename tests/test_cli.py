@@ -145,3 +145,38 @@ def test_list_names_systems_and_specs(workdir: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "gymnasium.SyncVectorEnv.SameStep" in result.stdout
     assert "transitions.exact" in result.stdout
+
+
+MYTORCHRL = '''
+from torchrl.envs import GymWrapper, SerialEnv, Transform, TransformedEnv
+
+
+def serial(env_fn):
+    return SerialEnv(2, lambda: GymWrapper(env_fn()))
+
+
+class ShiftReward(Transform):
+    """Adds 1 to every reward: the transitions no longer carry the env's rewards."""
+
+    def _step(self, tensordict, next_tensordict):
+        next_tensordict.set("reward", next_tensordict.get("reward") + 1.0)
+        return next_tensordict
+
+
+def broken(env_fn):
+    return TransformedEnv(GymWrapper(env_fn()), ShiftReward())
+'''
+TORCHRL_SPECS = ("--spec", "transitions.exact", "--spec", "flags.*")
+
+
+def test_check_torchrl_factory_exits_0_and_a_broken_one_exits_1(tmp_path: Path) -> None:
+    """Family torchrl.EnvBase: the factory gets one env_fn and picks the number of sub-envs."""
+    pytest.importorskip("torchrl")
+    (tmp_path / "mytorchrl.py").write_text(MYTORCHRL)
+    good = run(tmp_path, "check", "mytorchrl:serial", "--api", "torchrl.EnvBase", "--profile", "ci", *TORCHRL_SPECS)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert re.search(r"^\s*PASS\s+transitions\.exact:", good.stdout, re.MULTILINE), good.stdout
+    bad = run(tmp_path, "check", "mytorchrl:broken", "--api", "torchrl.EnvBase", "--profile", "ci", *TORCHRL_SPECS)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert re.search(r"^\s*FAIL\s+transitions\.exact: env 0, agent step \d+: reward is", bad.stdout, re.MULTILINE)
+    assert "rlconform reproducer: user:mytorchrl:broken violates transitions.exact." in bad.stdout

@@ -24,6 +24,7 @@ so that transitions compare with a bare Gymnasium env's.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -75,10 +76,32 @@ def native_observation_space(env: Any) -> Any:
     value per worker (a batched env must have been started)."""
     base = _base(env)
     if _is_batched_env(base):
+        if base.is_closed:
+            # a user's factory may return a batched env not started yet (TorchRL starts it
+            # lazily on the first reset): its workers answer attribute access only once started
+            base.start()
         return next(iter(base.observation_space))
     if batch_shape(base):
         return base.single_observation_space
     return base.observation_space
+
+
+def declared_observation_space(env: Any) -> Any:
+    """One sub-env's observation space as the env declares it: the wrapped env's, with the dtype
+    of a Box observation taken from the env's own observation spec, which a dtype transform
+    (``DoubleToFloat``) changes; the transform's output is checked against what it declares."""
+    import numpy as np
+    from gymnasium import spaces
+
+    native = native_observation_space(env)
+    if not isinstance(native, spaces.Box) or ("observation",) not in [
+        k if isinstance(k, tuple) else (k,) for k in env.observation_spec.keys(True, True)
+    ]:
+        return native
+    dtype = np.dtype(str(env.observation_spec["observation"].dtype).removeprefix("torch."))
+    if dtype == native.dtype:
+        return native
+    return spaces.Box(native.low.astype(dtype), native.high.astype(dtype), native.shape, dtype)  # type: ignore[arg-type]
 
 
 def sub_env_resets(env: Any, seed: int, num_envs: int) -> list[tuple[int | None, ...]]:
@@ -125,7 +148,7 @@ class TorchRLFamily(Family):
             "recipe": "step_and_maybe_reset",
             "batch_size": shape,
             "num_envs": shape[0] if shape else 1,
-            "single_observation_space": native_observation_space(obj),
+            "single_observation_space": declared_observation_space(obj),
             "observation_keys": [str(k) for k in obj.observation_spec.keys(True, True)],
             "action_keys": [str(k) for k in obj.action_keys],
             "done_keys": [str(k) for k in obj.done_keys],
@@ -274,6 +297,97 @@ def _capabilities(*notes: str, max_envs: int = 4) -> Capabilities:
     )
 
 
+# ------------------------------------------------------------------------------ user factories
+
+
+class SubEnvFactory:
+    """The ``env_fn`` a user's ``torchrl.EnvBase`` factory receives (``rlconform check --api
+    torchrl.EnvBase``): each call builds a sub-env not in use, so that
+    ``SerialEnv(n, lambda: GymWrapper(env_fn()))`` gets n distinct, separately logged envs.
+
+    The factory chooses the number of sub-envs; rlconform reads it from the returned env's batch
+    size (``[]`` is one env). A batched env first builds one env to read its specs and closes it:
+    a sub-env closed hands its index back, so the next call builds that sub-env again. Asking for
+    more sub-envs at once than rlconform made raises, naming the count.
+
+    Sub-envs are handed out in this process only: a factory whose env_fn is pickled to worker
+    processes (ParallelEnv) is refused with a clear error, since the workers' copies could not
+    agree on which sub-env each builds (the bundled ``torchrl.ParallelEnv.GymWrapper`` system
+    covers ParallelEnv)."""
+
+    def __init__(self, env_fns: Sequence[EnvFn]) -> None:
+        self._env_fns = list(env_fns)
+        self._free = list(range(len(self._env_fns)))
+
+    def _take(self) -> int:
+        if not self._free:
+            raise IndexError(
+                f"the factory asked env_fn for more than {len(self._env_fns)} sub-envs at once (the batch size of "
+                "the env the factory returned when rlconform probed it)"
+            )
+        return self._free.pop(0)
+
+    def release(self, index: int) -> None:
+        if index not in self._free:
+            self._free.append(index)
+            self._free.sort()
+
+    def __call__(self) -> Any:
+        import gymnasium
+
+        index = self._take()
+        owner = self
+
+        class Released(gymnasium.Wrapper):  # type: ignore[type-arg]
+            """Hands the sub-env's index back when it is closed."""
+
+            def close(self) -> None:
+                super().close()
+                owner.release(index)
+
+        return Released(self._env_fns[index]())
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        raise TypeError(
+            "rlconform's env_fn for torchrl.EnvBase factories builds sub-envs in this process only and cannot be "
+            "sent to worker processes (ParallelEnv); use SerialEnv or GymWrapper in the factory"
+        )
+
+
+def user_num_envs(factory: Any, max_envs: int = 8) -> int:
+    """Build ``factory(SubEnvFactory(...))`` once around unlogged reference envs and return its
+    number of sub-envs (run it isolated: the env may start worker processes)."""
+    from rlconform.fixtures.reference_env import make_reference_env
+    from rlconform.fixtures.script import EnvScript
+
+    script = EnvScript()
+    env = factory(SubEnvFactory([functools.partial(make_reference_env, script, i) for i in range(max_envs)]))
+    try:
+        base = _base(env)
+        if _is_batched_env(base) and base.is_closed:
+            base.start()  # builds the sub-envs now, as a run does (a ParallelEnv is refused here)
+        shape = batch_shape(env)
+    finally:
+        FAMILY.close(env)
+    if len(shape) > 1:
+        raise ValueError(f"the env's batch size is {list(shape)}; rlconform drives one batch dimension")
+    return shape[0] if shape else 1
+
+
+def user_capabilities(num_envs: int) -> Capabilities:
+    """What a user's TorchRL env is driven with: the observation kinds GymWrapper maps (see the
+    notes) and exactly the number of sub-envs the factory builds."""
+    caps = _capabilities(max_envs=num_envs)
+    return Capabilities(
+        obs_kinds=caps.obs_kinds,
+        composite_box_leaves_only=caps.composite_box_leaves_only,
+        partial_reset=False,
+        max_envs=num_envs,
+        min_envs=num_envs,
+        notes=caps.notes,
+    )
+
+
 def gym_wrapper(env_fn: EnvFn) -> Any:
     """``GymWrapper(env_fn())``: picklable (via functools.partial) for ParallelEnv's workers."""
     from torchrl.envs import GymWrapper
@@ -413,5 +527,104 @@ register(
             "GymWrapper registers a terminal-observation info reader and checks it with random rollouts "
             "(auto_register_info_dict, check_env_specs) while it is built: the envs are stepped before the first call",
         ),
+    )
+)
+
+# ------------------------------------------------------------------- GymEnv(id, num_envs=N)
+
+_GYM_ENV_KWARGS = (
+    "GymEnv(id, num_envs=N) makes every sub-env with the same kwargs ([make_fn] * num_envs), so the reference "
+    "envs could not be told apart (one index, one log): this system runs GymEnv's own construction with its "
+    "AsyncVectorEnv built from the N distinct reference env factories instead (GymEnv._async_env), in "
+    "Gymnasium's default mode, NEXT_STEP; GymEnv accepts that mode although GymWrapper rejects it (GymEnv builds "
+    "the vector env after GymWrapper's mode check)"
+)
+
+
+def _gym_env_num_envs(env_fns: Sequence[EnvFn]) -> Any:
+    """``GymEnv("rlconform/Reference-v0", num_envs=N, ...)`` with distinct sub-envs (see the note)."""
+    import gymnasium
+    from torchrl.envs import GymEnv
+
+    from rlconform.adapters.gym_env import _partial_args
+    from rlconform.fixtures.reference_env import register_reference_env
+
+    fns = list(env_fns)
+
+    class ReferenceGymEnv(GymEnv):  # type: ignore[misc]
+        def _async_env(self, *args: Any, **kwargs: Any) -> Any:
+            return gymnasium.vector.AsyncVectorEnv(fns, **kwargs)
+
+    script, _, sink = _partial_args(fns[0])
+    return ReferenceGymEnv(
+        register_reference_env(),
+        num_envs=len(fns),
+        script=script,
+        index=0,
+        sink=sink,
+        max_episode_steps=script.max_episode_steps,
+    )
+
+
+register(
+    System(
+        id="torchrl.GymEnv.num_envs",
+        family=NAME,
+        title='GymEnv("rlconform/Reference-v0", num_envs=n)',
+        build=_gym_env_num_envs,
+        source='GymEnv("rlconform/Reference-v0", num_envs=len(env_fns), script=script)',
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "from torchrl.envs import GymEnv"),
+        out_of_process=True,
+        capabilities=_capabilities(_GYM_ENV_KWARGS, max_envs=3),
+        description="TorchRL's GymEnv with num_envs: an AsyncVectorEnv in Gymnasium's default mode under GymWrapper",
+    )
+)
+
+# ---------------------------------------------------------------------------- TransformedEnv
+
+
+def _step_counter(env_fns: Sequence[EnvFn]) -> Any:
+    from torchrl.envs import StepCounter, TransformedEnv
+
+    return TransformedEnv(_serial(env_fns), StepCounter())
+
+
+register(
+    System(
+        id="torchrl.TransformedEnv.StepCounter.SerialEnv",
+        family=NAME,
+        title="TransformedEnv(SerialEnv(n, [GymWrapper(env_fn()) ...]), StepCounter())",
+        build=_step_counter,
+        source=f"TransformedEnv(torchrl.envs.SerialEnv(len(env_fns), {_WRAP}), StepCounter())",
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "import torchrl.envs", "from torchrl.envs import StepCounter, TransformedEnv"),
+        capabilities=_capabilities(),
+        description="a transform that adds an entry (step_count) and must leave the transitions as they are",
+    )
+)
+
+
+def _double_to_float(env_fns: Sequence[EnvFn]) -> Any:
+    from torchrl.envs import DoubleToFloat, TransformedEnv
+
+    return TransformedEnv(_serial(env_fns), DoubleToFloat())
+
+
+register(
+    System(
+        id="torchrl.TransformedEnv.DoubleToFloat.SerialEnv",
+        family=NAME,
+        title="TransformedEnv(SerialEnv(n, [GymWrapper(env_fn()) ...]), DoubleToFloat())",
+        build=_double_to_float,
+        source=f"TransformedEnv(torchrl.envs.SerialEnv(len(env_fns), {_WRAP}), DoubleToFloat())",
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "import torchrl.envs", "from torchrl.envs import DoubleToFloat, TransformedEnv"),
+        capabilities=dataclasses.replace(
+            _capabilities("float64 Box observations only: the dtype the transform exists for"),
+            obs_kinds=frozenset({"box"}),
+            box_dtypes=frozenset({"float64"}),
+        ),
+        description="a dtype transform: float64 observations become float32, as its observation spec declares",
     )
 )

@@ -14,7 +14,7 @@ from typing import Any
 
 #: table statuses in report order; "known" is a failure that is known (documented) or expected
 STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "error")
-#: the symbols of the text table printed by ``rlconform run`` (rlconform.report.SYMBOLS)
+#: the symbols of the text table printed by ``rlconform run`` (rlconform.report uses these)
 SYMBOLS = {
     "pass": "ok",
     "fail": "FAIL",

@@ -1,4 +1,9 @@
-"""Aliasing specs: returned objects stay as returned; the caller's arguments stay as passed."""
+"""Aliasing specs: returned objects stay as returned; the caller's arguments stay as passed.
+
+Neither applies to ``torchrl.EnvBase`` as stated: TorchRL's documented loop writes the action into
+the TensorDict the previous call returned, and ``env.step(td)`` writes ``"next"`` into the
+TensorDict it is given, so both would flag the documented loop itself. TorchRL's own aliasing
+property (the ``data`` a call returned is not changed by later calls) needs a spec of its own."""
 
 from __future__ import annotations
 

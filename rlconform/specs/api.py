@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rlconform.adapters.base import get_family
 from rlconform.plan import BadStep, Step
 from rlconform.specs.helpers import decode, describe_decoded, events_by_call, model_counterpart
-from rlconform.specs.registry import VECTOR_FAMILIES, Checker, Outcome, spec
+from rlconform.specs.registry import TORCHRL_FAMILY, TRANSITION_FAMILIES, VECTOR_FAMILIES, Checker, Outcome, spec
 
 if TYPE_CHECKING:
     from rlconform.runner import Run
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         "Generic training code unpacks tuples and indexes infos by the documented structure; a 4-tuple where a "
         "5-tuple is documented, an info key without its mask or a missing autoreset_mode tag breaks it."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def api_shape(run: Run) -> Outcome:
     ck = Checker("api.shape")
@@ -51,7 +52,7 @@ def api_shape(run: Run) -> Outcome:
         "An action batch of the wrong size is a caller bug (a stale num_envs, a dropped env); silently using "
         "the first n actions, or broadcasting, hides it and trains on mismatched actions."
     ),
-    families=VECTOR_FAMILIES,
+    families=VECTOR_FAMILIES | {TORCHRL_FAMILY},
     scenario="robustness",
 )
 def wrong_size_rejected(run: Run) -> Outcome:
@@ -75,7 +76,7 @@ def wrong_size_rejected(run: Run) -> Outcome:
         "Callers catch errors and carry on; a step that advances some sub-envs before raising (or leaves worker "
         "replies queued) desynchronises every later step: observations arrive one step late, silently."
     ),
-    families=VECTOR_FAMILIES,
+    families=VECTOR_FAMILIES | {TORCHRL_FAMILY},
     scenario="robustness",
 )
 def failed_call_no_side_effect(run: Run) -> Outcome:

@@ -1,5 +1,8 @@
 """Type and dtype fidelity: observations against the declared spaces, rewards and flags against
-the family's documented dtypes, and the action object each env actually receives."""
+the family's documented dtypes, and the action object each env actually receives.
+
+``dtype.rewards_flags`` reads a step's tuple and does not apply to ``torchrl.EnvBase``, whose
+step returns TensorDicts (their dtypes are TorchRL's specs' business, not a tuple's)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import numpy as np
 
 from rlconform.adapters.base import get_family
 from rlconform.specs.helpers import agent_step_of_call, call_of_records
-from rlconform.specs.registry import Checker, Outcome, spec
+from rlconform.specs.registry import TRANSITION_FAMILIES, Checker, Outcome, spec
 
 if TYPE_CHECKING:
     from rlconform.runner import Run
@@ -73,6 +76,7 @@ def _type_of(value: Any) -> str:
         "Networks and buffers are built from the declared space; an observation that silently changes dtype "
         "(float64 for float32, int for uint8) is upcast, copied or truncated downstream."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def observations(run: Run) -> Outcome:
     ck = Checker("dtype.observations")
@@ -184,6 +188,7 @@ def _action_problem(space: Any, receipt: Any) -> str | None:
         "Vectorizers split and convert action batches; a Box action that arrives as float64 or a Discrete action "
         "that arrives as a 1-element array breaks envs that index or hash it."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def actions_received(run: Run) -> Outcome:
     ck = Checker("dtype.actions_received")

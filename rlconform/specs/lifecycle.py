@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rlconform.specs.registry import Checker, Outcome, spec
+from rlconform.specs.registry import TRANSITION_FAMILIES, Checker, Outcome, spec
 
 if TYPE_CHECKING:
     from rlconform.runner import Run
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         "training runs forever or leaks processes until the machine runs out of memory."
     ),
     scenario="robustness",
+    families=TRANSITION_FAMILIES,
 )
 def responsive(run: Run) -> Outcome:
     ck = Checker("lifecycle.responsive")

@@ -117,6 +117,11 @@ _SPECS: dict[str, Spec] = {}
 #: the families whose systems are driven with reference envs (a user's own env is "user.env")
 ALL_FAMILIES = frozenset({"gymnasium.Env", "gymnasium.vector", "sb3.VecEnv"})
 VECTOR_FAMILIES = frozenset({"gymnasium.vector", "sb3.VecEnv"})
+#: TorchRL envs are driven with TensorDicts: the specs that read transitions, env logs and
+#: observations apply to them; those that read Gymnasium/SB3 tuples, infos or a seed + i
+#: convention do not (each such spec says why in its own docstring)
+TORCHRL_FAMILY = "torchrl.EnvBase"
+TRANSITION_FAMILIES = ALL_FAMILIES | {TORCHRL_FAMILY}
 
 
 def spec(
@@ -147,7 +152,7 @@ def _origin(fn: Any) -> tuple[str, str]:
 
 
 def _load() -> None:
-    from rlconform import envcheck  # noqa: F401
+    from rlconform import envcheck, torchrl_collectors, torchrl_replay  # noqa: F401
     from rlconform.specs import (  # noqa: F401
         aliasing,
         api,
@@ -156,6 +161,7 @@ def _load() -> None:
         model,
         seeding,
         statistics,
+        torch_native,
         transitions,
     )
 

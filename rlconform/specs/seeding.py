@@ -1,4 +1,10 @@
-"""Seeding specs: reset(seed) determinism, seed + i per sub-env, distinct sub-env seeds."""
+"""Seeding specs: reset(seed) determinism, seed + i per sub-env, distinct sub-env seeds.
+
+``seeding.seed_plus_i`` and ``seeding.distinct_seeds`` read Gymnasium's and SB3's documented
+``reset(seed=s)`` convention and leave ``torchrl.EnvBase`` out: TorchRL documents no seed + i; it
+seeds through ``env.set_seed(s)``, whose convention differs by env class (a batched env chains
+``torchrl._utils.seed_generator``, a GymWrapper around a vector env passes s on), see
+:mod:`rlconform.adapters.torchrl_env`. ``seeding.reset_determinism`` needs no convention and applies."""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.plan import Reset
 from rlconform.specs.helpers import decode, events_by_call, resets_in, rewards_equal
-from rlconform.specs.registry import VECTOR_FAMILIES, Checker, Outcome, spec
+from rlconform.specs.registry import TRANSITION_FAMILIES, VECTOR_FAMILIES, Checker, Outcome, spec
 from rlconform.stamp import Stamp
 
 if TYPE_CHECKING:
@@ -109,6 +115,7 @@ def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
         "autoreset, a stale buffer) makes two seeded runs diverge."
     ),
     scenario="reseed",
+    families=TRANSITION_FAMILIES,
 )
 def reset_determinism(run: Run) -> Outcome:
     ck = Checker("seeding.reset_determinism")

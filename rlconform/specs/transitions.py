@@ -1,5 +1,11 @@
 """Specs on the transitions a training loop extracts: exactness, counts, continuity, terminal
-observations, flags, reset steps, infos and the episode lifecycle."""
+observations, flags, reset steps, infos and the episode lifecycle.
+
+They read the recipe's slots and the reference envs' logs, so most of them apply to TorchRL's
+``torchrl.EnvBase`` family too. Two do not: ``reset_step.neutral`` (TorchRL's
+``step_and_maybe_reset`` has no reset step, it resets ended sub-envs in the same call) and
+``infos.aligned`` (TorchRL delivers a Gymnasium info only through an ``info_dict_reader`` the
+caller registers; without one there is no info to align)."""
 
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ from rlconform.specs.helpers import (
     reward_precision,
     steps_in,
 )
-from rlconform.specs.registry import Checker, Outcome, spec
+from rlconform.specs.registry import TRANSITION_FAMILIES, Checker, Outcome, spec
 from rlconform.stamp import Stamp
 
 if TYPE_CHECKING:
@@ -45,6 +51,7 @@ def _unusable(ck: Checker, run: Run) -> Outcome | None:
         "same-step autoreset hides the true last observation; a recipe or library that gets either wrong "
         "trains on garbage transitions without any error."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def transitions_exact(run: Run) -> Outcome:
     ck = Checker("transitions.exact")
@@ -127,6 +134,7 @@ def _close(a: float, b: float, precision: str) -> bool:
         "Step budgets, frame counters and schedules count agent steps; a library that steps an env during a reset "
         "step, steps it twice, or skips it makes every count wrong."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def env_step_counts(run: Run) -> Outcome:
     ck = Checker("counts.env_steps")
@@ -157,6 +165,7 @@ def env_step_counts(run: Run) -> Outcome:
         "A library that resets an env again after the agent already reset it, or resets every env when one ends, "
         "silently throws episodes away: the agent never sees them and episode statistics are biased."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def no_discarded_episode(run: Run) -> Outcome:
     ck = Checker("continuity.no_discarded_episode")
@@ -199,6 +208,7 @@ def _user_reset_touches(call: object, env: int) -> bool:
         "Recording the last observation of the old episode as the first of the new one splices two trajectories "
         "into one and corrupts bootstrapped targets and recurrent state."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def fresh_first_obs(run: Run) -> Outcome:
     ck = Checker("continuity.fresh_first_obs")
@@ -232,6 +242,7 @@ def fresh_first_obs(run: Run) -> Outcome:
         "travels out of band (final_obs, terminal_observation). Bootstrapping a truncated episode from the wrong "
         "observation biases every value target."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def terminal_obs(run: Run) -> Outcome:
     ck = Checker("terminal.final_obs")
@@ -289,7 +300,7 @@ def _flag_spec(name: str) -> None:
         ),
     }
     statement, rationale = statements[name]
-    spec(f"flags.{name}", statement=statement, rationale=rationale)(check)
+    spec(f"flags.{name}", statement=statement, rationale=rationale, families=TRANSITION_FAMILIES)(check)
 
 
 _flag_spec("terminated")
@@ -434,6 +445,7 @@ def _describe_info(stamp: object) -> str:
         "Stepping a terminated episode is undefined behaviour in Gymnasium; a vectorizer that does it (for example "
         "when autoreset is disabled and a reset is lost) produces transitions from a state the env never promised."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def no_step_after_end(run: Run) -> Outcome:
     ck = Checker("lifecycle.no_step_after_end")
