@@ -138,7 +138,7 @@ def _load_bundled() -> None:
     # library when a system is built, so a missing library never breaks the import.
     from rlconform import torchrl_collectors, torchrl_replay  # noqa: F401
     from rlconform.adapters import gym_env, gym_vector, sb3_vecenv, torchrl_env, torchrl_native  # noqa: F401
-    from rlconform.reference import planted, registry  # noqa: F401
+    from rlconform.reference import planted, planted_torchrl_aliasing, registry  # noqa: F401
 
 
 def all_systems() -> list[System]:

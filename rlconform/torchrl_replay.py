@@ -18,7 +18,9 @@ the torch in constraints.txt.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -124,6 +126,11 @@ class ReplayHarness:
         frames = case.steps_per_batch * case.num_envs
         self.collector = Collector(env, None, frames_per_batch=frames, total_frames=frames * case.batches)
         self.buffer, _ = self.factory(case)
+        with _quiet_storage_logs():
+            return self._extend(case)
+
+    def _extend(self, case: ReplayCase) -> int:
+        assert self.collector is not None and self.buffer is not None
         delivered = 0
         for batch in self.collector:
             data = batch.transpose(0, -1) if case.layout == "time_major" and batch.ndim > 1 else batch
@@ -142,6 +149,19 @@ class ReplayHarness:
         if self.collector is not None:
             collector, self.collector = self.collector, None
             collector.shutdown()
+
+
+@contextlib.contextmanager
+def _quiet_storage_logs() -> Iterator[None]:
+    """TorchRL logs an INFO line each time a lazy storage is initialised: hundreds per search,
+    printed over rlconform's report. Raised to WARNING while rlconform fills a buffer only."""
+    logger = logging.getLogger("torchrl")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 class ReplayFamily(Family):

@@ -21,7 +21,7 @@ from rlconform.systems import get_system
 NUMPY_DEFAULT = "torchrl.GymWrapper.TorchNative"
 TENSORS = "torchrl.GymWrapper.TorchNative.tensor_actions"
 PLANTED = "planted.torchrl.TorchNative.NumpyRoundTrip"
-CONTROL = "planted.torchrl.TorchNative.control"
+CONTROL = "torchrl.GymWrapper.TorchNative.categorical"
 #: action kind -> (action spec, the two actions a case steps with)
 ACTIONS: dict[str, tuple[ActSpec, tuple[ActionValue, ActionValue]]] = {
     "box": (BoxAction(), ((0.5, -0.25), (-0.5, 0.75))),

@@ -104,6 +104,33 @@ def declared_observation_space(env: Any) -> Any:
     return spaces.Box(native.low.astype(dtype), native.high.astype(dtype), native.shape, dtype)  # type: ignore[arg-type]
 
 
+def key_name(key: Any) -> str:
+    """A TensorDict key as one string: ``"reward"``, ``"next/reward"``."""
+    return "/".join(key) if isinstance(key, tuple) else str(key)
+
+
+def leaf_specs(env: Any) -> dict[str, dict[str, Any]]:
+    """What the env declares for each entry it returns, by :func:`key_name`: the ``kind`` of spec
+    (observation, reward, done, action), its dtype, shape (with the batch dimensions) and device
+    (None: the spec declares none). Recorded as strings and tuples, read by the specs later."""
+    out: dict[str, dict[str, Any]] = {}
+    parts = (
+        ("observation", env.full_observation_spec),
+        ("reward", env.full_reward_spec),
+        ("done", env.full_done_spec),
+        ("action", env.full_action_spec),
+    )
+    for kind, composite in parts:
+        for key, leaf in composite.items(True, True):
+            out[key_name(key)] = {
+                "kind": kind,
+                "dtype": str(leaf.dtype),
+                "shape": tuple(int(d) for d in leaf.shape),
+                "device": None if leaf.device is None else str(leaf.device),
+            }
+    return out
+
+
 def sub_env_resets(env: Any, seed: int, num_envs: int) -> list[tuple[int | None, ...]]:
     """The ``reset(seed=...)`` calls each sub-env receives from ``env.set_seed(seed); env.reset()``
     (see the module docstring); the last one starts the episode the first transition comes from."""
@@ -153,6 +180,9 @@ class TorchRLFamily(Family):
             "action_keys": [str(k) for k in obj.action_keys],
             "done_keys": [str(k) for k in obj.done_keys],
             "layers": layers,
+            # what the specs compare each returned leaf with (torchrl.device, dtype.rewards_flags)
+            "device": None if obj.device is None else str(obj.device),
+            "leaf_specs": leaf_specs(obj),
         }
 
     def begin(self, session: Any, obj: Any) -> None:
@@ -450,12 +480,12 @@ def _parallel(env_fns: Sequence[EnvFn]) -> Any:
     return env
 
 
-def _gym_vector(mode: str) -> Any:
+def _gym_vector(mode: str, *, copy: bool = True) -> Any:
     def build(env_fns: Sequence[EnvFn]) -> Any:
         from gymnasium.vector import AutoresetMode, SyncVectorEnv
         from torchrl.envs import GymWrapper
 
-        return GymWrapper(SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode(mode)))
+        return GymWrapper(SyncVectorEnv(list(env_fns), copy=copy, autoreset_mode=AutoresetMode(mode)))
 
     return build
 
@@ -511,6 +541,22 @@ register(
         requires=_REQUIRES,
         imports=_IMPORTS,
         capabilities=_capabilities(_NEXT_STEP_REJECTED, "Disabled is the mode TorchRL prefers"),
+    )
+)
+register(
+    System(
+        id="torchrl.GymWrapper.SyncVectorEnv.NoCopy",
+        family=NAME,
+        title="GymWrapper(SyncVectorEnv(copy=False, autoreset_mode=Disabled))",
+        build=_gym_vector("Disabled", copy=False),
+        source="GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, copy=False, autoreset_mode=gymnasium.vector.AutoresetMode('Disabled')))",
+        requires=_REQUIRES,
+        imports=_IMPORTS,
+        capabilities=_capabilities(
+            _NEXT_STEP_REJECTED,
+            "copy=False: the vector env returns its own observation buffer, which its next step overwrites",
+        ),
+        description="a vector env that reuses its observation buffer (copy=False) under GymWrapper",
     )
 )
 register(

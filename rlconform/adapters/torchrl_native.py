@@ -146,10 +146,10 @@ _system(
     description="a wrapper that converts actions to NumPy (float64) and back",
 )
 _system(
-    "planted.torchrl.TorchNative.control",
-    "control (no defect): GymWrapper(torch-native env, convert_actions_to_numpy=False, categorical_action_encoding=True)",
+    "torchrl.GymWrapper.TorchNative.categorical",
+    "GymWrapper(torch-native env, convert_actions_to_numpy=False, categorical_action_encoding=True)",
     correct,
     "torchrl_native.correct(env_fns)",
-    kind="planted",
-    description="the planted bug's stack without the round trip; must pass " + SPEC_ID,
+    description="the configuration in which TorchRL hands a torch-native env its actions natively: the "
+    "control of " + SPEC_ID + " (and the planted bug's stack without the round trip)",
 )

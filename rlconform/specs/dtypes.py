@@ -1,8 +1,10 @@
 """Type and dtype fidelity: observations against the declared spaces, rewards and flags against
 the family's documented dtypes, and the action object each env actually receives.
 
-``dtype.rewards_flags`` reads a step's tuple and does not apply to ``torchrl.EnvBase``, whose
-step returns TensorDicts (their dtypes are TorchRL's specs' business, not a tuple's)."""
+``dtype.rewards_flags`` reads a step's tuple; for ``torchrl.EnvBase``, whose step returns
+TensorDicts, it reads the ``("next", ...)`` reward and done leaves instead and compares each with
+the dtype and shape the env's own ``reward_spec``/``done_spec`` declare (recorded in the run's
+semantics): TorchRL documents no fixed dtype, each env declares its own."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from rlconform.adapters.base import get_family
 from rlconform.specs.helpers import agent_step_of_call, call_of_records
-from rlconform.specs.registry import TRANSITION_FAMILIES, Checker, Outcome, spec
+from rlconform.specs.registry import TORCHRL_FAMILY, TRANSITION_FAMILIES, Checker, Outcome, spec
 
 if TYPE_CHECKING:
     from rlconform.runner import Run
@@ -116,11 +118,14 @@ def observations(run: Run) -> Outcome:
         "Gymnasium vector envs document float64 rewards and bool flags; a float32 reward array loses precision "
         "and an integer flag array breaks boolean masking in training loops."
     ),
+    families=TRANSITION_FAMILIES,
 )
 def rewards_flags(run: Run) -> Outcome:
     ck = Checker("dtype.rewards_flags")
     if not run.usable:
         return ck.done()
+    if run.system.family == TORCHRL_FAMILY:
+        return _torchrl_rewards_flags(run, ck)
     contract = get_family(run.system.family).contract
     n = run.case.num_envs
     for call in run.calls:
@@ -160,6 +165,29 @@ def rewards_flags(run: Run) -> Outcome:
                     f"a flag is {_type_of(flag)}; documented: bool",
                     **where,
                 )
+    return ck.done()
+
+
+def _torchrl_rewards_flags(run: Run, ck: Checker) -> Outcome:
+    """Each step's ``data["next", key]`` for every reward and done key, against its spec."""
+    specs: dict[str, dict[str, Any]] = run.semantics.get("leaf_specs", {})
+    declared = {k: v for k, v in specs.items() if v.get("kind") in ("reward", "done")}
+    if not declared:
+        return ck.not_applicable("the env declares no reward or done spec")
+    for call in run.calls:
+        if call.failed or call.view is None or call.view.kind != "step":
+            continue
+        data = call.result_snapshot[0]
+        for name, want in declared.items():
+            value = data.get(("next", *name.split("/")), None)
+            got = None if value is None else (str(value.dtype), tuple(value.shape))
+            ck.expect(
+                got == (want["dtype"], tuple(want["shape"])),
+                f"next/{name} is "
+                + ("missing" if got is None else f"{got[0]} of shape {got[1]}")
+                + f"; the env's spec declares {want['dtype']} of shape {tuple(want['shape'])}",
+                agent_step=call.agent_step,
+            )
     return ck.done()
 
 

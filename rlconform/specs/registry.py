@@ -162,6 +162,7 @@ def _load() -> None:
         seeding,
         statistics,
         torch_native,
+        torchrl_device,
         transitions,
     )
 
