@@ -11,10 +11,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from rlconform.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
 from rlconform.profiles import PROFILES, get_profile, session_seed
@@ -102,17 +105,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _exit_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends the run as Ctrl-C does, through ``finally`` blocks, so that the isolated
+    workers (in process groups of their own) are killed with it; the previous handler is put
+    back afterwards (``main`` may run inside someone else's process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
             return _list()
-        if args.command == "run":
-            return _run(args)
         if args.command == "report":
             return _report(args)
-        return _check(args)
+        with _exit_on_sigterm():
+            if args.command == "run":
+                return _run(args)
+            return _check(args)
     except BadInput as exc:
         print(f"rlconform: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

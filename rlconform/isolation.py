@@ -84,14 +84,24 @@ class IsolatedCall:
             self.outcome = Outcome(failure=exit_description(self.process.exitcode))
         return True
 
+    def kill(self) -> None:
+        """End the child and everything it started, without waiting for a result."""
+        kill_group(self.process.pid)
+        self.process.join(5)
+        self.reader.close()
+
 
 def run_isolated(fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Outcome:
     """``fn(*args)`` in an isolated child (in this process where isolation is unavailable)."""
     if not can_isolate():
         return Outcome(fn(*args))
     call = IsolatedCall(fn, *args)
-    while not call.poll(timeout):
-        multiprocessing.connection.wait(call.handles(), timeout=1.0)
+    try:
+        while not call.poll(timeout):
+            multiprocessing.connection.wait(call.handles(), timeout=1.0)
+    except BaseException:
+        call.kill()
+        raise
     assert call.outcome is not None
     return call.outcome
 

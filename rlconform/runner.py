@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import shutil
 import tempfile
 import time
 import traceback
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -305,11 +306,35 @@ class LiveRun:
             shutil.rmtree(self._log_dir, ignore_errors=True)
 
 
+#: loggers of libraries under test that log INFO lines for every env they build (TorchRL: one per
+#: GymWrapper and per lazy storage); quieted to WARNING while rlconform drives a system, so that
+#: thousands of them do not bury the report
+CHATTY_LOGGERS = ("torchrl",)
+
+
+@contextlib.contextmanager
+def quiet_library_logs() -> Iterator[None]:
+    loggers = [logging.getLogger(name) for name in CHATTY_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger, level in zip(loggers, levels, strict=True):
+        logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 def execute(system: System, case: Any, *, with_model: bool = True) -> Any:
     """Run ``case`` on ``system`` (and on its reference model when ``with_model``).
 
     A user's own env (family ``user.env``) takes an :class:`~rlconform.envcheck.EnvCase` and
     gives an :class:`~rlconform.envcheck.EnvRun`."""
+    with quiet_library_logs():
+        return _execute(system, case, with_model=with_model)
+
+
+def _execute(system: System, case: Any, *, with_model: bool) -> Any:
     from rlconform.user import USER_ENV_FAMILY
 
     if system.family == USER_ENV_FAMILY:

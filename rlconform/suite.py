@@ -76,20 +76,26 @@ def _isolated(
     pending = list(systems)
     running: dict[IsolatedCall, System] = {}
     limit = system_timeout()
-    while pending or running:
-        while pending and len(running) < jobs:
-            system = pending.pop(0)
-            running[IsolatedCall(check_system, system, specs, profile)] = system
-        multiprocessing.connection.wait([h for call in running for h in call.handles()], timeout=1.0)
-        for call, system in list(running.items()):
-            if not call.poll(limit):
-                continue
-            del running[call]
-            assert call.outcome is not None
-            verdicts = call.outcome.value
-            if call.outcome.failure is not None:
-                verdicts = _crash_verdicts(system, specs, profile, call.outcome.failure)
-            yield system, verdicts, call.elapsed
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                system = pending.pop(0)
+                running[IsolatedCall(check_system, system, specs, profile)] = system
+            multiprocessing.connection.wait([h for call in running for h in call.handles()], timeout=1.0)
+            for call, system in list(running.items()):
+                if not call.poll(limit):
+                    continue
+                del running[call]
+                assert call.outcome is not None
+                verdicts = call.outcome.value
+                if call.outcome.failure is not None:
+                    verdicts = _crash_verdicts(system, specs, profile, call.outcome.failure)
+                yield system, verdicts, call.elapsed
+    finally:
+        # interrupted (Ctrl-C, SIGTERM, an error here): the workers run in process groups of
+        # their own, out of reach of the terminal's signals; end them with the run
+        for call in running:
+            call.kill()
 
 
 def _crash_verdicts(system: System, specs: Sequence[Spec], profile: Profile, reason: str) -> list[Verdict]:

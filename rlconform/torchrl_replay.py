@@ -18,9 +18,7 @@ the torch in constraints.txt.
 
 from __future__ import annotations
 
-import contextlib
-import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -126,8 +124,7 @@ class ReplayHarness:
         frames = case.steps_per_batch * case.num_envs
         self.collector = Collector(env, None, frames_per_batch=frames, total_frames=frames * case.batches)
         self.buffer, _ = self.factory(case)
-        with _quiet_storage_logs():
-            return self._extend(case)
+        return self._extend(case)
 
     def _extend(self, case: ReplayCase) -> int:
         assert self.collector is not None and self.buffer is not None
@@ -149,19 +146,6 @@ class ReplayHarness:
         if self.collector is not None:
             collector, self.collector = self.collector, None
             collector.shutdown()
-
-
-@contextlib.contextmanager
-def _quiet_storage_logs() -> Iterator[None]:
-    """TorchRL logs an INFO line each time a lazy storage is initialised: hundreds per search,
-    printed over rlconform's report. Raised to WARNING while rlconform fills a buffer only."""
-    logger = logging.getLogger("torchrl")
-    level = logger.level
-    logger.setLevel(max(level, logging.WARNING))
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 class ReplayFamily(Family):

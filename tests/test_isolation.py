@@ -73,6 +73,21 @@ class ExitingAsync(gymnasium.vector.VectorWrapper):
         return self.env.step(actions)
 
 
+def slow_async(env_fns, **kwargs):
+    import functools
+
+    inner = gymnasium.vector.AsyncVectorEnv(env_fns, **kwargs)
+    inner.step = functools.partial(_slow_step, inner.step)
+    return inner
+
+
+def _slow_step(step, actions):
+    import time
+
+    time.sleep(0.2)
+    return step(actions)
+
+
 def exiting_async(env_fns, **kwargs):
     return ExitingAsync(gymnasium.vector.AsyncVectorEnv(env_fns, **kwargs))
 '''
@@ -162,6 +177,30 @@ def _environ(entry: Path) -> bytes:
         return (entry / "environ").read_bytes()
     except OSError:
         return b""
+
+
+def test_sigterm_ends_the_run_and_its_workers(workdir: Path) -> None:
+    """A CI job cancelled mid-run (SIGTERM) leaves no worker or env process behind, although the
+    isolated workers sit in process groups of their own."""
+    import signal
+
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "RLCONFORM_PROFILE": "ci", "RLCONFORM_TEST_MARKER": marker}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlconform.cli", "check", "crashers:slow_async", "--api", "gymnasium.vector"],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    # wait until the isolated worker has started the AsyncVectorEnv's env processes
+    while len(processes_with(marker)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(processes_with(marker)) >= 4, processes_with(marker)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    assert no_leftovers(marker) == []
 
 
 def test_in_process_mode_is_still_available_for_debugging(workdir: Path) -> None:

@@ -57,6 +57,12 @@ SAME_STEP_DICT = Case(
     1,
     (Reset(), *_steps(2, 1)),
 )
+#: E10: GymWrapper renames a Dict observation's "state" key inside the vector env's own buffer
+STATE_KEY_NO_COPY = Case(
+    EnvScript(obs=DICT, action=DiscreteAction(n=2), episodes=(EpisodePlan(1, "terminated"),)),
+    1,
+    (Reset(), Step((0,))),
+)
 
 FINDINGS = [
     (
@@ -80,6 +86,10 @@ FINDINGS = [
         "raised RuntimeError but",
     ),
     ("torchrl.GymWrapper.SyncVectorEnv.SameStep", SAME_STEP_DICT, "transitions.exact", "missing transition"),
+    ("torchrl.GymWrapper.SyncVectorEnv.SameStep", SAME_STEP_DICT, "api.valid_calls_succeed", "StopIteration"),
+    ("torchrl.SerialEnv.GymWrapper", MULTI_DISCRETE_1, "api.valid_calls_succeed", "TypeError.*0-dimensional"),
+    ("torchrl.GymWrapper", MULTI_DISCRETE_1, "api.valid_calls_succeed", "TypeError.*0-dimensional"),
+    ("torchrl.GymWrapper.SyncVectorEnv.NoCopy", STATE_KEY_NO_COPY, "api.valid_calls_succeed", "KeyError: 'state'"),
 ]
 
 
@@ -95,6 +105,12 @@ def test_torchrl_finding_is_still_found(system_id: str, case: Case, spec_id: str
     messages = [v.render() for v in outcome.violations]
     assert messages, f"{system_id} now passes {spec_id}: update FINDINGS.md"
     assert any(re.search(words, m) for m in messages), messages
+
+
+def test_state_key_case_passes_with_copying_vector_env() -> None:
+    """E10's control: the same case through GymWrapper over a copying SyncVectorEnv steps fine."""
+    run = execute(get_system("torchrl.GymWrapper.SyncVectorEnv"), STATE_KEY_NO_COPY, with_model=False)
+    assert get_spec("api.valid_calls_succeed").check(run).violations == []
 
 
 def test_one_component_multidiscrete_step_raises_in_every_torchrl_stack() -> None:

@@ -299,6 +299,22 @@ class StepsBeforeValidating(ModelVectorEnv):
         return super().step(actions)
 
 
+class RaisesOnValidAction(ModelVectorEnv):
+    """Raises on a well-formed batch whose first action is the space's last value (a conversion
+    that only handles some values, as an int() of an array does)."""
+
+    def step(self, actions: Any) -> Any:
+        rows = _rows(actions)
+        space = self.single_action_space
+        if (
+            len(rows) == self.num_envs
+            and hasattr(space, "n")
+            and int(np.asarray(rows[0]).reshape(-1)[0]) == space.n - 1
+        ):
+            raise TypeError(f"cannot convert action {rows[0]!r}")
+        return super().step(actions)
+
+
 def _sleep_forever() -> None:  # pragma: no cover - runs in the leaked process
     while True:
         time.sleep(60)
@@ -489,6 +505,12 @@ def _register() -> None:
         _vector(StepsBeforeValidating, same),
         ("api.failed_call_no_side_effect",),
         StepsBeforeValidating.__doc__ or "",
+    )
+    _plant(
+        "raises_on_valid_action",
+        _vector(RaisesOnValidAction, same),
+        ("api.valid_calls_succeed",),
+        RaisesOnValidAction.__doc__ or "",
     )
     _plant("leaks_worker", _vector(LeaksWorker, same), ("lifecycle.responsive",), LeaksWorker.__doc__ or "")
     _plant("extra_info_key", _vector(ExtraInfoKey, same), ("model.outputs_match",), ExtraInfoKey.__doc__ or "")

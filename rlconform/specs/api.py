@@ -124,3 +124,32 @@ def _next_successful_step(run: Run, position: int):  # type: ignore[no-untyped-d
         if not isinstance(call.op, (Step, BadStep)):
             return None
     return None
+
+
+@spec(
+    "api.valid_calls_succeed",
+    statement="Every well-formed call (building the system, a reset, a step with one action from the action space per sub-env) returns without raising.",
+    rationale=(
+        "Every other spec reads the calls that returned, so a system that raises on valid input (an action it "
+        "cannot convert, an observation its terminal-observation reader cannot walk) would pass them vacuously; "
+        "and a training loop that meets the exception loses its run."
+    ),
+    families=TRANSITION_FAMILIES,
+)
+def valid_calls_succeed(run: Run) -> Outcome:
+    ck = Checker("api.valid_calls_succeed")
+    if run.build_error is not None:
+        ck.fail(f"building the system raised {run.build_error.splitlines()[0]}")
+        return ck.done()
+    for call in run.calls:
+        if isinstance(call.op, BadStep):
+            break  # what follows a rejected call is api.failed_call_no_side_effect's concern
+        ck.expect(
+            not call.failed,
+            f"{call.source} raised {call.error_type}: {call.error_message}",
+            agent_step=call.agent_step or None,
+            call=call.position,
+        )
+        if call.failed:
+            break  # what follows is its consequence
+    return ck.done()
