@@ -20,22 +20,22 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlconform.adapters.base import Contract, Family, register_family
+from rlconform.adapters.base import register_family
 from rlconform.plan import Case, Op, Reset
 from rlconform.scenarios import register_case_strategy
 from rlconform.specs.registry import Checker, Outcome, spec
 from rlconform.stamp import Stamp
 from rlconform.systems import Capabilities, EnvFn, System, register
 from rlconform.torchrl_frames import (
-    SCENARIO_CALL_TIMEOUT,
     Frame,
+    ScenarioFamily,
     describe,
     env_source,
     read_frames,
     scenario_scripts,
     serial_or_single,
 )
-from rlconform.trace import CallRecord, Slot
+from rlconform.trace import CallRecord
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -138,19 +138,11 @@ class CollectorHarness:
             collector.shutdown()
 
 
-class CollectorFamily(Family):
+class CollectorFamily(ScenarioFamily):
     name = FAMILY_NAME
-    # no tuple-reading spec applies to this family; the contract only says it is vectorized
-    contract = Contract(
-        reward_dtype="float32", reward_precision="float32", step_arity=2, separate_flags=True, vectorized=True
-    )
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
         return {"lag": obj.lag}
-
-    def begin(self, session: Session, obj: Any) -> None:
-        # one recorded call constructs a collector (starting its workers) or runs a whole batch
-        session.timeout = max(session.timeout, SCENARIO_CALL_TIMEOUT)
 
     def execute(self, session: Session, obj: Any, op: Op) -> None:
         """Construct the collector, iterate it to the end, and change the policy's weights in
@@ -177,13 +169,6 @@ class CollectorFamily(Family):
                     op, "policy.module.w.fill_(2.0); collector.update_policy_weights_()", obj.update_weights
                 )
                 update.extra[ROLE] = "update"
-
-    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
-        # the specs read the decoded batches from the call records directly
-        return []
-
-    def close(self, obj: Any) -> None:
-        obj.shutdown()
 
 
 FAMILY = register_family(CollectorFamily())

@@ -13,17 +13,41 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rlconform.adapters.base import Contract, Family
 from rlconform.fixtures.script import EnvScript
 from rlconform.fixtures.spaces import BoxObs, Decoded, DiscreteAction, Garbage
 from rlconform.stamp import Stamp
 from rlconform.systems import EnvFn
+from rlconform.trace import CallRecord, Slot
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
+    from rlconform.runner import Session
+
 #: seconds one recorded call of these scenarios may take: it constructs a collector (starting its
 #: worker processes) or runs a whole batch, not one env step
 SCENARIO_CALL_TIMEOUT = 120.0
+
+
+class ScenarioFamily(Family):
+    """A family whose case is one whole run (construct, iterate, sample) rather than a sequence
+    of env calls: its calls get the scenario deadline, the specs read the decoded frames from the
+    call records (no transition recipe), and closing shuts the driven object down."""
+
+    contract = Contract(
+        reward_dtype="float32", reward_precision="float32", step_arity=2, separate_flags=True, vectorized=True
+    )
+
+    def begin(self, session: Session, obj: Any) -> None:
+        session.timeout = max(session.timeout, SCENARIO_CALL_TIMEOUT)
+
+    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
+        return []
+
+    def close(self, obj: Any) -> None:
+        obj.shutdown()
+
 
 #: the number of actions of every scenario script (the collector policies pick codes 0 and 2)
 NUM_ACTIONS = 3

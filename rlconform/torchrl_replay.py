@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from rlconform.adapters.base import Contract, Family, register_family
+from rlconform.adapters.base import register_family
 from rlconform.fixtures.spaces import Decoded
 from rlconform.plan import Case, Op, Reset
 from rlconform.scenarios import register_case_strategy
@@ -30,14 +30,13 @@ from rlconform.specs.registry import Checker, Outcome, spec
 from rlconform.stamp import Stamp
 from rlconform.systems import Capabilities, EnvFn, System, register
 from rlconform.torchrl_frames import (
-    SCENARIO_CALL_TIMEOUT,
+    ScenarioFamily,
     describe,
     env_source,
     read_frames,
     scenario_scripts,
     serial_or_single,
 )
-from rlconform.trace import CallRecord, Slot
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -148,15 +147,8 @@ class ReplayHarness:
             collector.shutdown()
 
 
-class ReplayFamily(Family):
+class ReplayFamily(ScenarioFamily):
     name = FAMILY_NAME
-    contract = Contract(
-        reward_dtype="float32", reward_precision="float32", step_arity=2, separate_flags=True, vectorized=True
-    )
-
-    def begin(self, session: Session, obj: Any) -> None:
-        # one recorded call runs a collector to fill the buffer
-        session.timeout = max(session.timeout, SCENARIO_CALL_TIMEOUT)
 
     def execute(self, session: Session, obj: Any, op: Op) -> None:
         case = session.case
@@ -178,12 +170,6 @@ class ReplayFamily(Family):
         for _ in range(case.samples):
             record = session.call(op, f"rb.sample({case.num_slices * case.slice_len})", obj.sample, (case,))
             record.extra[ROLE] = "sample"
-
-    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
-        return []
-
-    def close(self, obj: Any) -> None:
-        obj.shutdown()
 
 
 FAMILY = register_family(ReplayFamily())
