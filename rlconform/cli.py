@@ -6,6 +6,9 @@
   spec passes, 1 when any does not, 2 for bad input.
 * ``rlconform list``: the bundled systems and the specs.
 * ``rlconform report FILE.json``: a saved results file as Markdown (stdout), HTML or JUnit XML.
+* ``rlconform diff OLD.json NEW.json``: the verdicts that changed, regressions first; exit 1 on a
+  regression.
+* ``rlconform matrix DIR``: the verdicts that differ across many results files (releases).
 """
 
 from __future__ import annotations
@@ -102,6 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("file", metavar="FILE.json", help="a results file written by run, check or the pytest plugin")
     _add_report_outputs(report, "write")
+
+    diff = sub.add_parser("diff", help="the verdicts that changed between two results files; exit 1 on a regression")
+    diff.add_argument("old", metavar="OLD.json", help="the baseline results file")
+    diff.add_argument("new", metavar="NEW.json", help="the results file to compare with it")
+    diff.add_argument("--markdown", metavar="FILE", help="also write the listing as Markdown")
+
+    matrix = sub.add_parser(
+        "matrix", help="compatibility matrix of the results files under a folder (default: Markdown on stdout)"
+    )
+    matrix.add_argument("directory", metavar="DIR", help="a folder of results files (*.json, searched recursively)")
+    matrix.add_argument("--markdown", metavar="FILE", help="write the matrix as Markdown")
+    matrix.add_argument("--html", metavar="FILE", help="write the matrix as one static HTML page")
     return parser
 
 
@@ -128,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list()
         if args.command == "report":
             return _report(args)
+        if args.command == "diff":
+            return _diff(args)
+        if args.command == "matrix":
+            return _matrix(args)
         with _exit_on_sigterm():
             if args.command == "run":
                 return _run(args)
@@ -252,6 +271,53 @@ def _report(args: argparse.Namespace) -> int:
             return EXIT_OK
         for path in write_reports(document, outputs):
             print(f"report written to {path}")
+    except ResultsError as exc:
+        raise BadInput(str(exc)) from None
+    return EXIT_OK
+
+
+def _write_text(path: str, text: str, what: str) -> None:
+    """Write a diff or matrix output; an unwritable path is bad input with a one-line reason."""
+    import os
+
+    from rlconform.reports import ResultsError
+
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise ResultsError(f"cannot write the {what} to {path}: {exc.strerror or exc}") from None
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from rlconform.reports import ResultsError, load_results
+    from rlconform.reports.diff import Diff, render_markdown, render_text
+
+    try:
+        diff = Diff(args.old, args.new, load_results(args.old), load_results(args.new))
+        sys.stdout.write(render_text(diff))
+        if args.markdown:
+            _write_text(args.markdown, render_markdown(diff), "Markdown diff")
+    except ResultsError as exc:
+        raise BadInput(str(exc)) from None
+    return EXIT_FAIL if diff.regressions else EXIT_OK
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    from rlconform.reports import ResultsError
+    from rlconform.reports.matrix import Matrix, load_directory, render_html, render_markdown
+
+    try:
+        matrix = Matrix.build(load_directory(args.directory))
+        if not args.markdown and not args.html:
+            sys.stdout.write(render_markdown(matrix))
+        if args.markdown:
+            _write_text(args.markdown, render_markdown(matrix), "Markdown matrix")
+            print(f"matrix written to {args.markdown}")
+        if args.html:
+            _write_text(args.html, render_html(matrix), "HTML matrix")
+            print(f"matrix written to {args.html}")
     except ResultsError as exc:
         raise BadInput(str(exc)) from None
     return EXIT_OK
