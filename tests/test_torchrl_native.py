@@ -98,3 +98,13 @@ def test_spec_applies_only_to_declared_torch_native_systems() -> None:
     spec = get_spec(SPEC_ID)
     assert spec.not_applicable_reason(get_system("torchrl.GymWrapper"))
     assert spec.not_applicable_reason(get_system(TENSORS)) is None
+
+
+def test_finding_n2_torch_reward_keeps_its_dtype_against_the_reward_spec() -> None:
+    """N2: GymWrapper passes a torch env's float64 reward through; its reward_spec says float32."""
+    from rlconform.search import check_spec
+
+    for system_id in ("torchrl.GymWrapper.TorchNative", "torchrl.GymWrapper.TorchNative.categorical"):
+        verdict = check_spec(get_system(system_id), get_spec("dtype.rewards_flags"), "fast")
+        assert verdict.status == "fail", verdict.message
+        assert "torch.float64" in verdict.message and "declares torch.float32" in verdict.message

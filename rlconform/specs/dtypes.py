@@ -18,6 +18,7 @@ from rlconform.specs.registry import TORCHRL_FAMILY, TRANSITION_FAMILIES, Checke
 
 if TYPE_CHECKING:
     from rlconform.runner import Run
+    from rlconform.systems import System
 
 
 def conformance_problem(space: Any, value: Any) -> str | None:
@@ -209,6 +210,16 @@ def _action_problem(space: Any, receipt: Any) -> str | None:
     return None
 
 
+def _numpy_env(system: System) -> str | None:
+    """A torch-native env wants torch tensors, which are not elements of a Gymnasium space:
+    ``torchrl.actions_reach_env_natively`` checks what such an env receives instead."""
+    from rlconform.specs.torch_native import declared_device
+
+    if declared_device(system) is not None:
+        return "the env is torch-native: torchrl.actions_reach_env_natively checks the actions it receives"
+    return None
+
+
 @spec(
     "dtype.actions_received",
     statement="Each env receives its action as an element of its own action space, with the space's type, dtype and shape.",
@@ -217,6 +228,7 @@ def _action_problem(space: Any, receipt: Any) -> str | None:
         "that arrives as a 1-element array breaks envs that index or hash it."
     ),
     families=TRANSITION_FAMILIES,
+    applies=_numpy_env,
 )
 def actions_received(run: Run) -> Outcome:
     ck = Checker("dtype.actions_received")
