@@ -9,7 +9,7 @@ Format: one entry per line, ``KEY  REASON``; blank lines and ``#`` comments are 
 the first whitespace-separated token and matches a check when it is
 
 - a spec id (``env.determinism``): that spec on every system checked;
-- ``SYSTEM-SPEC``, the check's pytest item name (``mypkg.vec:make-transitions.exact``);
+- ``SYSTEM-SPEC``, the check's pytest item name (``user:mypkg.vec:make-transitions.exact``);
 - a pytest node id ending in ``::SYSTEM-SPEC`` or ``[SYSTEM-SPEC]``;
 - a glob of any of these (``gymnasium.AsyncVectorEnv.*-api.*``).
 
@@ -56,7 +56,7 @@ class Entry:
             candidates.append(nodeid)
         if any(self.key == c or fnmatch.fnmatchcase(c, self.key) for c in candidates):
             return True
-        # a node id written out in full: "tests/test_x.py::test_rlconform[mypkg.vec:make-transitions.exact]"
+        # a node id written out in full: "tests/test_x.py::test_rlconform[user:mypkg.vec:make-transitions.exact]"
         return self.key.endswith((f"::{name}", f"[{name}]"))
 
 
