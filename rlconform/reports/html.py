@@ -235,9 +235,9 @@ def specs(document: ResultsDocument) -> str:
     return f'<section id="specs"><h2>Specs</h2><dl class="specs">{items}</dl></section>'
 
 
-def render_html(document: ResultsDocument) -> str:
-    anchors = _Anchors(document.reported())
-    title = f"rlconform results: {document.profile_name} profile, {document.created}"
+def page(title: str, body: list[str], *, css: str = CSS, head: tuple[str, ...] = ()) -> str:
+    """A complete static page: inline CSS, no scripts, no external resources (every report page
+    and the compatibility matrix share this shell)."""
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -245,11 +245,25 @@ def render_html(document: ResultsDocument) -> str:
             "<head>",
             '<meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f'<meta name="generator" content="rlconform {esc(document.rlconform_version)}">',
+            *head,
             f"<title>{esc(title)}</title>",
-            f"<style>{CSS}</style>",
+            f"<style>{css}</style>",
             "</head>",
             "<body>",
+            *body,
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
+
+
+def render_html(document: ResultsDocument) -> str:
+    anchors = _Anchors(document.reported())
+    title = f"rlconform results: {document.profile_name} profile, {document.created}"
+    return page(
+        title,
+        [
             header(document),
             "<main>",
             summary(document),
@@ -259,8 +273,6 @@ def render_html(document: ResultsDocument) -> str:
             "</main>",
             "<footer>Made by <code>rlconform report</code> from a results document "
             "(schema rlconform/results, schema_version 1). No scripts, no external resources.</footer>",
-            "</body>",
-            "</html>",
-            "",
-        ]
+        ],
+        head=(f'<meta name="generator" content="rlconform {esc(document.rlconform_version)}">',),
     )

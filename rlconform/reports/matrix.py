@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, ResultsDocument
-from rlconform.reports.html import CSS, esc
+from rlconform.reports.html import CSS, esc, page
 from rlconform.reports.load import ResultsError, load_results
 from rlconform.reports.markdown import code, inline, symbol
 
@@ -157,25 +157,15 @@ def render_html(matrix: Matrix) -> str:
         else "<p>Every (system, spec) pair has the same status in every document.</p>"
     )
     sources = "".join(f"<li>{esc(c.label)}: <code>{esc(c.path)}</code></li>" for c in matrix.columns)
-    return "\n".join(
+    return page(
+        "rlconform compatibility matrix",
         [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            "<title>rlconform compatibility matrix</title>",
-            f"<style>{CSS}{MATRIX_CSS}</style>",
-            "</head>",
-            "<body>",
             "<header><h1>rlconform compatibility matrix</h1>",
             f"<p>{esc(matrix.summary_text())}.</p>",
             f'<ul class="notes">{sources}</ul></header>',
             f'<main><section id="grid"><h2>Changing verdicts</h2>{table}</section></main>',
             "<footer>Made by <code>rlconform matrix</code> from results documents "
             "(schema rlconform/results, schema_version 1). No scripts, no external resources.</footer>",
-            "</body>",
-            "</html>",
-            "",
-        ]
+        ],
+        css=CSS + MATRIX_CSS,
     )

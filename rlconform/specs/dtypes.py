@@ -8,6 +8,7 @@ semantics): TorchRL documents no fixed dtype, each env declares its own."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -234,18 +235,24 @@ def actions_received(run: Run) -> Outcome:
     ck = Checker("dtype.actions_received")
     if not run.usable:
         return ck.done()
-    assert run.truth is not None
     space = run.case.script.action.build()
+    expect_actions_received(ck, run, lambda action: _action_problem(space, action))
+    return ck.done()
+
+
+def expect_actions_received(ck: Checker, run: Run, problem_of: Callable[[Any], str | None]) -> None:
+    """Check every action an env logged receiving with ``problem_of`` (None: fine), placing each
+    problem at the agent step whose call delivered it."""
+    assert run.truth is not None
     placed = call_of_records(run)
     for env_truth in run.truth.envs:
         for record in env_truth.records:
             if type(record).__name__ != "StepRecord":
                 continue
-            problem = _action_problem(space, record.action)  # type: ignore[union-attr]
+            problem = problem_of(record.action)  # type: ignore[union-attr]
             ck.expect(
                 problem is None,
                 problem or "",
                 env=env_truth.env,
                 agent_step=agent_step_of_call(run, placed.get((env_truth.env, record.seq), -1)),
             )
-    return ck.done()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.specs.helpers import agent_step_of_call, call_of_records
+from rlconform.specs.dtypes import expect_actions_received
 from rlconform.specs.registry import TORCHRL_FAMILY, Checker, Outcome, spec
 
 if TYPE_CHECKING:
@@ -86,21 +86,9 @@ def actions_reach_env_natively(run: Run) -> Outcome:
     ck = Checker(SPEC_ID)
     if not run.usable:
         return ck.done()
-    assert run.truth is not None
     device = declared_device(run.system)
     if device is None:
         return ck.not_applicable("the system's envs do not declare themselves torch-native")
     space = run.case.script.action.build()
-    placed = call_of_records(run)
-    for env_truth in run.truth.envs:
-        for record in env_truth.records:
-            if type(record).__name__ != "StepRecord":
-                continue
-            problem = action_problem(space, record.action, device)  # type: ignore[union-attr]
-            ck.expect(
-                problem is None,
-                problem or "",
-                env=env_truth.env,
-                agent_step=agent_step_of_call(run, placed.get((env_truth.env, record.seq), -1)),
-            )
+    expect_actions_received(ck, run, lambda action: action_problem(space, action, device))
     return ck.done()
