@@ -187,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
         raise BadInput(f"no system matches {args.system}")
     families = {s.family for s in systems}
     specs = [spec for spec in _specs(args) if spec.families & families]
-    _load_expected(args)  # a malformed file is bad input before the (long) run starts
+    expected = _load_expected(args)  # a malformed file is bad input before the (long) run starts
     out = sys.stdout
     for line in header_lines(profile, seed):
         print(line, file=out)
@@ -205,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
         runnable, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
     )
     results.verdicts += _skipped_verdicts([s for s in checked if s.missing_requirements()], specs, profile.name, seed)
-    _apply_expected(args, results)
+    _apply_expected(expected, results)
     print(file=out)
     print(render_table(results), file=out)
     failures = render_failures(results.verdicts, with_reproducers=args.reproducers)
@@ -231,9 +231,8 @@ def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
         raise BadInput(str(exc)) from None
 
 
-def _apply_expected(args: argparse.Namespace, results: Results) -> None:
+def _apply_expected(expected: ExpectedFailures | None, results: Results) -> None:
     """Mark the project's expected failures, and say which entries matched nothing."""
-    expected = _load_expected(args)
     if expected is None:
         return
     for verdict in results.verdicts:
@@ -367,11 +366,11 @@ def _check(args: argparse.Namespace) -> int:
         print(line, file=out)
     print(f"checking {system.title} as {args.api}", file=out)
     results = Results(profile=profile, seed=seed, systems=[system], specs=specs)
-    _load_expected(args)  # a malformed file is bad input before the (long) check starts
+    expected = _load_expected(args)  # a malformed file is bad input before the (long) check starts
     results.verdicts = run_checks(
         [system], specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
     )
-    _apply_expected(args, results)
+    _apply_expected(expected, results)
     for verdict in results.verdicts:
         label = "EXPECTED" if verdict.expected else verdict.status.upper()
         print(

@@ -60,8 +60,6 @@ WORKEROUTPUT_KEY = "rlconform_verdicts"
 WORKERINPUT_SEED = "rlconform_seed"
 
 FAMILIES = ("gymnasium.Env", "gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase")
-#: the order statuses are counted in, in the terminal summary
-STATUS_ORDER = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "error")
 #: at most this many violations are listed in a failure (all are in the JSON document)
 MAX_VIOLATIONS_SHOWN = 10
 #: the expected-failures entry that matched an item (set at collection)
@@ -607,11 +605,10 @@ class RlconformSession:
         return [self.verdicts[pair] for pair in sorted(self.verdicts, key=key)]
 
     def summary(self) -> dict[str, int]:
-        counts = Counter(
-            "known" if (r["status"] == "fail" and r["known"]) or r.get("expected") else r["status"]
-            for r in self.verdicts.values()
-        )
-        return {status: counts[status] for status in (*STATUS_ORDER, *sorted(counts)) if counts[status]}
+        from rlconform.reports.document import STATUSES, table_status
+
+        counts = Counter(table_status(r["status"], r["known"], r.get("expected")) for r in self.verdicts.values())
+        return {status: counts[status] for status in (*STATUSES, *sorted(counts)) if counts[status]}
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:

@@ -18,6 +18,7 @@ from typing import Any
 from rlconform import __version__
 from rlconform.profiles import Profile
 from rlconform.reports.document import SYMBOLS as REPORT_SYMBOLS
+from rlconform.reports.document import table_status
 from rlconform.search import Verdict
 from rlconform.specs.registry import Spec
 from rlconform.systems import System, library_version
@@ -106,9 +107,7 @@ def system_json(system: System) -> dict[str, Any]:
 
 
 def cell_status(verdict: Verdict) -> str:
-    if (verdict.status == "fail" and verdict.known) or verdict.expected:
-        return "known"
-    return verdict.status
+    return table_status(verdict.status, verdict.known, verdict.expected)
 
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:

@@ -24,6 +24,17 @@ SYMBOLS = {
     "skipped": "skip",
     "error": "ERR",
 }
+
+
+def table_status(status: str, known: str | None, expected: str | None) -> str:
+    """The status a verdict shows in tables and counts: a failure documented by rlconform (known)
+    or expected by the project is "known"; everything else shows its own status. One rule for
+    the run table, the plugin's summary and every report format."""
+    if (status == "fail" and known) or expected:
+        return "known"
+    return status
+
+
 LABELS = {
     "pass": "pass",
     "fail": "violation found",
@@ -71,10 +82,7 @@ class Result:
 
     @property
     def cell(self) -> str:
-        """The table status: a known or expected failure is "known" (as rlconform.report.cell_status)."""
-        if (self.status == "fail" and self.known) or self.expected:
-            return "known"
-        return self.status
+        return table_status(self.status, self.known, self.expected)
 
     @property
     def reported(self) -> bool:
