@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     matrix.add_argument("directory", metavar="DIR", help="a folder of results files (*.json, searched recursively)")
     matrix.add_argument("--markdown", metavar="FILE", help="write the matrix as Markdown")
+    matrix.add_argument(
+        "--grouped",
+        action="store_true",
+        help="Markdown: one row per spec and pattern of statuses, naming the systems that share it",
+    )
     matrix.add_argument("--html", metavar="FILE", help="write the matrix as one static HTML page")
     return parser
 
@@ -160,8 +165,8 @@ def _list() -> int:
     for system in all_systems():
         if system.kind == "planted":
             continue
-        missing = system.missing_requirements()
-        note = f"  [not installed: {', '.join(missing)}]" if missing else ""
+        reason = system.skip_reason()
+        note = f"  [{reason}]" if reason else ""
         print(f"{system.id:50s} {system.family:18s} {system.title}{note}")
     print()
     for spec in all_specs():
@@ -200,11 +205,11 @@ def _run(args: argparse.Namespace) -> int:
         print(line, file=out)
         results.notes.append(line)
     checked = [s for s in systems if s.id not in unchecked]
-    runnable = [s for s in checked if not s.missing_requirements()]
+    runnable = [s for s in checked if not s.skip_reason()]
     results.verdicts = run_checks(
         runnable, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
     )
-    results.verdicts += _skipped_verdicts([s for s in checked if s.missing_requirements()], specs, profile.name, seed)
+    results.verdicts += _skipped_verdicts([s for s in checked if s.skip_reason()], specs, profile.name, seed)
     _apply_expected(expected, results)
     print(file=out)
     print(render_table(results), file=out)
@@ -310,9 +315,9 @@ def _matrix(args: argparse.Namespace) -> int:
     try:
         matrix = Matrix.build(load_directory(args.directory))
         if not args.markdown and not args.html:
-            sys.stdout.write(render_markdown(matrix))
+            sys.stdout.write(render_markdown(matrix, grouped=args.grouped))
         if args.markdown:
-            _write_text(args.markdown, render_markdown(matrix), "Markdown matrix")
+            _write_text(args.markdown, render_markdown(matrix, grouped=args.grouped), "Markdown matrix")
             print(f"matrix written to {args.markdown}")
         if args.html:
             _write_text(args.html, render_html(matrix), "HTML matrix")
@@ -340,15 +345,12 @@ def _without_specs(systems: Sequence[System], specs: Sequence[Spec]) -> dict[str
 def _skipped_verdicts(systems: Sequence[System], specs: Sequence[Spec], profile: str, seed: int | None) -> list:  # type: ignore[type-arg]
     from rlconform.search import Verdict
 
+    # the order check_spec uses: a spec that does not apply to the system is not applicable
+    # whether or not the system can run here
     return [
-        Verdict(
-            s.id,
-            spec.id,
-            "skipped",
-            f"not installed: {', '.join(s.missing_requirements())}",
-            profile=profile,
-            seed=seed,
-        )
+        Verdict(s.id, spec.id, "not_applicable", reason, profile=profile, seed=seed)
+        if (reason := spec.not_applicable_reason(s)) is not None
+        else Verdict(s.id, spec.id, "skipped", s.skip_reason() or "", profile=profile, seed=seed)
         for s in systems
         for spec in specs
     ]

@@ -121,21 +121,18 @@ class EnvRun:
         if self._stacks is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self._stacks = [_run_stack(self, stack_id) for stack_id in STACKS if not missing_libraries(stack_id)]
+                self._stacks = [_run_stack(self, stack_id) for stack_id in STACKS if not stack_skip_reason(stack_id)]
         return self._stacks
 
 
-def missing_libraries(stack_id: str) -> list[str]:
-    return get_system(stack_id).missing_requirements()
+def stack_skip_reason(stack_id: str) -> str | None:
+    """Why a stack cannot run here: its library is not installed, or its release lacks it."""
+    return get_system(stack_id).skip_reason()
 
 
 def stacks_not_run() -> list[str]:
-    """One line per stack of STACKS left out because its library is not installed."""
-    return [
-        f"{stack_id} not exercised ({', '.join(missing)} not installed)"
-        for stack_id in STACKS
-        if (missing := missing_libraries(stack_id))
-    ]
+    """One line per stack of STACKS left out, with the reason (library missing, release lacks it)."""
+    return [f"{stack_id} not exercised ({reason})" for stack_id in STACKS if (reason := stack_skip_reason(stack_id))]
 
 
 def _bare_system(system: System) -> System:

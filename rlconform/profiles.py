@@ -38,6 +38,11 @@ class Profile:
 PROFILES = {
     "fast": Profile("fast", 20, 8, False, "quick local feedback; a fresh random seed each session"),
     "ci": Profile("ci", 40, 20, True, "derandomized: the same examples and verdicts on every run"),
+    # one run per release in the compatibility matrix: derandomized like ci, fewer examples and a
+    # short shrink (the matrix asks which verdicts change between releases, not for minimal cases)
+    "matrix": Profile(
+        "matrix", 8, 3, True, "derandomized and small: one run per release of the compatibility matrix", 40, 15, 3.0
+    ),
     "thorough": Profile(
         "thorough", 300, 60, False, "nightly depth; a fresh random seed each session", 2000, 300, 300.0
     ),

@@ -171,7 +171,7 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
         lines.append(f"{system.id:<{width}} " + "".join(row))
     lines.append(
         "legend: ok pass | FAIL violation found | known documented or expected failure | "
-        ". not applicable | n/e not exercised by any example | skip library not installed | ERR error"
+        ". not applicable | n/e not exercised by any example | skip not installed or not in this release | ERR error"
     )
     return "\n".join(lines)
 
@@ -201,10 +201,11 @@ def render_failures(verdicts: Iterable[Verdict], *, with_reproducers: bool = Fal
 
 
 def render_skips(results: Results) -> str:
-    """Systems whose library is missing, stated explicitly (never silently dropped)."""
+    """Systems whose library is missing or whose installed release lacks them, stated explicitly
+    (never silently dropped)."""
     lines = []
     for system in results.systems:
-        missing = system.missing_requirements()
-        if missing:
-            lines.append(f"SKIPPED {system.id}: {', '.join(missing)} not installed; its specs were not run")
+        reason = system.skip_reason()
+        if reason:
+            lines.append(f"SKIPPED {system.id}: {reason}; its specs were not run")
     return "\n".join(lines)

@@ -259,6 +259,9 @@ class LiveRun:
             return self.run
         self._finished = True
         run = self.run
+        # a scenario family whose construction failed for a reason no case avoids (see
+        # torchrl_frames.note_environment_error) reports it as a build failure
+        run.build_error = run.build_error or self.session.state.get(BUILD_ERROR)
         if self._ops and tuple(self._ops) != run.case.ops:
             # driven op by op (state machines): the case is what was actually applied
             run.case = Case(run.case.script, run.case.num_envs, tuple(self._ops))
@@ -304,6 +307,10 @@ class LiveRun:
     def _cleanup(self) -> None:
         if self._log_dir is not None:
             shutil.rmtree(self._log_dir, ignore_errors=True)
+
+
+#: ``session.state`` key: an adapter's report that the system could not be built after all
+BUILD_ERROR = "build_error"
 
 
 #: loggers of libraries under test that log INFO lines for every env they build (TorchRL: one per

@@ -110,9 +110,9 @@ def check_spec(
     reason = spec.not_applicable_reason(system)
     if reason is not None:
         return Verdict(status="not_applicable", message=reason, **base)
-    missing = system.missing_requirements()
-    if missing:
-        return Verdict(status="skipped", message=f"not installed: {', '.join(missing)}", **base)
+    skip = system.skip_reason()
+    if skip:
+        return Verdict(status="skipped", message=skip, **base)
 
     tally = _Tally()
     expensive = system.expensive or spec.expensive

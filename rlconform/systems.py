@@ -92,6 +92,10 @@ class System:
     #: each example is costly (worker processes): searches use the smaller example budget;
     #: None: costly exactly when the envs run out of process
     costly: bool | None = None
+    #: why the installed release of the library has no such system (an autoreset mode an older
+    #: Gymnasium lacks, say); None: it has. Asked at run time: the compatibility matrix runs the
+    #: same registry against several releases.
+    availability: Callable[[], str | None] | None = None
 
     @property
     def expensive(self) -> bool:
@@ -111,6 +115,14 @@ class System:
             except importlib.metadata.PackageNotFoundError:
                 missing.append(dist)
         return missing
+
+    def skip_reason(self) -> str | None:
+        """Why this system cannot be checked here ("not installed: ..." or the release's reason);
+        None when it can. A skipped system's specs are reported as skipped with this reason."""
+        missing = self.missing_requirements()
+        if missing:
+            return f"not installed: {', '.join(missing)}"
+        return self.availability() if self.availability is not None else None
 
 
 class UnknownSystemError(KeyError):

@@ -31,6 +31,7 @@ from rlconform.torchrl_frames import (
     ScenarioFamily,
     describe,
     env_source,
+    note_environment_error,
     read_frames,
     scenario_scripts,
     serial_or_single,
@@ -156,6 +157,7 @@ class CollectorFamily(ScenarioFamily):
         record = session.call(op, obj.source(case), obj.construct, (case,))
         record.extra[ROLE] = "construct"
         if record.failed:
+            note_environment_error(session, record)
             return
         # a collector must stop by itself; a bound keeps a runaway one from looping forever
         for index in range(case.total_frames + 2):

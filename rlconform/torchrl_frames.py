@@ -30,6 +30,21 @@ if TYPE_CHECKING:
 SCENARIO_CALL_TIMEOUT = 120.0
 
 
+#: errors that say the installed libraries cannot work together (TorchRL's ``implement_for`` finds
+#: no implementation for the installed Gymnasium, say), whatever the case asked for
+ENVIRONMENT_ERRORS = ("ImportError", "ModuleNotFoundError")
+
+
+def note_environment_error(session: Session, record: CallRecord) -> None:
+    """A scenario whose first call failed for a reason no case could avoid: the run counts as a
+    build failure, so a search in which every example fails that way is an error verdict (not a
+    vacuous "not applicable")."""
+    if record.failed and record.error_type in ENVIRONMENT_ERRORS:
+        from rlconform.runner import BUILD_ERROR
+
+        session.state[BUILD_ERROR] = f"{record.error_type}: {record.error_message}"
+
+
 class ScenarioFamily(Family):
     """A family whose case is one whole run (construct, iterate, sample) rather than a sequence
     of env calls: its calls get the scenario deadline, the specs read the decoded frames from the

@@ -33,6 +33,7 @@ from rlconform.torchrl_frames import (
     ScenarioFamily,
     describe,
     env_source,
+    note_environment_error,
     read_frames,
     scenario_scripts,
     serial_or_single,
@@ -166,6 +167,7 @@ class ReplayFamily(ScenarioFamily):
         record = session.call(op, fill, obj.fill, (case,))
         record.extra[ROLE] = "fill"
         if record.failed:
+            note_environment_error(session, record)
             return
         for _ in range(case.samples):
             record = session.call(op, f"rb.sample({case.num_slices * case.slice_len})", obj.sample, (case,))

@@ -264,3 +264,61 @@ def test_unwritable_outputs_exit_2(base: dict[str, Any], tmp_path: Path, release
     ):
         status, _, err = _cli(*argv)
         assert status == cli.EXIT_BAD_INPUT and err.count("\n") == 1 and "cannot write" in err
+
+
+def test_gzip_documents_are_read_by_diff_and_matrix(base: dict[str, Any], tmp_path: Path) -> None:
+    """Committed baselines are stored as ``.json.gz``; diff and matrix read them as they are."""
+    import gzip
+
+    folder = tmp_path / "baseline"
+    folder.mkdir()
+    old = folder / "gymnasium-1.0.0.json.gz"
+    old.write_bytes(gzip.compress(json.dumps(_with(base, flags_truncated=("pass", ""))).encode()))
+    new = _write(tmp_path / "new.json", _with(base, flags_truncated=("fail", "now failing")))
+    status, out, _ = _cli("diff", str(old), str(new))
+    assert status == cli.EXIT_FAIL and f"  {SAME} :: flags.truncated  pass -> fail: now failing" in out
+    _write(folder / "other.json", _with(base, flags_truncated=("fail", "now failing")))
+    status, out, _ = _cli("matrix", str(folder))
+    assert status == cli.EXIT_OK
+    assert "| system | spec | gymnasium-1.0.0 | other |" in out
+    (folder / "broken.json.gz").write_bytes(b"not gzip")
+    status, _, err = _cli("diff", str(folder / "broken.json.gz"), str(new))
+    assert status == cli.EXIT_BAD_INPUT and err.count("\n") == 1 and "broken.json.gz" in err
+
+
+def test_matrix_lists_skipped_systems_once_and_groups_rows(base: dict[str, Any], tmp_path: Path) -> None:
+    """A system a release lacks is skipped there: its pairs differ only where the releases that
+    ran it disagree, and it is listed once with the reason; ``--grouped`` joins the systems that
+    share a spec and a pattern of statuses."""
+    reason = "gymnasium 0.29.1 has no NextStep autoreset mode (its vector envs are SameStep only)"
+    old = _with(base, **{spec.replace(".", "_"): ("skipped", reason) for spec in SPECS})
+    old["environment"]["libraries"]["gymnasium"] = "0.29.1"
+    for result in old["results"]:
+        if result["system"] == KNOWN and result["spec"] == "flags.truncated":
+            result.update(status="fail", message="fails in 0.29.1")
+    mid = _with(base, flags_truncated=("fail", "fails"))
+    mid["environment"]["libraries"]["gymnasium"] = "1.1.1"
+    for result in mid["results"]:
+        if result["system"] == KNOWN and result["spec"] == "flags.truncated":
+            result.update(status="fail", message="fails in 1.1.1")
+    new = copy.deepcopy(base)
+    new["environment"]["libraries"]["gymnasium"] = "1.4.0"
+    for name, document in {"a.json": old, "b.json": mid, "c.json": new}.items():
+        document["summary"] = validate(document).counts()
+        _write(tmp_path / "m" / name, document)
+    status, out, _ = _cli("matrix", str(tmp_path / "m"))
+    assert status == cli.EXIT_OK
+    rows = [line for line in out.splitlines() if line.startswith("| `")]
+    assert rows[:2] == [
+        f"| `{SAME}` | `flags.truncated` | {SYMBOLS['skipped']} | **{SYMBOLS['fail']}** | {SYMBOLS['pass']} |",
+        f"| `{KNOWN}` | `flags.truncated` | **{SYMBOLS['fail']}** | **{SYMBOLS['fail']}** | {SYMBOLS['pass']} |",
+    ]
+    assert f"| `{SAME}` | skip 1 | run | run |" in rows
+    assert f"1. {reason}" in out
+    assert "2 (system, spec) pairs differ across 3 documents; 4 have the same status in every one that ran it" in out
+    status, out, _ = _cli("matrix", str(tmp_path / "m"), "--grouped")
+    grouped = [line for line in out.splitlines() if line.startswith("| `flags")]
+    assert grouped == [
+        f"| `flags.truncated` | {SYMBOLS['skipped']} | **{SYMBOLS['fail']}** | {SYMBOLS['pass']} | `{SAME}` |",
+        f"| `flags.truncated` | **{SYMBOLS['fail']}** | **{SYMBOLS['fail']}** | {SYMBOLS['pass']} | `{KNOWN}` |",
+    ]

@@ -1,4 +1,5 @@
-"""The code-quality gates run with the tests: ruff (lint and format) and the mypy type check."""
+"""The code-quality gates run with the tests: ruff (lint and format) and the mypy type check
+(of the package and of the matrix script)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PATHS = ["rlconform", "tests", "benchmarks", "scripts", "conftest.py"]
 
 
 @pytest.mark.parametrize(
     "command",
     [
-        [sys.executable, "-m", "ruff", "check", "rlconform", "tests", "benchmarks", "conftest.py"],
-        [sys.executable, "-m", "ruff", "format", "--check", "rlconform", "tests", "benchmarks", "conftest.py"],
+        [sys.executable, "-m", "ruff", "check", *PATHS],
+        [sys.executable, "-m", "ruff", "format", "--check", *PATHS],
         [sys.executable, "-m", "mypy"],
+        [sys.executable, "-m", "mypy", "scripts/matrix.py"],
     ],
-    ids=["ruff-check", "ruff-format", "mypy"],
+    ids=["ruff-check", "ruff-format", "mypy", "mypy-scripts"],
 )
 def test_quality_gate(command):
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)

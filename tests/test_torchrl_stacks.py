@@ -122,17 +122,17 @@ def test_observation_key_colliding_with_torchrl_action_key_is_caught_by_the_torc
 
 def test_stacks_of_a_missing_library_are_named_in_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(envcheck, "STACKS", ("gymnasium.SyncVectorEnv.SameStep", *IN_PROCESS_TORCHRL))
-    real = envcheck.missing_libraries
+    real = envcheck.stack_skip_reason
     monkeypatch.setattr(
         envcheck,
-        "missing_libraries",
-        lambda stack_id: ["torchrl"] if stack_id.startswith("torchrl.") else real(stack_id),
+        "stack_skip_reason",
+        lambda stack_id: "not installed: torchrl" if stack_id.startswith("torchrl.") else real(stack_id),
     )
     system = user_system("rlconform.fixtures.user_envs:counter", "gymnasium.Env")
     verdict = check_spec(system, get_spec("env.stack_equivalence"), SMALL, cache=RunCache())
     assert verdict.status == "pass", verdict.message
     for stack_id in IN_PROCESS_TORCHRL:
-        assert f"{stack_id} not exercised (torchrl not installed)" in verdict.message, verdict.message
+        assert f"{stack_id} not exercised (not installed: torchrl)" in verdict.message, verdict.message
 
 
 #: episodes that end by termination, by truncation, and by the TimeLimit (a "never" episode and a

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from rlconform.adapters.base import Contract, Family, find_layer, layer_chain, register_family
+from rlconform.adapters.gym_release import installed as installed_release
+from rlconform.adapters.gym_release import unavailable_unless
 from rlconform.fixtures.spaces import ActionValue, ActSpec, DiscreteAction, array_literal
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -258,5 +260,9 @@ register(
         requires=("gymnasium",),
         imports=_IMPORTS,
         capabilities=Capabilities(partial_reset=False, max_envs=1),
+        availability=lambda: unavailable_unless(
+            installed_release().next_step_autoreset_wrapper,
+            "next-step Autoreset wrapper (0.29's AutoResetWrapper resets in the same step)",
+        ),
     )
 )

@@ -8,18 +8,24 @@ Recipes, as Gymnasium documents them (https://farama.org/Vector-Autoreset-Mode):
   ``infos["final_obs"][i]`` (mask ``infos["_final_obs"]``) and its info in ``infos["final_info"]``.
 * DISABLED: nothing is reset automatically; the caller resets ended sub-envs with
   ``reset(options={"reset_mask": mask})`` before stepping them again.
+
+Older releases (``gym_release``): 0.29 is SameStep only, with ``final_observation``; 1.0 is
+NextStep only. A system whose mode a release lacks is skipped with that reason, and the recipe
+reads the release's own keys, so each verdict means the same thing on every release.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from rlconform.adapters.base import Contract, Family, find_layer, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
+from rlconform.adapters.gym_release import installed as installed_release
+from rlconform.adapters.gym_release import unavailable_unless
 from rlconform.fixtures.spaces import array_literal
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -30,11 +36,13 @@ MODES = ("NextStep", "SameStep", "Disabled")
 
 def autoreset_mode_of(obj: Any) -> tuple[str, bool]:
     """(mode, declared): the mode a vector env declares in its metadata; NextStep if none, as
-    Gymnasium's own wrappers assume."""
+    Gymnasium's own wrappers assume. On a release without ``AutoresetMode`` (0.29, 1.0) every
+    vector env has the release's one mode, so it counts as declared."""
     metadata = getattr(obj, "metadata", None) or {}
     mode = metadata.get("autoreset_mode")
     if mode is None:
-        return "NextStep", False
+        implied = installed_release().implied_mode()
+        return (implied, True) if implied is not None else ("NextStep", False)
     value = getattr(mode, "value", mode)
     return str(value), True
 
@@ -74,7 +82,7 @@ class GymVectorFamily(Family):
         problems = []
         if not semantics.get("autoreset_mode_declared"):
             problems.append("metadata has no 'autoreset_mode' entry (Gymnasium's wrappers then assume NextStep)")
-        elif semantics.get("autoreset_mode_type") != "AutoresetMode":
+        elif installed_release().has_autoreset_mode and semantics.get("autoreset_mode_type") != "AutoresetMode":
             problems.append(
                 f"metadata['autoreset_mode'] is a {semantics.get('autoreset_mode_type')}, not a gymnasium.vector.AutoresetMode"
             )
@@ -246,7 +254,7 @@ def _view_step(num_envs: int, result: Any) -> CallView:
         terminated=as_bool_list(terminated, num_envs),
         truncated=as_bool_list(truncated, num_envs),
         infos=per_info,
-        final_obs=[info.get("final_obs") for info in per_info],
+        final_obs=[info.get(installed_release().final_obs_key) for info in per_info],
         final_infos=[info.get("final_info") for info in per_info],
         touched=[True] * num_envs,
     )
@@ -259,11 +267,49 @@ FAMILY = register_family(GymVectorFamily())
 _IMPORTS = ("import gymnasium", "import numpy as np")
 
 
+def mode_kwargs(mode: str) -> dict[str, Any]:
+    """The constructor argument that selects ``mode`` on the installed release: none on a release
+    whose vector envs have one mode only (the registry skips the other modes there)."""
+    if not installed_release().has_autoreset_mode:
+        return {}
+    from gymnasium.vector import AutoresetMode
+
+    return {"autoreset_mode": AutoresetMode(mode)}
+
+
+def mode_source(mode: str) -> str:
+    """``mode_kwargs`` as reproducer source (a leading comma, or nothing)."""
+    if not installed_release().has_autoreset_mode:
+        return ""
+    return f", autoreset_mode=gymnasium.vector.AutoresetMode({mode!r})"
+
+
+def _mode_availability(mode: str, *more: tuple[bool, str]) -> Callable[[], str | None]:
+    def availability() -> str | None:
+        reason = installed_release().mode_unavailable(mode)
+        if reason is not None:
+            return reason
+        for condition, what in more:
+            reason = unavailable_unless(condition, what)
+            if reason is not None:
+                return reason
+        return None
+
+    return availability
+
+
+def _capabilities(**kwargs: Any) -> Capabilities:
+    """Partial resets (``reset_mask``) only where the installed release has them."""
+    if not installed_release().reset_mask:
+        kwargs["partial_reset"] = False
+    return Capabilities(**kwargs)
+
+
 def _sync(mode: str, copy: bool) -> System:
     def build(env_fns: Sequence[EnvFn]) -> Any:
-        from gymnasium.vector import AutoresetMode, SyncVectorEnv
+        from gymnasium.vector import SyncVectorEnv
 
-        return SyncVectorEnv(list(env_fns), copy=copy, autoreset_mode=AutoresetMode(mode))
+        return SyncVectorEnv(list(env_fns), copy=copy, **mode_kwargs(mode))
 
     suffix = "" if copy else ".nocopy"
     return System(
@@ -271,18 +317,19 @@ def _sync(mode: str, copy: bool) -> System:
         family="gymnasium.vector",
         title=f"SyncVectorEnv(autoreset_mode={mode}, copy={copy})",
         build=build,
-        source=f"gymnasium.vector.SyncVectorEnv(env_fns, copy={copy}, autoreset_mode=gymnasium.vector.AutoresetMode({mode!r}))",
+        source=f"gymnasium.vector.SyncVectorEnv(env_fns, copy={copy}{mode_source(mode)})",
         requires=("gymnasium",),
         imports=_IMPORTS,
-        capabilities=Capabilities(partial_reset=True),
+        capabilities=_capabilities(),
+        availability=_mode_availability(mode),
     )
 
 
 def _async(mode: str, shared_memory: bool, copy: bool) -> System:
     def build(env_fns: Sequence[EnvFn]) -> Any:
-        from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+        from gymnasium.vector import AsyncVectorEnv
 
-        return AsyncVectorEnv(list(env_fns), shared_memory=shared_memory, copy=copy, autoreset_mode=AutoresetMode(mode))
+        return AsyncVectorEnv(list(env_fns), shared_memory=shared_memory, copy=copy, **mode_kwargs(mode))
 
     suffix = ("" if shared_memory else ".noshm") + ("" if copy else ".nocopy")
     return System(
@@ -291,22 +338,22 @@ def _async(mode: str, shared_memory: bool, copy: bool) -> System:
         title=f"AsyncVectorEnv(autoreset_mode={mode}, shared_memory={shared_memory}, copy={copy})",
         build=build,
         source=(
-            f"gymnasium.vector.AsyncVectorEnv(env_fns, shared_memory={shared_memory}, copy={copy}, "
-            f"autoreset_mode=gymnasium.vector.AutoresetMode({mode!r}))"
+            f"gymnasium.vector.AsyncVectorEnv(env_fns, shared_memory={shared_memory}, copy={copy}{mode_source(mode)})"
         ),
         requires=("gymnasium",),
         imports=_IMPORTS,
         out_of_process=True,
-        capabilities=Capabilities(partial_reset=True, max_envs=3),
+        capabilities=_capabilities(max_envs=3),
+        availability=_mode_availability(mode),
     )
 
 
 def _wrapped(wrapper: str, mode: str, capabilities: Capabilities, model_suffix: str) -> System:
     def build(env_fns: Sequence[EnvFn]) -> Any:
-        from gymnasium.vector import AutoresetMode, SyncVectorEnv
+        from gymnasium.vector import SyncVectorEnv
         from gymnasium.wrappers import vector as vector_wrappers
 
-        inner = SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode(mode))
+        inner = SyncVectorEnv(list(env_fns), **mode_kwargs(mode))
         return getattr(vector_wrappers, wrapper)(inner)
 
     return System(
@@ -314,14 +361,14 @@ def _wrapped(wrapper: str, mode: str, capabilities: Capabilities, model_suffix: 
         family="gymnasium.vector",
         title=f"wrappers.vector.{wrapper}(SyncVectorEnv(autoreset_mode={mode}))",
         build=build,
-        source=(
-            f"gymnasium.wrappers.vector.{wrapper}(gymnasium.vector.SyncVectorEnv(env_fns, "
-            f"autoreset_mode=gymnasium.vector.AutoresetMode({mode!r})))"
-        ),
+        source=f"gymnasium.wrappers.vector.{wrapper}(gymnasium.vector.SyncVectorEnv(env_fns{mode_source(mode)}))",
         requires=("gymnasium",),
         imports=_IMPORTS,
         capabilities=capabilities,
         model=f"reference.gymnasium.vector.{mode}.{model_suffix}",
+        availability=_mode_availability(
+            mode, (installed_release().vector_wrappers, "gymnasium.wrappers.vector (added in 1.0)")
+        ),
     )
 
 
@@ -330,9 +377,8 @@ for _mode in MODES:
         register(_sync(_mode, _copy))
         for _shm in (True, False):
             register(_async(_mode, _shm, _copy))
-    register(_wrapped("RecordEpisodeStatistics", _mode, Capabilities(), "RecordEpisodeStatistics"))
-    register(_wrapped("NormalizeReward", _mode, Capabilities(), "NormalizeReward"))
-
+    register(_wrapped("RecordEpisodeStatistics", _mode, _capabilities(), "RecordEpisodeStatistics"))
+    register(_wrapped("NormalizeReward", _mode, _capabilities(), "NormalizeReward"))
 register(
     _wrapped(
         "NormalizeObservation",

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlconform.adapters.base import Contract, Family, register_family
+from rlconform.adapters.gym_release import installed as installed_release
+from rlconform.adapters.gym_vector import mode_kwargs, mode_source
 from rlconform.adapters.tensordicts import ObsLayout, per_env_scalars
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -482,12 +484,18 @@ def _parallel(env_fns: Sequence[EnvFn]) -> Any:
 
 def _gym_vector(mode: str, *, copy: bool = True) -> Any:
     def build(env_fns: Sequence[EnvFn]) -> Any:
-        from gymnasium.vector import AutoresetMode, SyncVectorEnv
+        from gymnasium.vector import SyncVectorEnv
         from torchrl.envs import GymWrapper
 
-        return GymWrapper(SyncVectorEnv(list(env_fns), copy=copy, autoreset_mode=AutoresetMode(mode)))
+        return GymWrapper(SyncVectorEnv(list(env_fns), copy=copy, **mode_kwargs(mode)))
 
     return build
+
+
+def _mode_available(mode: str) -> Callable[[], str | None]:
+    """GymWrapper takes a vector env in SameStep or Disabled mode: a Gymnasium release without the
+    mode (0.29: SameStep only; 1.0: NextStep only) has no such system."""
+    return lambda: installed_release().mode_unavailable(mode)
 
 
 _REQUIRES = ("torchrl", "tensordict", "gymnasium")
@@ -537,7 +545,8 @@ register(
         family=NAME,
         title="GymWrapper(SyncVectorEnv(autoreset_mode=Disabled))",
         build=_gym_vector("Disabled"),
-        source="GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode('Disabled')))",
+        availability=_mode_available("Disabled"),
+        source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns{mode_source('Disabled')}))",
         requires=_REQUIRES,
         imports=_IMPORTS,
         capabilities=_capabilities(_NEXT_STEP_REJECTED, "Disabled is the mode TorchRL prefers"),
@@ -549,7 +558,8 @@ register(
         family=NAME,
         title="GymWrapper(SyncVectorEnv(copy=False, autoreset_mode=Disabled))",
         build=_gym_vector("Disabled", copy=False),
-        source="GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, copy=False, autoreset_mode=gymnasium.vector.AutoresetMode('Disabled')))",
+        availability=_mode_available("Disabled"),
+        source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, copy=False{mode_source('Disabled')}))",
         requires=_REQUIRES,
         imports=_IMPORTS,
         capabilities=_capabilities(
@@ -565,7 +575,8 @@ register(
         family=NAME,
         title="GymWrapper(SyncVectorEnv(autoreset_mode=SameStep))",
         build=_gym_vector("SameStep"),
-        source="GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode('SameStep')))",
+        availability=_mode_available("SameStep"),
+        source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns{mode_source('SameStep')}))",
         requires=_REQUIRES,
         imports=_IMPORTS,
         capabilities=_capabilities(

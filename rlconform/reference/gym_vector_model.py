@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.reference.infos import merge_info
+from rlconform.adapters.gym_release import installed as installed_release
+from rlconform.reference.infos import final_entries, merge_info
 from rlconform.reference.stacking import stack_obs
 from rlconform.systems import EnvFn
 
@@ -47,11 +48,21 @@ def _validated_mask(options: dict[str, Any], num_envs: int) -> np.ndarray | None
     return mask
 
 
+def declared_mode(mode: str) -> Any:
+    """What ``metadata["autoreset_mode"]`` holds for ``mode``: an ``AutoresetMode`` where the
+    installed release has the enum (1.1+), else the mode's name (0.29 and 1.0 have one mode and no
+    tag; a model of another mode still says which it is)."""
+    if not installed_release().has_autoreset_mode:
+        return mode
+    from gymnasium.vector import AutoresetMode
+
+    return AutoresetMode(mode)
+
+
 class ModelVectorEnv:
     """Gymnasium VectorEnv semantics for one autoreset mode."""
 
     def __init__(self, env_fns: Sequence[EnvFn], mode: str) -> None:
-        from gymnasium.vector import AutoresetMode
         from gymnasium.vector.utils import batch_space
 
         if mode not in MODES:
@@ -63,7 +74,7 @@ class ModelVectorEnv:
         self.single_action_space = self.envs[0].action_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode(mode)}
+        self.metadata: dict[str, Any] = {"autoreset_mode": declared_mode(mode)}
         self._ended = [False] * self.num_envs
         self._obs: list[Any] = [None] * self.num_envs
 
@@ -104,7 +115,7 @@ class ModelVectorEnv:
             obs, reward, term, trunc, info = env.step(rows[i])
             rewards[i], terminated[i], truncated[i] = reward, term, trunc
             if self.mode == "SameStep" and (term or trunc):
-                merge_info(infos, {"final_obs": obs, "final_info": info}, i, self.num_envs)
+                merge_info(infos, final_entries(obs, info), i, self.num_envs)
                 obs, info = env.reset()
             else:
                 self._ended[i] = bool(term or trunc)

@@ -2,7 +2,9 @@
 
 Each key's values are batched over sub-envs with a boolean ``_key`` mask saying which sub-envs
 carry it; nested dicts are batched recursively; ``final_obs`` is an object array so that
-observations of any structure fit.
+observations of any structure fit. Gymnasium 0.29 (``gym_release``) names it ``final_observation``
+and batches dict values into object arrays instead of recursively; the models follow the
+installed release.
 """
 
 from __future__ import annotations
@@ -11,8 +13,16 @@ from typing import Any
 
 import numpy as np
 
+from rlconform.adapters.gym_release import installed as installed_release
+
 
 def _empty_batch(value: Any, num_envs: int) -> np.ndarray:
+    if not installed_release().nested_infos:
+        # 0.29 batches Python scalars and NumPy numbers by type; anything else (arrays, NumPy
+        # bools, dicts) into an object array
+        if type(value) in (int, float, bool) or isinstance(value, np.number):
+            return np.zeros(num_envs, dtype=type(value))
+        return np.full(num_envs, None, dtype=object)
     if isinstance(value, (bool, int, float, np.number)):
         return np.zeros(num_envs, dtype=type(value))
     if isinstance(value, np.ndarray):
@@ -22,13 +32,14 @@ def _empty_batch(value: Any, num_envs: int) -> np.ndarray:
 
 def merge_info(batched: dict[str, Any], info: dict[str, Any], env: int, num_envs: int) -> dict[str, Any]:
     """Write one sub-env's info into the batched dict (in place) and return it."""
+    release = installed_release()
     for key, value in info.items():
-        if key == "final_obs":
+        if release.nested_infos and key == release.final_obs_key:
             array = batched.get(key)
             if array is None:
                 array = np.full(num_envs, None, dtype=object)
             array[env] = value
-        elif isinstance(value, dict):
+        elif isinstance(value, dict) and release.nested_infos:
             array = merge_info(batched.get(key, {}), value, env, num_envs)
         else:
             array = batched.get(key)
@@ -42,3 +53,9 @@ def merge_info(batched: dict[str, Any], info: dict[str, Any], env: int, num_envs
         batched[key] = array
         batched[f"_{key}"] = mask
     return batched
+
+
+def final_entries(obs: Any, info: dict[str, Any]) -> dict[str, Any]:
+    """The info entries a same-step vector env adds for a sub-env that ended, under the
+    installed release's names."""
+    return {installed_release().final_obs_key: obs, "final_info": info}

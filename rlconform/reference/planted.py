@@ -15,14 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from rlconform.adapters.gym_release import installed as installed_release
 from rlconform.reference.gym_env_model import ModelAutoreset
 from rlconform.reference.gym_vector_model import (
     ModelNormalizeReward,
     ModelRecordEpisodeStatistics,
     ModelVectorEnv,
     _rows,
+    declared_mode,
 )
-from rlconform.reference.infos import merge_info
+from rlconform.reference.infos import final_entries, merge_info
 from rlconform.reference.sb3_model import ModelVecEnv
 from rlconform.reference.stacking import stack_obs
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -45,10 +47,8 @@ class MislabelledMode(ModelVectorEnv):
     records every reset step as a transition."""
 
     def __init__(self, env_fns: Sequence[EnvFn]) -> None:
-        from gymnasium.vector import AutoresetMode
-
         super().__init__(env_fns, "NextStep")
-        self.metadata["autoreset_mode"] = AutoresetMode.SAME_STEP
+        self.metadata["autoreset_mode"] = declared_mode("SameStep")
 
 
 class DoubleStep(ModelVectorEnv):
@@ -84,10 +84,11 @@ class StaleFirstObs(ModelVectorEnv):
 
     def step(self, actions: Any) -> Any:
         obs, rewards, terminated, truncated, infos = super().step(actions)
-        finals = infos.get("final_obs")
-        if finals is not None:
+        key = installed_release().final_obs_key
+        finals, mask = infos.get(key), infos.get(f"_{key}")
+        if finals is not None and mask is not None:
             for i, final in enumerate(finals):
-                if final is not None:
+                if mask[i]:
                     self._obs[i] = final
             obs = stack_obs(self.single_observation_space, self._obs)
         return obs, rewards, terminated, truncated, infos
@@ -98,10 +99,11 @@ class WrongFinalObs(ModelVectorEnv):
 
     def step(self, actions: Any) -> Any:
         obs, rewards, terminated, truncated, infos = super().step(actions)
-        finals = infos.get("final_obs")
-        if finals is not None:
+        key = installed_release().final_obs_key
+        finals, mask = infos.get(key), infos.get(f"_{key}")
+        if finals is not None and mask is not None:
             for i in range(self.num_envs):
-                if finals[i] is not None:
+                if mask[i]:
                     finals[i] = self._obs[i]
         return obs, rewards, terminated, truncated, infos
 
@@ -170,10 +172,10 @@ class ForgetsTruncatedReset(ModelVectorEnv):
             obs, reward, term, trunc, info = env.step(rows[i])
             rewards[i], terminated[i], truncated[i] = reward, term, trunc
             if term:
-                merge_info(infos, {"final_obs": obs, "final_info": info}, i, self.num_envs)
+                merge_info(infos, final_entries(obs, info), i, self.num_envs)
                 obs, info = env.reset()
             elif trunc:
-                merge_info(infos, {"final_obs": obs, "final_info": info}, i, self.num_envs)
+                merge_info(infos, final_entries(obs, info), i, self.num_envs)
             self._obs[i] = obs
             merge_info(infos, info, i, self.num_envs)
         return stack_obs(self.single_observation_space, self._obs), rewards, terminated, truncated, infos

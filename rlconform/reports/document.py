@@ -41,7 +41,7 @@ LABELS = {
     "known": "documented or expected failure",
     "not_applicable": "not applicable",
     "not_exercised": "not exercised by any example",
-    "skipped": "not run (library not installed)",
+    "skipped": "not run (library not installed, or not in the installed release)",
     "error": "error",
 }
 #: statuses that get a section of their own (message, violations, reproducer)

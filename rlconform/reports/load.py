@@ -9,6 +9,7 @@ schema_version this rlconform cannot read, then the first field that breaks the 
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 from importlib import resources
 from os import PathLike
@@ -64,13 +65,18 @@ def validate(data: Any, source: str = "document") -> ResultsDocument:
 
 
 def load_results(path: str | PathLike[str]) -> ResultsDocument:
-    """Read and validate a results file."""
+    """Read and validate a results file; a ``.gz`` name is read through gzip (committed
+    baselines are stored compressed: a full run's document is about a megabyte)."""
     source = str(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ResultsError(f"cannot read {source}: {exc.strerror or exc}") from None
+        if source.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                text = handle.read()
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+    except (OSError, EOFError) as exc:
+        raise ResultsError(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from None
     except UnicodeDecodeError as exc:
         raise ResultsError(f"{source} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     try:

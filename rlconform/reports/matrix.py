@@ -11,7 +11,7 @@ they all agree, or when two documents would get the same label).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, ResultsDocument
@@ -43,12 +43,18 @@ def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.findall(r"\d+|[^\d]+", text))
 
 
+def _stem(path: Path) -> str:
+    """The file name without ``.json`` or ``.json.gz``."""
+    return path.name.removesuffix(".gz").removesuffix(".json")
+
+
 def load_directory(directory: str | Path) -> list[tuple[Path, ResultsDocument]]:
-    """Every ``*.json`` under ``directory`` (recursively: CI artifacts come one per folder), validated."""
+    """Every ``*.json`` and ``*.json.gz`` under ``directory`` (recursively: CI artifacts come one
+    per folder), validated."""
     root = Path(directory)
     if not root.is_dir():
         raise ResultsError(f"{root} is not a directory")
-    paths = sorted(root.rglob("*.json"))
+    paths = sorted([*root.rglob("*.json"), *root.rglob("*.json.gz")])
     if not paths:
         raise ResultsError(f"{root} holds no *.json results document")
     return [(path, load_results(path)) for path in paths]
@@ -59,21 +65,31 @@ def _labels(documents: list[tuple[Path, ResultsDocument]]) -> list[str]:
     names = list(dict.fromkeys(name for libs in libraries for name in libs))
     differing = [n for n in names if n != PRIMARY and len({libs.get(n) for libs in libraries}) > 1]
     if not differing and len({libs.get(PRIMARY) for libs in libraries}) == 1:
-        return [path.stem for path, _ in documents]
+        return [_stem(path) for path, _ in documents]
     shown = [PRIMARY, *differing]
     labels = [", ".join(f"{n} {libs.get(n) or 'not installed'}" for n in shown) for libs in libraries]
     return [
-        f"{label} ({path.stem})" if labels.count(label) > 1 else label
+        f"{label} ({_stem(path)})" if labels.count(label) > 1 else label
         for label, (path, _) in zip(labels, documents, strict=True)
     ]
+
+
+@dataclass(frozen=True)
+class Availability:
+    """A system skipped in some documents: per column, the skip reason (None where it ran)."""
+
+    system: str
+    reasons: tuple[str | None, ...]
 
 
 @dataclass
 class Matrix:
     columns: list[Column]
     rows: list[Row]
-    #: (system, spec) pairs with the same status in every document
+    #: (system, spec) pairs with the same status in every document that ran the system
     unchanged: int
+    #: systems not run in every document (not in that release, or its library not installed)
+    availability: list[Availability] = field(default_factory=list)
 
     @classmethod
     def build(cls, documents: list[tuple[Path, ResultsDocument]]) -> Matrix:
@@ -84,40 +100,85 @@ class Matrix:
         columns = [Column(path, label, doc) for (path, doc), label in zip(documents, _labels(documents), strict=True)]
         pairs = dict.fromkeys((r.system, r.spec) for _, doc in documents for r in doc.results)
         rows, unchanged = [], 0
+        skipped: dict[str, list[str | None]] = {}
         for system, spec in pairs:
             results = [doc.result(system, spec) for _, doc in documents]
             cells = tuple(r.cell if r else None for r in results)
-            if len(set(cells)) == 1:
-                unchanged += 1
-            else:
+            for i, result in enumerate(results):
+                if result is not None and result.cell == "skipped":
+                    skipped.setdefault(system, [None] * len(documents))[i] = result.headline or "skipped"
+            # a system that a release lacks (or whose library is missing there) is listed once under
+            # availability; its pairs differ only where the releases that ran it disagree
+            if len({cell for cell in cells if cell not in (None, "skipped")}) > 1:
                 rows.append(Row(system, spec, cells))
-        return cls(columns, rows, unchanged)
+            else:
+                unchanged += 1
+        availability = [Availability(system, tuple(reasons)) for system, reasons in skipped.items()]
+        return cls(columns, rows, unchanged, availability)
 
     def summary_text(self) -> str:
         n = len(self.columns)
-        return (
+        text = (
             f"{len(self.rows)} (system, spec) {'pair differs' if len(self.rows) == 1 else 'pairs differ'} across "
             f"{n} document{'' if n == 1 else 's'}; {self.unchanged} {'has' if self.unchanged == 1 else 'have'} "
             "the same status in every one"
         )
+        if self.availability:
+            count = len(self.availability)
+            text += f" that ran it; {count} system{' is' if count == 1 else 's are'} not run in every one"
+        return text
+
+    def skip_notes(self) -> list[str]:
+        """Each distinct skip reason once, numbered in first-seen order (the availability table's
+        cells refer to them)."""
+        return list(dict.fromkeys(r for a in self.availability for r in a.reasons if r is not None))
 
 
-def render_markdown(matrix: Matrix) -> str:
+def grouped_rows(matrix: Matrix) -> list[tuple[str, tuple[str | None, ...], list[str]]]:
+    """(spec, statuses per column, systems): the rows that share a spec and a pattern of statuses,
+    in first-seen order. A change a release brought to many systems at once reads as one line."""
+    groups: dict[tuple[str, tuple[str | None, ...]], list[str]] = {}
+    for row in matrix.rows:
+        groups.setdefault((row.spec, row.cells), []).append(row.system)
+    return [(spec, cells, systems) for (spec, cells), systems in groups.items()]
+
+
+def render_markdown(matrix: Matrix, *, grouped: bool = False) -> str:
+    """The matrix as Markdown; ``grouped``: one row per (spec, pattern of statuses) with the
+    systems that share it, instead of one row per (system, spec)."""
     lines = ["# rlconform compatibility matrix", "", inline(matrix.summary_text()) + ".", "", "Columns:", ""]
     lines += [f"{i}. {inline(c.label)}: {code(str(c.path))}" for i, c in enumerate(matrix.columns, 1)]
     lines.append("")
-    if matrix.rows:
+    if matrix.rows and grouped:
+        lines += [
+            "| spec | " + " | ".join(inline(c.label) for c in matrix.columns) + " | systems |",
+            "|:--|" + ":-:|" * len(matrix.columns) + ":--|",
+        ]
+        for spec, cells, systems in grouped_rows(matrix):
+            statuses = " | ".join(symbol(cell) if cell else "" for cell in cells)
+            lines.append(f"| {code(spec)} | {statuses} | {', '.join(code(s) for s in systems)} |")
+    elif matrix.rows:
         lines += [
             "| system | spec | " + " | ".join(inline(c.label) for c in matrix.columns) + " |",
             "|:--|:--|" + ":-:|" * len(matrix.columns),
         ]
         for row in matrix.rows:
-            cells = " | ".join(symbol(cell) if cell else "" for cell in row.cells)
-            lines.append(f"| {code(row.system)} | {code(row.spec)} | {cells} |")
+            shown = " | ".join(symbol(cell) if cell else "" for cell in row.cells)
+            lines.append(f"| {code(row.system)} | {code(row.spec)} | {shown} |")
+    if matrix.rows:
         legend = " · ".join(f"{code(SYMBOLS[s])} {LABELS[s]}" for s in STATUSES)
         lines += ["", f"Legend: {legend} · blank: not in that document"]
-    else:
-        lines.append("Every (system, spec) pair has the same status in every document.")
+    if not matrix.rows:
+        lines.append("Every (system, spec) pair has the same status in every document that ran it.")
+    if matrix.availability:
+        notes = matrix.skip_notes()
+        lines += ["", "Systems not run in every document (`run`: checked; `skip N`: skipped, reason N below):", ""]
+        lines += ["| system | " + " | ".join(inline(c.label) for c in matrix.columns) + " |"]
+        lines += ["|:--|" + ":-:|" * len(matrix.columns)]
+        for item in matrix.availability:
+            marks = " | ".join("run" if r is None else f"skip {notes.index(r) + 1}" for r in item.reasons)
+            lines.append(f"| {code(item.system)} | {marks} |")
+        lines += ["", *(f"{i}. {inline(note)}" for i, note in enumerate(notes, 1))]
     return "\n".join(lines) + "\n"
 
 
@@ -154,16 +215,36 @@ def render_html(matrix: Matrix) -> str:
         f"<tbody>{body}</tbody></table></div>"
         f'<p class="legend">{legend} (blank: not in that document)</p>'
         if matrix.rows
-        else "<p>Every (system, spec) pair has the same status in every document.</p>"
+        else "<p>Every (system, spec) pair has the same status in every document that ran it.</p>"
     )
     sources = "".join(f"<li>{esc(c.label)}: <code>{esc(c.path)}</code></li>" for c in matrix.columns)
+    availability = ""
+    if matrix.availability:
+        notes = matrix.skip_notes()
+        avail_rows = "".join(
+            f'<tr><th scope="row">{esc(item.system)}</th>'
+            + "".join(
+                '<td class="s-pass">run</td>'
+                if r is None
+                else f'<td class="s-skipped" title="{esc(r)}">skip {notes.index(r) + 1}</td>'
+                for r in item.reasons
+            )
+            + "</tr>"
+            for item in matrix.availability
+        )
+        availability = (
+            '<section id="availability"><h2>Systems not run in every document</h2>'
+            '<div class="scroll"><table class="grid">'
+            f'<thead><tr><th scope="col">system</th>{heads}</tr></thead><tbody>{avail_rows}</tbody></table></div>'
+            "<ol>" + "".join(f"<li>{esc(note)}</li>" for note in notes) + "</ol></section>"
+        )
     return page(
         "rlconform compatibility matrix",
         [
             "<header><h1>rlconform compatibility matrix</h1>",
             f"<p>{esc(matrix.summary_text())}.</p>",
             f'<ul class="notes">{sources}</ul></header>',
-            f'<main><section id="grid"><h2>Changing verdicts</h2>{table}</section></main>',
+            f'<main><section id="grid"><h2>Changing verdicts</h2>{table}</section>{availability}</main>',
             "<footer>Made by <code>rlconform matrix</code> from results documents "
             "(schema rlconform/results, schema_version 1). No scripts, no external resources.</footer>",
         ],

@@ -1,0 +1,95 @@
+"""scripts/matrix.py: one run per release, aggregated, gated against a baseline.
+
+Run on one release and a narrow selection (the whole matrix is CI's job): the baseline it stores
+is accepted on an unchanged rerun, and a planted regression (a verdict the baseline says passed
+that now fails) fails the script and is named.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SELECTION = ["--env", "gymnasium-1.0.0", "--system", "gymnasium.SyncVectorEnv.NextStep", "--spec", "api.*"]
+PAIR = ("gymnasium.SyncVectorEnv.NextStep", "api.failed_call_no_side_effect")
+
+
+def _matrix(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "scripts/matrix.py", *SELECTION, "--out", str(tmp_path / "out")]
+    command += ["--baseline", str(tmp_path / "baseline"), *extra]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_baseline_then_gate_then_planted_regression(tmp_path):
+    first = _matrix(tmp_path, "--update-baseline")
+    assert first.returncode == 0, first.stdout + first.stderr
+    baseline = tmp_path / "baseline" / "gymnasium-1.0.0.json.gz"
+    document = json.loads(gzip.decompress(baseline.read_bytes()))
+    assert document["environment"]["libraries"]["gymnasium"] == "1.0.0"
+    statuses = {(r["system"], r["spec"]): r["status"] for r in document["results"]}
+    # Gymnasium 1.0.0 steps sub-envs before it rejects a short batch (as 1.4.0 does, finding G2)
+    assert statuses[PAIR] == "fail"
+    assert (tmp_path / "out" / "matrix.md").is_file() and (tmp_path / "out" / "matrix.html").is_file()
+
+    unchanged = _matrix(tmp_path)
+    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
+    assert "0 regressions" in unchanged.stdout or "Regressions" not in unchanged.stdout, unchanged.stdout
+
+    for result in document["results"]:
+        if (result["system"], result["spec"]) == PAIR:
+            result.update(status="pass", message="planted: passed in the baseline", violations=[], reproducer=None)
+    baseline.write_bytes(gzip.compress(json.dumps(document).encode()))
+    regressed = _matrix(tmp_path)
+    assert regressed.returncode == 1, regressed.stdout + regressed.stderr
+    assert "api.failed_call_no_side_effect" in regressed.stdout
+    assert "regressions (or no baseline) in ['gymnasium-1.0.0']" in regressed.stderr
+
+
+def test_unknown_environment_is_refused(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "scripts/matrix.py", "--env", "gymnasium-9.9.9", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "unknown environment(s) ['gymnasium-9.9.9']" in result.stderr
+
+
+def test_committed_baseline_covers_every_release():
+    releases = sorted(path.stem for path in (ROOT / "constraints").glob("gymnasium-*.txt"))
+    baselines = sorted(path.name.removesuffix(".json.gz") for path in (ROOT / "matrix" / "baseline").glob("*.json.gz"))
+    assert baselines == releases
+    for name in baselines:
+        document = json.loads(gzip.decompress((ROOT / "matrix" / "baseline" / f"{name}.json.gz").read_bytes()))
+        assert document["environment"]["libraries"]["gymnasium"] == name.removeprefix("gymnasium-")
+        assert document["profile"]["name"] == "matrix"
+
+
+def _matrix_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("matrix_script", ROOT / "scripts" / "matrix.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_shows_the_baseline_matrix(monkeypatch):
+    from rlconform.reports.matrix import Matrix, load_directory, render_markdown
+
+    monkeypatch.chdir(ROOT)  # the README names the baseline files relative to the repository
+    rendered = render_markdown(Matrix.build(load_directory(Path("matrix/baseline"))), grouped=True)
+    expected = _matrix_script().readme_block(rendered)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- matrix:start -->", 1)[1].split("<!-- matrix:end -->", 1)[0].strip()
+    assert block == expected, "README.md's matrix is stale: run scripts/matrix.py --readme"
