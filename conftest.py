@@ -5,8 +5,12 @@ rlconform's searches use rlconform.profiles (selected with RLCONFORM_PROFILE); t
 derandomized so that every run checks the same examples).
 """
 
+import importlib.util
 import os
+from pathlib import Path
+from types import ModuleType
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -21,3 +25,14 @@ settings.register_profile("fast", max_examples=20, deadline=None)
 settings.register_profile("thorough", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 os.environ.setdefault("RLCONFORM_PROFILE", "ci")
+
+
+@pytest.fixture(scope="session")
+def matrix_script() -> ModuleType:
+    """scripts/matrix.py as a module (it is a script, not part of the package)."""
+    path = Path(__file__).resolve().parent / "scripts" / "matrix.py"
+    spec = importlib.util.spec_from_file_location("rlconform_matrix_script", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

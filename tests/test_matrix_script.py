@@ -74,22 +74,12 @@ def test_committed_baseline_covers_every_release():
         assert document["profile"]["name"] == "matrix"
 
 
-def _matrix_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("matrix_script", ROOT / "scripts" / "matrix.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_readme_shows_the_baseline_matrix(monkeypatch):
+def test_readme_shows_the_baseline_matrix(monkeypatch, matrix_script):
     from rlconform.reports.matrix import Matrix, load_directory, render_markdown
 
     monkeypatch.chdir(ROOT)  # the README names the baseline files relative to the repository
     rendered = render_markdown(Matrix.build(load_directory(Path("matrix/baseline"))), grouped=True)
-    expected = _matrix_script().readme_block(rendered)
+    expected = matrix_script.readme_block(rendered)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- matrix:start -->", 1)[1].split("<!-- matrix:end -->", 1)[0].strip()
     assert block == expected, "README.md's matrix is stale: run scripts/matrix.py --readme"

@@ -9,7 +9,6 @@ library's vector env and to catch a planted bug of their kind.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -22,14 +21,6 @@ import pytest
 from rlconform.adapters.gym_release import GymRelease
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _matrix_script():
-    spec = importlib.util.spec_from_file_location("matrix_script", ROOT / "scripts" / "matrix.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize(
@@ -74,8 +65,7 @@ CHECK = textwrap.dedent(
 )
 
 
-def _in_release(env: str, checks: list[tuple[str, str]], skips: list[str]) -> dict:
-    script = _matrix_script()
+def _in_release(script, env: str, checks: list[tuple[str, str]], skips: list[str]) -> dict:
     release = script.environments()[env]
     folder = script.overlay(env, release, ROOT / ".matrix")
     run_env = dict(os.environ, PYTHONPATH=str(folder))
@@ -103,7 +93,7 @@ def _assert_verdicts(out: dict, expected: dict[tuple[str, str], str]) -> None:
 
 
 @pytest.mark.slow
-def test_gymnasium_0_29_same_step_read_through_final_observation():
+def test_gymnasium_0_29_same_step_read_through_final_observation(matrix_script):
     expected = {
         ("gymnasium.SyncVectorEnv.SameStep", "transitions.exact"): "pass",
         ("gymnasium.SyncVectorEnv.SameStep", "terminal.final_obs"): "pass",
@@ -117,7 +107,7 @@ def test_gymnasium_0_29_same_step_read_through_final_observation():
     }
     skips = ["gymnasium.SyncVectorEnv.NextStep", "gymnasium.AsyncVectorEnv.Disabled", "gymnasium.Env.Autoreset"]
     skips += ["gymnasium.RecordEpisodeStatistics.SyncVectorEnv.SameStep", "torchrl.GymWrapper.SyncVectorEnv"]
-    out = _in_release("gymnasium-0.29.1", list(expected), skips)
+    out = _in_release(matrix_script, "gymnasium-0.29.1", list(expected), skips)
     _assert_verdicts(out, expected)
     reasons = out["skips"]
     assert reasons["gymnasium.SyncVectorEnv.NextStep"].startswith("gymnasium 0.29.1 has no NextStep autoreset mode")
@@ -128,7 +118,7 @@ def test_gymnasium_0_29_same_step_read_through_final_observation():
 
 
 @pytest.mark.slow
-def test_gymnasium_1_0_next_step_without_autoreset_mode():
+def test_gymnasium_1_0_next_step_without_autoreset_mode(matrix_script):
     expected = {
         ("gymnasium.SyncVectorEnv.NextStep", "transitions.exact"): "pass",
         ("gymnasium.SyncVectorEnv.NextStep", "reset_step.neutral"): "pass",
@@ -144,7 +134,7 @@ def test_gymnasium_1_0_next_step_without_autoreset_mode():
         ("torchrl.Collector.GymWrapper", "collector.frame_accounting"): "error",
     }
     skips = ["gymnasium.SyncVectorEnv.SameStep", "gymnasium.SyncVectorEnv.Disabled", "gymnasium.Env.Autoreset"]
-    out = _in_release("gymnasium-1.0.0", list(expected), skips)
+    out = _in_release(matrix_script, "gymnasium-1.0.0", list(expected), skips)
     _assert_verdicts(out, expected)
     for pair in ("torchrl.GymWrapper transitions.exact", "torchrl.Collector.GymWrapper collector.frame_accounting"):
         message = out["verdicts"][pair][1]

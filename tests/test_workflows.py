@@ -139,3 +139,18 @@ def test_workflows_pin_actions_by_commit(path):
         match = re.search(r"uses: (\S+)@(\S+)", line)
         if match and not line.lstrip().startswith("#"):
             assert re.fullmatch(r"[0-9a-f]{40}", match.group(2)), line
+
+
+def test_package_ranges_admit_every_release_of_the_matrix():
+    """tox installs the package with its extras under each release's pins: the ranges the package
+    declares must admit every Gymnasium release the matrix tests."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    ranges = [Requirement(r) for reqs in extras.values() for r in reqs if r.startswith("gymnasium")]
+    assert ranges
+    for path in (ROOT / "constraints").glob("gymnasium-*.txt"):
+        release = path.stem.removeprefix("gymnasium-")
+        for requirement in ranges:
+            assert requirement.specifier.contains(release), f"{requirement} excludes gymnasium {release}"
