@@ -322,3 +322,19 @@ def test_matrix_lists_skipped_systems_once_and_groups_rows(base: dict[str, Any],
         f"| `flags.truncated` | {SYMBOLS['skipped']} | **{SYMBOLS['fail']}** | {SYMBOLS['pass']} | `{SAME}` |",
         f"| `flags.truncated` | **{SYMBOLS['fail']}** | **{SYMBOLS['fail']}** | {SYMBOLS['pass']} | `{KNOWN}` |",
     ]
+
+
+def test_matrix_availability_leaves_a_document_without_the_system_blank(base: dict[str, Any], tmp_path: Path) -> None:
+    """A document that has no result for the system at all (an older rlconform, say) is neither
+    "run" nor "skip" in the availability table."""
+    skipped = _with(base, **{spec.replace(".", "_"): ("skipped", "not installed: gymnasium") for spec in SPECS})
+    skipped["environment"]["libraries"]["gymnasium"] = "0.29.1"
+    absent = copy.deepcopy(base)
+    absent["results"] = [r for r in absent["results"] if r["system"] != SAME]
+    absent["environment"]["libraries"]["gymnasium"] = "1.1.1"
+    for name, document in {"a.json": skipped, "b.json": base, "c.json": absent}.items():
+        document["summary"] = validate(document).counts()
+        _write(tmp_path / "m" / name, document)
+    status, out, _ = _cli("matrix", str(tmp_path / "m"))
+    assert status == cli.EXIT_OK
+    assert f"| `{SAME}` | skip 1 | run |  |" in out.splitlines()

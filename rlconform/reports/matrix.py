@@ -80,6 +80,15 @@ class Availability:
 
     system: str
     reasons: tuple[str | None, ...]
+    #: per column, whether the document has any result for the system at all
+    present: tuple[bool, ...] = ()
+
+    def mark(self, column: int, notes: list[str]) -> str:
+        """``run``, ``skip N`` (reason N of ``notes``) or blank (not in that document)."""
+        reason = self.reasons[column]
+        if reason is not None:
+            return f"skip {notes.index(reason) + 1}"
+        return "run" if not self.present or self.present[column] else ""
 
 
 @dataclass
@@ -113,7 +122,11 @@ class Matrix:
                 rows.append(Row(system, spec, cells))
             else:
                 unchanged += 1
-        availability = [Availability(system, tuple(reasons)) for system, reasons in skipped.items()]
+        systems_in = [{r.system for r in doc.results} for _, doc in documents]
+        availability = [
+            Availability(system, tuple(reasons), tuple(system in names for names in systems_in))
+            for system, reasons in skipped.items()
+        ]
         return cls(columns, rows, unchanged, availability)
 
     def summary_text(self) -> str:
@@ -176,7 +189,7 @@ def render_markdown(matrix: Matrix, *, grouped: bool = False) -> str:
         lines += ["| system | " + " | ".join(inline(c.label) for c in matrix.columns) + " |"]
         lines += ["|:--|" + ":-:|" * len(matrix.columns)]
         for item in matrix.availability:
-            marks = " | ".join("run" if r is None else f"skip {notes.index(r) + 1}" for r in item.reasons)
+            marks = " | ".join(item.mark(i, notes) for i in range(len(item.reasons)))
             lines.append(f"| {code(item.system)} | {marks} |")
         lines += ["", *(f"{i}. {inline(note)}" for i, note in enumerate(notes, 1))]
     return "\n".join(lines) + "\n"
@@ -224,10 +237,10 @@ def render_html(matrix: Matrix) -> str:
         avail_rows = "".join(
             f'<tr><th scope="row">{esc(item.system)}</th>'
             + "".join(
-                '<td class="s-pass">run</td>'
-                if r is None
-                else f'<td class="s-skipped" title="{esc(r)}">skip {notes.index(r) + 1}</td>'
-                for r in item.reasons
+                f'<td class="s-skipped" title="{esc(r)}">{esc(item.mark(i, notes))}</td>'
+                if r is not None
+                else f'<td class="{"s-pass" if item.mark(i, notes) else "none"}">{item.mark(i, notes)}</td>'
+                for i, r in enumerate(item.reasons)
             )
             + "</tr>"
             for item in matrix.availability
