@@ -111,11 +111,11 @@ def run_release(env: str, release: str, args: argparse.Namespace) -> Path:
     if status not in (0, 1) or not out.is_file():
         print(log.read_text(encoding="utf-8")[-4000:], file=sys.stderr)
         raise SystemExit(f"matrix: {env}: rlconform run exited with {status} (log: {log})")
-    tested = json.loads(out.read_text(encoding="utf-8"))["environment"]["libraries"].get("gymnasium")
+    document = json.loads(out.read_text(encoding="utf-8"))
+    tested = document["environment"]["libraries"].get("gymnasium")
     if tested != release:
         raise SystemExit(f"matrix: {env}: the run imported gymnasium {tested}, not {release}")
-    summary = json.loads(out.read_text(encoding="utf-8"))["summary"]
-    print(f"matrix: {env}: {summary} ({time.perf_counter() - start:.0f} s)", flush=True)
+    print(f"matrix: {env}: {document['summary']} ({time.perf_counter() - start:.0f} s)", flush=True)
     return out
 
 

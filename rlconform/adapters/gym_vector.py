@@ -284,7 +284,10 @@ def mode_source(mode: str) -> str:
     return f", autoreset_mode=gymnasium.vector.AutoresetMode({mode!r})"
 
 
-def _mode_availability(mode: str, *more: tuple[bool, str]) -> Callable[[], str | None]:
+def mode_availability(mode: str, *more: tuple[bool, str]) -> Callable[[], str | None]:
+    """A System.availability: the installed release lacks ``mode`` or one of the ``more``
+    (condition, what) features."""
+
     def availability() -> str | None:
         reason = installed_release().mode_unavailable(mode)
         if reason is not None:
@@ -321,7 +324,7 @@ def _sync(mode: str, copy: bool) -> System:
         requires=("gymnasium",),
         imports=_IMPORTS,
         capabilities=_capabilities(),
-        availability=_mode_availability(mode),
+        availability=mode_availability(mode),
     )
 
 
@@ -344,7 +347,7 @@ def _async(mode: str, shared_memory: bool, copy: bool) -> System:
         imports=_IMPORTS,
         out_of_process=True,
         capabilities=_capabilities(max_envs=3),
-        availability=_mode_availability(mode),
+        availability=mode_availability(mode),
     )
 
 
@@ -366,7 +369,7 @@ def _wrapped(wrapper: str, mode: str, capabilities: Capabilities, model_suffix: 
         imports=_IMPORTS,
         capabilities=capabilities,
         model=f"reference.gymnasium.vector.{mode}.{model_suffix}",
-        availability=_mode_availability(
+        availability=mode_availability(
             mode, (installed_release().vector_wrappers, "gymnasium.wrappers.vector (added in 1.0)")
         ),
     )

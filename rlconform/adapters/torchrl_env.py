@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlconform.adapters.base import Contract, Family, register_family
-from rlconform.adapters.gym_release import installed as installed_release
-from rlconform.adapters.gym_vector import mode_kwargs, mode_source
+from rlconform.adapters.gym_vector import mode_availability, mode_kwargs, mode_source
 from rlconform.adapters.tensordicts import ObsLayout, per_env_scalars
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -492,12 +491,6 @@ def _gym_vector(mode: str, *, copy: bool = True) -> Any:
     return build
 
 
-def _mode_available(mode: str) -> Callable[[], str | None]:
-    """GymWrapper takes a vector env in SameStep or Disabled mode: a Gymnasium release without the
-    mode (0.29: SameStep only; 1.0: NextStep only) has no such system."""
-    return lambda: installed_release().mode_unavailable(mode)
-
-
 _REQUIRES = ("torchrl", "tensordict", "gymnasium")
 _WRAP = "[functools.partial(gym_wrapper, fn) for fn in env_fns]"
 
@@ -545,7 +538,7 @@ register(
         family=NAME,
         title="GymWrapper(SyncVectorEnv(autoreset_mode=Disabled))",
         build=_gym_vector("Disabled"),
-        availability=_mode_available("Disabled"),
+        availability=mode_availability("Disabled"),
         source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns{mode_source('Disabled')}))",
         requires=_REQUIRES,
         imports=_IMPORTS,
@@ -558,7 +551,7 @@ register(
         family=NAME,
         title="GymWrapper(SyncVectorEnv(copy=False, autoreset_mode=Disabled))",
         build=_gym_vector("Disabled", copy=False),
-        availability=_mode_available("Disabled"),
+        availability=mode_availability("Disabled"),
         source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, copy=False{mode_source('Disabled')}))",
         requires=_REQUIRES,
         imports=_IMPORTS,
@@ -575,7 +568,7 @@ register(
         family=NAME,
         title="GymWrapper(SyncVectorEnv(autoreset_mode=SameStep))",
         build=_gym_vector("SameStep"),
-        availability=_mode_available("SameStep"),
+        availability=mode_availability("SameStep"),
         source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns{mode_source('SameStep')}))",
         requires=_REQUIRES,
         imports=_IMPORTS,

@@ -55,6 +55,13 @@ def merge_info(batched: dict[str, Any], info: dict[str, Any], env: int, num_envs
     return batched
 
 
+def final_obs_entries(infos: dict[str, Any]) -> tuple[Any, Any]:
+    """(final observations, their mask) of a batched info dict, under the installed release's
+    names; (None, None) when no sub-env ended."""
+    key = installed_release().final_obs_key
+    return infos.get(key), infos.get(f"_{key}")
+
+
 def final_entries(obs: Any, info: dict[str, Any]) -> dict[str, Any]:
     """The info entries a same-step vector env adds for a sub-env that ended, under the
     installed release's names."""

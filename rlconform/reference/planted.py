@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.adapters.gym_release import installed as installed_release
 from rlconform.reference.gym_env_model import ModelAutoreset
 from rlconform.reference.gym_vector_model import (
     ModelNormalizeReward,
@@ -24,7 +23,7 @@ from rlconform.reference.gym_vector_model import (
     _rows,
     declared_mode,
 )
-from rlconform.reference.infos import final_entries, merge_info
+from rlconform.reference.infos import final_entries, final_obs_entries, merge_info
 from rlconform.reference.sb3_model import ModelVecEnv
 from rlconform.reference.stacking import stack_obs
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -84,8 +83,7 @@ class StaleFirstObs(ModelVectorEnv):
 
     def step(self, actions: Any) -> Any:
         obs, rewards, terminated, truncated, infos = super().step(actions)
-        key = installed_release().final_obs_key
-        finals, mask = infos.get(key), infos.get(f"_{key}")
+        finals, mask = final_obs_entries(infos)
         if finals is not None and mask is not None:
             for i, final in enumerate(finals):
                 if mask[i]:
@@ -99,8 +97,7 @@ class WrongFinalObs(ModelVectorEnv):
 
     def step(self, actions: Any) -> Any:
         obs, rewards, terminated, truncated, infos = super().step(actions)
-        key = installed_release().final_obs_key
-        finals, mask = infos.get(key), infos.get(f"_{key}")
+        finals, mask = final_obs_entries(infos)
         if finals is not None and mask is not None:
             for i in range(self.num_envs):
                 if mask[i]:
