@@ -7,6 +7,7 @@ search in which no example exercised a spec reports the spec as not exercised.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -121,7 +122,10 @@ VECTOR_FAMILIES = frozenset({"gymnasium.vector", "sb3.VecEnv"})
 #: observations apply to them; those that read Gymnasium/SB3 tuples, infos or a seed + i
 #: convention do not (each such spec says why in its own docstring)
 TORCHRL_FAMILY = "torchrl.EnvBase"
-TRANSITION_FAMILIES = ALL_FAMILIES | {TORCHRL_FAMILY}
+#: Isaac Lab's DirectRLEnv contract (torch tensors out, same-step autoreset): the specs that read
+#: transitions, env logs and decoded observations apply to it
+ISAACLAB_FAMILY = "isaaclab"
+TRANSITION_FAMILIES = ALL_FAMILIES | {TORCHRL_FAMILY, ISAACLAB_FAMILY}
 
 
 def spec(
@@ -165,6 +169,9 @@ def _load() -> None:
         torchrl_device,
         transitions,
     )
+
+    if importlib.util.find_spec("isaaclab") is not None:  # checkable (and controlled) only with isaaclab
+        from rlconform.specs import isaaclab_device  # noqa: F401
 
 
 def all_specs() -> list[Spec]:
