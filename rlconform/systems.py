@@ -148,9 +148,18 @@ def register(system: System) -> System:
 def _load_bundled() -> None:
     # Importing the adapter modules registers their systems; each module only imports its
     # library when a system is built, so a missing library never breaks the import.
-    import rlconform.adapters.isaaclab_env  # noqa: F401 - imports isaaclab only when a system is built
+    # (the isaaclab_* modules import isaaclab only when a system is built)
     from rlconform import torchrl_collectors, torchrl_replay  # noqa: F401
-    from rlconform.adapters import gym_env, gym_vector, sb3_vecenv, torchrl_env, torchrl_native  # noqa: F401
+    from rlconform.adapters import (  # noqa: F401
+        gym_env,
+        gym_vector,
+        isaaclab_env,
+        isaaclab_rsl_rl,
+        isaaclab_wrappers,
+        sb3_vecenv,
+        torchrl_env,
+        torchrl_native,
+    )
     from rlconform.reference import planted, planted_torchrl_aliasing, registry  # noqa: F401
 
 

@@ -22,9 +22,9 @@ from rlconform.plan import Case, Reset, Step
 from rlconform.runner import Run, execute
 from rlconform.search import check_spec
 from rlconform.specs.isaaclab_device import ACTIONS_SPEC, OUTPUTS_SPEC
-from rlconform.specs.registry import get_spec
+from rlconform.specs.registry import all_specs, get_spec
 from rlconform.stamp import Stamp
-from rlconform.systems import System, get_system
+from rlconform.systems import System, all_systems, get_system
 
 REFERENCE = "isaaclab.DirectRLEnv"
 NO_FINAL_OBS = "isaaclab.DirectRLEnv.no_final_obs"
@@ -173,5 +173,160 @@ def test_systems_report_not_installed_without_isaaclab(monkeypatch: pytest.Monke
         return real(dist)
 
     monkeypatch.setattr(importlib.metadata, "version", version)
-    for system_id in (REFERENCE, NO_FINAL_OBS):
-        assert get_system(system_id).skip_reason() == "not installed: isaaclab"
+    isaaclab_systems = [s for s in all_systems() if "isaaclab" in s.requires]
+    assert {REFERENCE, NO_FINAL_OBS, RSL_RL, *WRAPPER_FAILURES} <= {s.id for s in isaaclab_systems}
+    for system in isaaclab_systems:
+        assert system.skip_reason() == "not installed: isaaclab", system.id
+
+
+# ----------------------------------------------------------------------------------------------
+# Isaac Lab's RL-library wrappers around the reference env, in the families whose API they follow
+
+SB3 = "isaaclab.Sb3VecEnvWrapper"
+SB3_NO_FINAL_OBS = "isaaclab.Sb3VecEnvWrapper.no_final_obs"
+IL_TORCHRL = "isaaclab.IsaacLabTorchRLWrapper"
+IL_TORCHRL_NO_FINAL_OBS = "isaaclab.IsaacLabTorchRLWrapper.no_final_obs"
+TORCHRL_LIB = "isaaclab.torchrl.IsaacLabWrapper"
+RSL_RL = "isaaclab.RslRlVecEnvWrapper"
+#: system -> {spec id: words of the known-violation reason} for every spec it fails (fast profile);
+#: every other applicable spec passes or finds nothing to check
+WRAPPER_FAILURES: dict[str, dict[str, str]] = {
+    SB3: {"infos.aligned": "sb3.py:399", "model.outputs_match": "sb3.py:403-406"},
+    SB3_NO_FINAL_OBS: {
+        "infos.aligned": "sb3.py:399",
+        "model.outputs_match": "sb3.py:403-406",
+        "terminal.final_obs": "sb3.py:412-414",
+        "transitions.exact": "sb3.py:412-414",
+    },
+    IL_TORCHRL: {},
+    IL_TORCHRL_NO_FINAL_OBS: {
+        "terminal.final_obs": "vecenv_wrapper.py:186-192",
+        "transitions.exact": "vecenv_wrapper.py:186-192",
+        "dtype.observations": "vecenv_wrapper.py:186-192",
+    },
+    TORCHRL_LIB: {
+        "terminal.final_obs": "isaac_lab.py:63-68",
+        "transitions.exact": "isaac_lab.py:63-68",
+        "dtype.observations": "isaac_lab.py:63-68",
+    },
+    RSL_RL: {"transitions.exact": "ppo.py:154-158"},
+}
+#: system -> {spec id: words of the message} for failures that are findings, not documented design
+WRAPPER_FINDINGS: dict[str, dict[str, str]] = {
+    # dones & ~time_outs: a step that terminated and timed out reads as a time-out only
+    RSL_RL: {"flags.terminated": "terminated is False"},
+}
+
+
+@pytest.mark.parametrize("system_id", sorted(WRAPPER_FAILURES))
+def test_wrapper_verdicts(system_id: str) -> None:
+    """Every applicable spec passes (or has nothing to check), except the pinned failures, each a
+    known violation whose reason cites the library source."""
+    system = get_system(system_id)
+    failures = WRAPPER_FAILURES[system_id]
+    findings = WRAPPER_FINDINGS.get(system_id, {})
+    assert {spec_id for spec_id, _ in system.known_violations} == set(failures)
+    unexpected = []
+    for spec in all_specs():
+        if spec.not_applicable_reason(system) is not None:
+            continue
+        verdict = check_spec(system, spec, "fast")
+        if spec.id in failures:
+            assert verdict.status == "fail", f"{spec.id}: {verdict.status} {verdict.message}"
+            assert verdict.known and failures[spec.id] in verdict.known, verdict.known
+        elif spec.id in findings:
+            assert verdict.status == "fail" and not verdict.known, f"{spec.id}: {verdict.status} {verdict.message}"
+            assert findings[spec.id] in verdict.message, verdict.message
+        elif verdict.status not in ("pass", "not_applicable"):
+            unexpected.append(f"{spec.id}: {verdict.status}: {verdict.message}")
+    assert not unexpected, "\n".join(unexpected)
+
+
+def _fns() -> list[functools.partial[object]]:
+    from rlconform.fixtures.reference_env import make_reference_env
+
+    return [functools.partial(make_reference_env, SCRIPT, i) for i in range(2)]
+
+
+@pytest.mark.parametrize(("compute_final_obs", "terminal"), [(True, "episode 1 step 2"), (False, "episode 2 step 0")])
+def test_sb3_wrapper_terminal_observation(compute_final_obs: bool, terminal: str) -> None:
+    """Sb3VecEnvWrapper._process_extras (sb3.py:399-417): each info starts empty; a done env gets
+    'episode', 'TimeLimit.truncated' and 'terminal_observation', which without compute_final_obs is
+    the returned row, the next episode's first."""
+    import numpy as np
+
+    from rlconform.adapters.isaaclab_wrappers import sb3_wrapper
+
+    venv = sb3_wrapper(_fns(), compute_final_obs=compute_final_obs)
+    venv.reset()
+    assert venv.reset_infos == [{}, {}]
+    for _ in range(2):
+        _obs, _rewards, dones, infos = venv.step(np.zeros((2, 2), np.float32))
+    assert dones.tolist() == [True, False] and infos[1] == {}
+    assert sorted(infos[0]) == ["TimeLimit.truncated", "episode", "terminal_observation"]
+    assert _stamp(infos[0]["terminal_observation"]).short() == terminal
+    venv.close()
+
+
+@pytest.mark.parametrize(
+    ("build", "compute_final_obs", "key", "terminal"),
+    [
+        ("isaaclab_torchrl_wrapper", True, "policy", "episode 1 step 2"),
+        ("isaaclab_torchrl_wrapper", False, "policy", None),
+        ("torchrl_isaaclab_wrapper", True, "observation", None),  # final_obs computed, yet NaN
+    ],
+)
+def test_torchrl_wrappers_terminal_observation(
+    build: str, compute_final_obs: bool, key: str, terminal: str | None
+) -> None:
+    """The ('next', obs) row of a done env: Isaac Lab's wrapper takes extras['final_obs'] or NaN-fills
+    (vecenv_wrapper.py:177-192); TorchRL's IsaacLabWrapper with native_autoreset=True always NaN-fills
+    (torchrl/envs/common.py:4149-4153), although the env wrote extras['final_obs']."""
+    from rlconform.adapters import isaaclab_wrappers
+
+    env = getattr(isaaclab_wrappers, build)(_fns(), compute_final_obs=compute_final_obs)
+    td = env.reset()
+    for _ in range(2):
+        td["action"] = torch.zeros(2, 2)
+        data, td = env.step_and_maybe_reset(td)
+    assert data["next", "terminated"].flatten().tolist() == [True, False]
+    row = data["next", key][0]
+    if terminal is None:
+        assert torch.isnan(row).all()
+    else:
+        assert _stamp(row.numpy()).short() == terminal
+    assert ("final_obs" in env.unwrapped.extras) is compute_final_obs
+    assert _stamp(td[key][0].numpy()).short() == "episode 2 step 0"  # the root is already the next episode
+    env.close()
+
+
+def test_rsl_rl_wrapper_boundary() -> None:
+    """RslRlVecEnvWrapper (vecenv_wrapper.py:155-168): resets once when built; dones int64; time_outs
+    is the env's own truncated buffer in the env's extras; the obs after an ending step is the next
+    episode's first (no terminal observation in RSL-RL's data)."""
+    from rlconform.adapters.isaaclab_rsl_rl import make as make_rsl_rl
+
+    env = make_rsl_rl(_fns())
+    first = env.get_observations()["policy"]
+    assert [_stamp(row.numpy()).short() for row in first] == ["episode 1 step 0", "episode 1 step 0"]
+    for _ in range(2):
+        obs, _rewards, dones, extras = env.step(torch.zeros(2, 2))
+    assert dones.dtype == torch.int64 and dones.tolist() == [1, 0]
+    assert extras["time_outs"] is env.unwrapped.reset_time_outs and extras is env.unwrapped.extras
+    assert _stamp(obs["policy"][0].numpy()).short() == "episode 2 step 0"
+    env.close()
+
+
+def test_rsl_rl_terminated_and_timed_out_reads_as_time_out() -> None:
+    """The finding behind flags.terminated: DirectRLEnv returns both flags (direct_rl_env.py:423);
+    dones = term | trunc and time_outs = trunc (vecenv_wrapper.py:162, 165-166) cannot express
+    both, so RSL-RL's PPO bootstraps a terminated step (ppo.py:154-158)."""
+    from rlconform.adapters.isaaclab_rsl_rl import make as make_rsl_rl
+    from rlconform.fixtures.reference_env import make_reference_env
+
+    script = EnvScript(obs=BoxObs(), action=BoxAction(dims=1), episodes=(EpisodePlan(1, "both"),))
+    env = make_rsl_rl([functools.partial(make_reference_env, script, 0)])
+    _obs, _rewards, dones, extras = env.step(torch.zeros(1, 1))
+    assert env.unwrapped.reset_terminated.tolist() == [True] and extras["time_outs"].tolist() == [True]
+    assert (dones.bool() & ~extras["time_outs"]).tolist() == [False]  # the recipe's terminated
+    env.close()

@@ -26,6 +26,9 @@ LIBRARY_CONTROLS = {
     "torchrl.actions_reach_env_natively": "torchrl.GymWrapper.TorchNative.categorical",
     "aliasing.torchrl_returned_data": "torchrl.GymWrapper",
     "torchrl.device": "torchrl.GymWrapper",
+    # registered only where isaaclab is installed (its own venv)
+    "isaaclab.actions_on_device": "isaaclab.DirectRLEnv",
+    "isaaclab.outputs_on_device": "isaaclab.DirectRLEnv",
 }
 
 
@@ -83,8 +86,13 @@ def test_every_spec_passes_on_some_correct_system():
                 continue
             if check_spec(system, spec, "ci").status == "pass":
                 passed.add(spec.id)
+    registered = {s.id for s in all_specs()}
     for spec_id, system_id in LIBRARY_CONTROLS.items():
-        if spec_id not in passed and check_spec(get_system(system_id), get_spec(spec_id), "ci").status == "pass":
+        if (
+            spec_id in registered
+            and spec_id not in passed
+            and check_spec(get_system(system_id), get_spec(spec_id), "ci").status == "pass"
+        ):
             passed.add(spec_id)
     never = sorted({s.id for s in all_specs()} - passed - {"model.outputs_match"})
     assert not never, f"specs that pass on no reference system or library control: {never}"

@@ -76,6 +76,9 @@ def native_observation_space(env: Any) -> Any:
     a GymWrapper forwards unknown attributes to the env it wraps; a batched env answers with one
     value per worker (a batched env must have been started)."""
     base = _base(env)
+    policy = _isaaclab_policy_space(base)
+    if policy is not None:
+        return policy
     if _is_batched_env(base):
         if base.is_closed:
             # a user's factory may return a batched env not started yet (TorchRL starts it
@@ -85,6 +88,22 @@ def native_observation_space(env: Any) -> Any:
     if batch_shape(base):
         return base.single_observation_space
     return base.observation_space
+
+
+def _isaaclab_policy_space(base: Any) -> Any | None:
+    """An Isaac Lab env under a TorchRL wrapper: one sub-env observes its ``"policy"`` group.
+    ``DirectRLEnv.single_observation_space`` is ``Dict(policy=...)`` while its observations are
+    that group's tensor, which Isaac Lab's own wrapper returns under ``"policy"`` and TorchRL's
+    ``IsaacLabWrapper`` (from the batched ``observation_space`` Box) under ``"observation"``."""
+    if _is_batched_env(base):  # attribute access on a batched env asks its workers
+        return None
+    try:
+        unwrapped = base.unwrapped  # Isaac Lab's wrapper defines it; a GymWrapper forwards it to its env
+    except AttributeError:
+        return None
+    if unwrapped is None or not any(c.__module__.startswith("isaaclab.envs") for c in type(unwrapped).__mro__):
+        return None
+    return unwrapped.single_observation_space["policy"]
 
 
 def declared_observation_space(env: Any) -> Any:

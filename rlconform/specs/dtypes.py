@@ -4,7 +4,9 @@ the family's documented dtypes, and the action object each env actually receives
 ``dtype.rewards_flags`` reads a step's tuple; for ``torchrl.EnvBase``, whose step returns
 TensorDicts, it reads the ``("next", ...)`` reward and done leaves instead and compares each with
 the dtype and shape the env's own ``reward_spec``/``done_spec`` declare (recorded in the run's
-semantics): TorchRL documents no fixed dtype, each env declares its own."""
+semantics): TorchRL documents no fixed dtype, each env declares its own. It does not apply to the
+``isaaclab`` family, whose DirectRLEnv returns torch tensors on its device: ``isaaclab.outputs_on_device``
+checks those."""
 
 from __future__ import annotations
 
@@ -15,7 +17,15 @@ import numpy as np
 
 from rlconform.adapters.base import get_family
 from rlconform.specs.helpers import agent_step_of_call, call_of_records
-from rlconform.specs.registry import TORCHRL_FAMILY, TRANSITION_FAMILIES, Checker, Outcome, spec
+from rlconform.specs.registry import (
+    ISAACLAB_FAMILY,
+    ISAACLAB_RSL_RL_FAMILY,
+    TORCHRL_FAMILY,
+    TRANSITION_FAMILIES,
+    Checker,
+    Outcome,
+    spec,
+)
 
 if TYPE_CHECKING:
     from rlconform.runner import Run
@@ -113,6 +123,19 @@ def observations(run: Run) -> Outcome:
     return ck.done()
 
 
+def _rewards_flags_applies(system: System) -> str | None:
+    """Isaac Lab's DirectRLEnv returns torch tensors on its device, not NumPy arrays:
+    ``isaaclab.outputs_on_device`` checks their documented dtypes, shapes and device instead."""
+    if system.family == ISAACLAB_FAMILY:
+        return (
+            "the env returns torch tensors on its device (reward float32, flags bool): "
+            "isaaclab.outputs_on_device checks them"
+        )
+    if system.family == ISAACLAB_RSL_RL_FAMILY:
+        return "RslRlVecEnvWrapper returns torch tensors (dones int64): the family's api_problems check them"
+    return None
+
+
 @spec(
     "dtype.rewards_flags",
     statement="Rewards and terminated/truncated flags have the family's documented types, dtypes and shapes.",
@@ -121,6 +144,7 @@ def observations(run: Run) -> Outcome:
         "and an integer flag array breaks boolean masking in training loops."
     ),
     families=TRANSITION_FAMILIES,
+    applies=_rewards_flags_applies,
 )
 def rewards_flags(run: Run) -> Outcome:
     ck = Checker("dtype.rewards_flags")

@@ -125,7 +125,9 @@ TORCHRL_FAMILY = "torchrl.EnvBase"
 #: Isaac Lab's DirectRLEnv contract (torch tensors out, same-step autoreset): the specs that read
 #: transitions, env logs and decoded observations apply to it
 ISAACLAB_FAMILY = "isaaclab"
-TRANSITION_FAMILIES = ALL_FAMILIES | {TORCHRL_FAMILY, ISAACLAB_FAMILY}
+#: Isaac Lab's RslRlVecEnvWrapper (dones and extras["time_outs"], no terminal observation)
+ISAACLAB_RSL_RL_FAMILY = "isaaclab.rsl_rl"
+TRANSITION_FAMILIES = ALL_FAMILIES | {TORCHRL_FAMILY, ISAACLAB_FAMILY, ISAACLAB_RSL_RL_FAMILY}
 
 
 def spec(

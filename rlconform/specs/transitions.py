@@ -26,7 +26,7 @@ from rlconform.specs.helpers import (
     reward_precision,
     steps_in,
 )
-from rlconform.specs.registry import TRANSITION_FAMILIES, Checker, Outcome, spec
+from rlconform.specs.registry import ISAACLAB_RSL_RL_FAMILY, TRANSITION_FAMILIES, Checker, Outcome, spec
 from rlconform.stamp import Stamp
 
 if TYPE_CHECKING:
@@ -234,6 +234,13 @@ def fresh_first_obs(run: Run) -> Outcome:
     return ck.done()
 
 
+#: RSL-RL's data has no terminal observation to check
+_NO_TERMINAL_OBS = (
+    "RSL-RL keeps no terminal observation: RslRlVecEnvWrapper.step returns the post-reset observation and PPO "
+    "bootstraps time-outs from the current one (rsl_rl/algorithms/ppo.py:154-158)"
+)
+
+
 @spec(
     "terminal.final_obs",
     statement="The last transition of every episode that ended has the true terminal observation as next observation, for every observation key.",
@@ -243,6 +250,7 @@ def fresh_first_obs(run: Run) -> Outcome:
         "observation biases every value target."
     ),
     families=TRANSITION_FAMILIES,
+    applies=lambda system: _NO_TERMINAL_OBS if system.family == ISAACLAB_RSL_RL_FAMILY else None,
 )
 def terminal_obs(run: Run) -> Outcome:
     ck = Checker("terminal.final_obs")
