@@ -195,8 +195,8 @@ WRAPPER_FAILURES: dict[str, dict[str, str]] = {
     SB3_NO_FINAL_OBS: {
         "infos.aligned": "sb3.py:399",
         "model.outputs_match": "sb3.py:403-406",
-        "terminal.final_obs": "sb3.py:412-414",
-        "transitions.exact": "sb3.py:412-414",
+        "terminal.final_obs": "sb3.py:412-417",
+        "transitions.exact": "sb3.py:412-417",
     },
     IL_TORCHRL: {},
     IL_TORCHRL_NO_FINAL_OBS: {

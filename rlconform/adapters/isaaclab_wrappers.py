@@ -47,7 +47,7 @@ _CAPS = Capabilities(
 _SB3_NO_FINAL_OBS = (
     "documented Isaac Lab behaviour: with DirectRLEnvCfg.compute_final_obs=False (its default) "
     "Sb3VecEnvWrapper._process_extras puts the returned, already reset observation row into "
-    "infos[i]['terminal_observation'] (isaaclab_rl/sb3.py:412-414 in isaaclab 3.0.0: "
+    "infos[i]['terminal_observation'] (isaaclab_rl/sb3.py:412-417 in isaaclab 3.0.0: "
     "`obs[idx]` when extras has no 'final_obs')"
 )
 #: Isaac Lab has no per-env infos: what SB3's infos specs and model expect cannot be there
