@@ -59,7 +59,7 @@ WORKEROUTPUT_KEY = "rlconform_verdicts"
 #: key of the seed the controller hands to every worker in ``workerinput``
 WORKERINPUT_SEED = "rlconform_seed"
 
-FAMILIES = ("gymnasium.Env", "gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase")
+FAMILIES = ("gymnasium.Env", "gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase", "isaaclab")
 #: at most this many violations are listed in a failure (all are in the JSON document)
 MAX_VIOLATIONS_SHOWN = 10
 #: the expected-failures entry that matched an item (set at collection)
@@ -90,6 +90,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="rlconform_api",
         metavar="FAMILY",
         help=f"the API family of the --rlconform-check factories: one of {', '.join(FAMILIES)}",
+    )
+    group.addoption(
+        "--rlconform-num-envs",
+        type=int,
+        default=None,
+        dest="rlconform_num_envs",
+        metavar="N",
+        help="--rlconform-api isaaclab: sub-envs the factory builds (default 16)",
+    )
+    group.addoption(
+        "--rlconform-device",
+        default="auto",
+        dest="rlconform_device",
+        metavar="DEVICE",
+        help="--rlconform-api isaaclab: torch device of the env (default: cuda if there is one, else cpu)",
     )
     group.addoption(
         "--rlconform-systems",
@@ -276,7 +291,11 @@ class ConformanceFailure(AssertionError):
     def from_verdict(cls, verdict: Verdict, spec: Spec) -> ConformanceFailure:
         details = []
         if verdict.case is not None:
-            details.append(f"minimal case: {len(verdict.case.ops)} calls on {verdict.case.num_envs} sub-env(s)")
+            ops = getattr(verdict.case, "ops", None)
+            if ops is not None:
+                details.append(f"minimal case: {len(ops)} calls on {verdict.case.num_envs} sub-env(s)")
+            else:  # a case of its own kind (env-author mode, Isaac Lab): its repr says what it is
+                details.append(f"minimal case: {verdict.case!r}")
         if verdict.profile:
             seed = "derandomized" if verdict.seed is None else f"seed {verdict.seed} (RLCONFORM_SEED={verdict.seed})"
             details.append(f"search: profile {verdict.profile}, {verdict.examples} examples, {seed}")
@@ -471,10 +490,16 @@ class RlconformSession:
         family = self.config.getoption("rlconform_api")
         if not family:
             raise pytest.UsageError(f"rlconform: --rlconform-check needs --rlconform-api, one of {', '.join(FAMILIES)}")
+        options: dict[str, Any] = {}
+        if family == "isaaclab":
+            options = {
+                "num_envs": self.config.getoption("rlconform_num_envs"),
+                "device": self.config.getoption("rlconform_device"),
+            }
         systems = []
         for reference in references:
             try:
-                system = probe(user_system(reference, family))
+                system = probe(user_system(reference, family, **options))
             except BadInput as exc:
                 raise pytest.UsageError(f"rlconform: {exc}") from None
             except Exception as exc:

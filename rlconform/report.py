@@ -25,7 +25,17 @@ from rlconform.systems import System, library_version
 
 SCHEMA = "rlconform/results"
 SCHEMA_VERSION = 1
-LIBRARIES = ("gymnasium", "stable-baselines3", "torch", "torchrl", "tensordict", "numpy", "hypothesis", "pytest")
+LIBRARIES = (
+    "gymnasium",
+    "stable-baselines3",
+    "torch",
+    "torchrl",
+    "tensordict",
+    "isaaclab",
+    "numpy",
+    "hypothesis",
+    "pytest",
+)
 
 #: the table's cell symbols, shared with the report formats (rlconform.reports)
 SYMBOLS = REPORT_SYMBOLS
@@ -136,9 +146,14 @@ def accelerator() -> str:
     try:
         import torch
 
+        # device_count, not get_device_name: naming the device creates a CUDA context, and the
+        # checks run in forked children, which cannot use CUDA after their parent initialised it
         if torch.cuda.is_available():
-            return f"cuda ({torch.cuda.get_device_name(0)})"
-        return "no GPU available (torch.cuda.is_available() is False); no family in this release runs on a GPU"
+            return f"cuda ({torch.cuda.device_count()} device(s)): the isaaclab.torch *.cuda systems run on it"
+        return (
+            "no GPU available (torch.cuda.is_available() is False): "
+            "the isaaclab.torch *.cuda systems are skipped, nothing else runs on a GPU"
+        )
     except Exception as exc:  # a broken torch install must not stop the report
         return f"unknown (importing torch failed: {type(exc).__name__})"
 

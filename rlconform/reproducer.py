@@ -18,6 +18,10 @@ def reproducer_source(system: System, spec: Spec, case: Any, run: Any = None) ->
 
     if isinstance(case, EnvCase):
         return _env_reproducer(system, spec, case)
+    if system.family == "isaaclab.torch":
+        from rlconform.isaaclab.family import reproducer
+
+        return reproducer(system, spec.id, case)
     calls = ""
     if run is not None and run.calls:
         lines = []

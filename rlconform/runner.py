@@ -348,6 +348,10 @@ def _execute(system: System, case: Any, *, with_model: bool) -> Any:
         from rlconform.envcheck import execute_user_env
 
         return execute_user_env(system, case)
+    if system.family == "isaaclab.torch":
+        from rlconform.isaaclab.family import execute as execute_torch
+
+        return execute_torch(system, case)
     live = LiveRun(system, case)
     model_id = live.model_id()
     run = live.drive(case.ops)

@@ -9,6 +9,7 @@ planted systems are models with one deliberate bug, used by the suite's own test
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -161,6 +162,11 @@ def _load_bundled() -> None:
         torchrl_native,
     )
     from rlconform.reference import planted, planted_torchrl_aliasing, registry  # noqa: F401
+
+    if importlib.util.find_spec("isaaclab") is not None:  # see rlconform.isaaclab.bundled
+        from rlconform.isaaclab.bundled import register_bundled
+
+        register_bundled()
 
 
 def all_systems() -> list[System]:

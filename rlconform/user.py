@@ -24,7 +24,10 @@ FACTORY_SIGNATURES = {
     # env_fn's k-th call builds sub-env k; the returned env's batch size is the number of
     # sub-envs (rlconform.adapters.torchrl_env.SubEnvFactory)
     "torchrl.EnvBase": "(env_fn: Callable[[], gymnasium.Env]) -> EnvBase",
+    # rlconform.isaaclab.user: checked vectorized in torch (family isaaclab.torch)
+    "isaaclab": "(num_envs: int, device: str) -> env following DirectRLEnv's step/reset contract",
 }
+ISAACLAB_API = "isaaclab"
 TORCHRL_FAMILY = "torchrl.EnvBase"
 
 #: the internal family that checks a user's own env (its observations are not decodable)
@@ -77,6 +80,8 @@ def check_signature(fn: Callable[..., Any], family: str, reference: str) -> None
             signature.bind()
         elif family == TORCHRL_FAMILY:
             signature.bind(lambda: None)
+        elif family == ISAACLAB_API:
+            signature.bind(1, "cpu")
         else:
             signature.bind([])
     except TypeError:
@@ -85,11 +90,12 @@ def check_signature(fn: Callable[..., Any], family: str, reference: str) -> None
         ) from None
 
 
-def user_system(reference: str, family: str) -> System:
-    """The user's factory, named ``MODULE:CALLABLE``, as a system of ``family``."""
+def user_system(reference: str, family: str, **options: Any) -> System:
+    """The user's factory, named ``MODULE:CALLABLE``, as a system of ``family`` (``options``:
+    ``num_envs`` and ``device`` for ``--api isaaclab``)."""
     check_family(family)
     fn = load_callable(reference)
-    return factory_system(fn, family, reference)
+    return factory_system(fn, family, reference, **options)
 
 
 def reference_of(fn: Callable[..., Any]) -> str:
@@ -99,13 +105,17 @@ def reference_of(fn: Callable[..., Any]) -> str:
     return f"{module}:{name}"
 
 
-def factory_system(fn: Callable[..., Any], family: str, reference: str | None = None) -> System:
+def factory_system(fn: Callable[..., Any], family: str, reference: str | None = None, **options: Any) -> System:
     """A factory object as a system of ``family`` (``reference`` names it; default: its qualname)."""
     check_family(family)
     reference = reference or reference_of(fn)
     if not callable(fn):
         raise BadInput(f"{reference} is a {type(fn).__name__}, not a callable")
     check_signature(fn, family, reference)
+    if family == ISAACLAB_API:
+        from rlconform.isaaclab.user import torch_system
+
+        return torch_system(fn, reference, num_envs=options.get("num_envs"), device=options.get("device"))
     if family == "gymnasium.Env":
         return System(
             id=f"user:{reference}",
@@ -202,6 +212,11 @@ def probe(system: System) -> System:
     return dataclasses.replace(system, costly=value)
 
 
+def _expected(family: str) -> str:
+    signature = FACTORY_SIGNATURES.get("isaaclab" if family == "isaaclab.torch" else family)
+    return (signature or FACTORY_SIGNATURES["gymnasium.Env"]).split("-> ")[-1]
+
+
 def _probe_in_process(system: System) -> tuple[str, Any]:
     try:
         return "ok", _spawns_workers(system)
@@ -217,6 +232,9 @@ def _spawns_workers(system: System) -> bool:
     if system.family == USER_ENV_FAMILY:
         obj = _build(system, [])
         required: tuple[str, ...] = ("reset", "step", "observation_space", "action_space")
+    elif system.family == "isaaclab.torch":
+        obj = _build(system, [])
+        required = ("reset", "step", "num_envs", "device")
     else:
         from rlconform.fixtures.calllog import MemorySink
         from rlconform.fixtures.script import EnvScript
@@ -244,7 +262,7 @@ def _spawns_workers(system: System) -> bool:
         if missing:
             raise BadInput(
                 f"{system.source} returned a {type(obj).__name__} without {', '.join(missing)}; "
-                f"expected {FACTORY_SIGNATURES.get(system.family, FACTORY_SIGNATURES['gymnasium.Env']).split('-> ')[-1]}"
+                f"expected {_expected(system.family)}"
             )
         spawned = bool(child_processes() - before)
     finally:

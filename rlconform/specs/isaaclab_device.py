@@ -18,6 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.specs.registry import ISAACLAB_FAMILY, Checker, Outcome, spec
 
+#: the vectorized family checks the same statements with its contract monitor
+#: (rlconform.isaaclab.monitor); its runs are TorchRuns
+TORCH_FAMILY = "isaaclab.torch"
+FAMILIES = frozenset({ISAACLAB_FAMILY, TORCH_FAMILY})
+
 if TYPE_CHECKING:
     from rlconform.runner import Run
 
@@ -48,9 +53,11 @@ def _same_device(a: str | None, b: str) -> bool:
         "through NumPy by a wrapper costs a host copy (a GPU sync on CUDA) every step, and a cast on the way "
         "reaches the task unconverted."
     ),
-    families=frozenset({ISAACLAB_FAMILY}),
+    families=FAMILIES,
 )
 def actions_on_device(run: Run) -> Outcome:
+    if getattr(run, "family", None) == TORCH_FAMILY:
+        return _torch_outcome(ACTIONS_SPEC, run)
     from rlconform.adapters.isaaclab_env import ACTIONS_KEY
 
     ck = Checker(ACTIONS_SPEC)
@@ -119,9 +126,11 @@ def _tensor_problem(name: str, value: Any, device: str, dtype: str | None, shape
         "Isaac Lab's learning libraries consume the outputs on the device as they are: a float64 reward or an "
         "output on the host is converted or transferred implicitly in every consumer, every step."
     ),
-    families=frozenset({ISAACLAB_FAMILY}),
+    families=FAMILIES,
 )
 def outputs_on_device(run: Run) -> Outcome:
+    if getattr(run, "family", None) == TORCH_FAMILY:
+        return _torch_outcome(OUTPUTS_SPEC, run)
     ck = Checker(OUTPUTS_SPEC)
     if not run.usable:
         return ck.done()
@@ -152,3 +161,9 @@ def outputs_on_device(run: Run) -> Outcome:
                 problem is None, f"{call.source}: {problem}", agent_step=call.agent_step or None, call=call.position
             )
     return ck.done()
+
+
+def _torch_outcome(spec_id: str, run: Any) -> Outcome:
+    from rlconform.isaaclab.family import outcome
+
+    return outcome(spec_id, run)

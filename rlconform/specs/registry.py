@@ -173,6 +173,7 @@ def _load() -> None:
     )
 
     if importlib.util.find_spec("isaaclab") is not None:  # checkable (and controlled) only with isaaclab
+        from rlconform.isaaclab import family  # noqa: F401
         from rlconform.specs import isaaclab_device  # noqa: F401
 
 
