@@ -22,6 +22,14 @@ generation-only Hypothesis search (no shrinking), counting examples and time unt
 reports a violation; (b) the full ``check_spec(system, spec, "ci")``: total examples (generation +
 shrinking), time, the size of the shrunk case, and where in that search the first violation came.
 Each measurement uses a fresh ``RunCache``.
+
+Part 3, Isaac Lab. What the :class:`~rlconform.isaaclab.monitor.ContractMonitor` costs per step of
+a torch-vectorized env at Isaac Lab's scale: one ``BatchStampEnv`` (Isaac Lab's own
+``DirectRLEnv.step``/``reset`` over a fake simulator, ``compute_final_obs=True``) per device and
+sub-env count (64, 1024, 4096; cpu, and cuda when torch sees a device), stepped with pre-generated
+actions (a) raw, (b) with the monitor attached (generic checks) and (c) with the monitor and the
+exact ``BatchStampModel``. Each round runs the three back to back; ratios are per round, then the
+median. Without isaaclab the section says it was not run, and why.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import gc
+import importlib
 import json
 import os
 import platform
@@ -72,6 +81,11 @@ SEED = 1234
 PROFILE = "ci"
 #: how many of the slowest specs each system's check-time line names
 SLOWEST_SPECS = 5
+#: part 3: sub-envs of the Isaac Lab env, its timed and warm-up steps, and the modes of each round
+ISAACLAB_NUM_ENVS = (64, 1024, 4096)
+ISAACLAB_STEPS = 200
+ISAACLAB_WARMUP = 5
+ISAACLAB_MODES = ("raw", "monitor", "model")
 
 
 # ------------------------------------------------------------------------------------ utilities
@@ -727,6 +741,183 @@ def _count(items: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+# ------------------------------------------------------------------------------------ part 3
+
+
+@dataclass
+class IsaacLabSample:
+    """One round on one (device, sub-envs): seconds per step of each mode, measured back to back."""
+
+    raw: float
+    monitor: float
+    model: float
+
+
+@dataclass
+class IsaacLabResult:
+    device: str
+    num_envs: int
+    steps: int
+    samples: list[IsaacLabSample] = field(default_factory=list)
+    #: violations the monitor reported in the last round, by spec (generic / with the exact model)
+    violations: dict[str, int] = field(default_factory=dict)
+    violations_with_model: dict[str, int] = field(default_factory=dict)
+    skipped: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        s = self.samples
+        if not s:
+            return {}
+        raw = _median([x.raw for x in s])
+        monitor = _median([x.monitor for x in s])
+        model = _median([x.model for x in s])
+        return {
+            "raw_s_per_step": raw,
+            "monitor_s_per_step": monitor,
+            "model_s_per_step": model,
+            "raw_env_steps_per_s": self.num_envs / raw,
+            "monitor_env_steps_per_s": self.num_envs / monitor,
+            "model_env_steps_per_s": self.num_envs / model,
+            # ratios per round (the three modes measured back to back), then the median
+            "monitor_over_raw": _median([x.monitor / x.raw for x in s]),
+            "model_over_raw": _median([x.model / x.raw for x in s]),
+        }
+
+
+def isaaclab_unavailable() -> str | None:
+    """Why the Isaac Lab section cannot run here (None when it can)."""
+    try:
+        # the fixture module checks the installed isaaclab release on import
+        importlib.import_module("rlconform.fixtures.isaaclab_batch_env")
+        importlib.import_module("rlconform.isaaclab.monitor")
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def measure_isaaclab(env: Any, mode: str, warmup: Sequence[Any], batches: Sequence[Any]) -> tuple[float, Any]:
+    """Seconds per step of ``env.step`` over ``batches`` after ``reset(seed=0)`` and ``warmup``
+    steps; ``mode`` is raw, monitor (generic checks) or model (monitor + exact model). Returns the
+    time and the monitor (detached), None for raw."""
+    import torch
+
+    from rlconform.fixtures.isaaclab_batch_env import BatchStampModel
+    from rlconform.isaaclab.monitor import ContractMonitor
+
+    cuda = torch.device(env.device).type == "cuda"
+    monitor = None
+    if mode != "raw":
+        monitor = ContractMonitor(env, model=BatchStampModel.for_env(env) if mode == "model" else None)
+    try:
+        env.reset(seed=0)
+        for batch in warmup:
+            env.step(batch)
+        _quiet_gc()
+        if cuda:
+            torch.cuda.synchronize()
+        start = _clock()
+        for batch in batches:
+            env.step(batch)
+        if cuda:
+            torch.cuda.synchronize()
+        seconds = (_clock() - start) / len(batches)
+    finally:
+        if monitor is not None:
+            monitor.detach()
+    # the taps are gone: the next raw measurement steps the env's own methods
+    assert "step" not in env.__dict__ and "_pre_physics_step" not in env.__dict__
+    return seconds, monitor
+
+
+def bench_isaaclab(rounds: int, steps: int, log: Callable[[str], None]) -> tuple[list[IsaacLabResult], list[str]]:
+    """Every (device, sub-envs) of :data:`ISAACLAB_NUM_ENVS` on cpu and, when there is one, cuda.
+    Returns the results and notes on what was not measured."""
+    import torch
+
+    from rlconform.fixtures.isaaclab_batch_env import make_batch_stamp_env
+    from rlconform.isaaclab.session import TorchCase, actions
+
+    devices = ["cpu"]
+    notes: list[str] = []
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    else:
+        notes.append("cuda: not measured (no CUDA device)")
+    results: list[IsaacLabResult] = []
+    case = TorchCase(seed=0, action_seed=SEED, steps=ISAACLAB_WARMUP + steps)
+    for device in devices:
+        for num_envs in ISAACLAB_NUM_ENVS:
+            result = IsaacLabResult(device, num_envs, steps)
+            results.append(result)
+            try:
+                env = make_batch_stamp_env(num_envs, device, compute_final_obs=True)
+            except Exception as exc:
+                result.skipped = f"{type(exc).__name__}: {exc}"
+                log(f"  isaaclab {device} x{num_envs}: skipped ({result.skipped.splitlines()[0]})")
+                continue
+            try:
+                env.log_actions = False
+                generator = torch.Generator().manual_seed(case.action_seed)
+                batches = [actions(env, case, generator, t) for t in range(case.steps)]
+                warmup, timed = batches[:ISAACLAB_WARMUP], batches[ISAACLAB_WARMUP:]
+                # one untimed round first: first-call costs (allocator, kernels, CUDA context)
+                for mode in ISAACLAB_MODES:
+                    measure_isaaclab(env, mode, warmup, timed)
+                for _ in range(rounds):
+                    times: dict[str, float] = {}
+                    for mode in ISAACLAB_MODES:
+                        times[mode], monitor = measure_isaaclab(env, mode, warmup, timed)
+                        if mode == "monitor":
+                            result.violations = dict(monitor.counts)
+                        elif mode == "model":
+                            result.violations_with_model = dict(monitor.counts)
+                    result.samples.append(IsaacLabSample(times["raw"], times["monitor"], times["model"]))
+            except Exception as exc:
+                result.skipped = f"{type(exc).__name__}: {exc}"
+                log(f"  isaaclab {device} x{num_envs}: {traceback.format_exc(limit=3)}")
+            finally:
+                env.close()
+            log(f"  isaaclab {device} x{num_envs} done")
+    return results, notes
+
+
+def render_isaaclab(results: Sequence[IsaacLabResult], notes: Sequence[str], rounds: int, steps: int) -> list[str]:
+    lines = [
+        f"## 3. Isaac Lab: ContractMonitor overhead vs raw stepping (median of {rounds} rounds)",
+        "",
+        "BatchStampEnv (Isaac Lab's real DirectRLEnv.step/reset over a fake simulator, compute_final_obs=True),",
+        f"reset(seed=0) + {ISAACLAB_WARMUP} warm-up steps, then {steps} timed steps with pre-generated actions;",
+        "raw = env.step; +mon = ContractMonitor attached (generic checks); +mon+model = with BatchStampModel",
+        "(exact checks). The three run back to back in each round; ratios per round, then the median.",
+        "",
+    ]
+    head = (
+        f"{'device':6} {'envs':>5} {'raw ms/step':>11} {'+mon/raw':>9} {'+mon+model/raw':>14} "
+        f"{'raw env-steps/s':>15} {'+mon env-steps/s':>16} {'+mon+model env-steps/s':>22}"
+    )
+    lines += [head, "-" * len(head)]
+    for r in results:
+        if r.skipped or not r.samples:
+            lines.append(f"{r.device:6} {r.num_envs:>5} skipped: {(r.skipped or 'no samples').splitlines()[0]}")
+            continue
+        s = r.summary()
+        lines.append(
+            f"{r.device:6} {r.num_envs:>5} {s['raw_s_per_step'] * 1e3:>11.3f} {s['monitor_over_raw']:>8.1f}x "
+            f"{s['model_over_raw']:>13.1f}x {s['raw_env_steps_per_s']:>15.0f} {s['monitor_env_steps_per_s']:>16.0f} "
+            f"{s['model_env_steps_per_s']:>22.0f}"
+        )
+    lines += list(notes)
+    flagged = [r for r in results if r.samples and (r.violations or r.violations_with_model)]
+    if flagged:
+        lines += [
+            "",
+            "Violations the monitor counted in one round (generic / with the model), by spec; DirectRLEnv.step",
+            "rewrites its terminated/time-out buffers in place, a known isaaclab.returned_data_stable finding:",
+        ]
+        lines += [f"  {r.device} x{r.num_envs}: {r.violations} / {r.violations_with_model}" for r in flagged]
+    return lines
+
+
 # ------------------------------------------------------------------------------------- driver
 
 
@@ -774,9 +965,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=STEPS, help=f"agent steps of the overhead case (default {STEPS})")
     parser.add_argument("--skip-overhead", action="store_true", help="skip part 1")
     parser.add_argument("--skip-planted", action="store_true", help="skip part 2")
+    parser.add_argument("--skip-isaaclab", action="store_true", help="skip part 3 (Isaac Lab monitor overhead)")
+    parser.add_argument(
+        "--isaaclab-rounds",
+        type=int,
+        default=None,
+        help="part 3 rounds, each raw / +monitor / +model (default 5, 3 with --quick)",
+    )
+    parser.add_argument(
+        "--isaaclab-steps",
+        type=int,
+        default=ISAACLAB_STEPS,
+        help=f"timed steps per part 3 measurement (default {ISAACLAB_STEPS})",
+    )
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 5)
     planted_repeats = args.planted_repeats or (1 if args.quick else 3)
+    isaaclab_rounds = args.isaaclab_rounds or (3 if args.quick else 5)
 
     started = _clock()
 
@@ -797,6 +1002,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "num_envs": NUM_ENVS,
             "seed": SEED,
             "profile": PROFILE,
+            "isaaclab_rounds": isaaclab_rounds,
+            "isaaclab_steps": args.isaaclab_steps,
+            "isaaclab_num_envs": ISAACLAB_NUM_ENVS,
         },
     }
 
@@ -834,6 +1042,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             for r in planted
         ]
+
+    if not args.skip_isaaclab:
+        log("part 3: Isaac Lab")
+        unavailable = isaaclab_unavailable()
+        if unavailable is not None:
+            lines = [
+                "## 3. Isaac Lab: ContractMonitor overhead vs raw stepping",
+                "",
+                f"not run: isaaclab cannot be used here ({unavailable.splitlines()[0]})",
+            ]
+            print("\n".join(lines), flush=True)
+            document["isaaclab"] = {"not_run": unavailable}
+        else:
+            isaaclab, notes = bench_isaaclab(isaaclab_rounds, args.isaaclab_steps, log)
+            print("\n".join(render_isaaclab(isaaclab, notes, isaaclab_rounds, args.isaaclab_steps)), flush=True)
+            document["isaaclab"] = {
+                "notes": notes,
+                "results": [
+                    {
+                        "device": r.device,
+                        "num_envs": r.num_envs,
+                        "steps": r.steps,
+                        "skipped": r.skipped,
+                        "violations": r.violations,
+                        "violations_with_model": r.violations_with_model,
+                        "summary": r.summary(),
+                        "samples": r.samples,
+                    }
+                    for r in isaaclab
+                ],
+            }
+        print(flush=True)
 
     elapsed = _clock() - started
     document["total_seconds"] = elapsed

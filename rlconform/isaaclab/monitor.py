@@ -445,9 +445,10 @@ class ContractMonitor:
         return [v for v in self.violations if v.spec == spec]
 
     def detach(self) -> None:
-        """Put the env's own reset/step back (the probe stays: it only records)."""
+        """Put the env's own reset/step and the tapped action method back."""
         for name in ("step", "reset"):
             self.unwrapped.__dict__.pop(name, None)
+        self.probe.detach()
 
 
 def _call_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

@@ -67,6 +67,7 @@ class ActionProbe:
 
     def __init__(self, env: Any, sync_count: Callable[[], int] = lambda: 0) -> None:
         self.receipts: list[ActionReceipt] = []
+        self._env = env
         self._sync_count = sync_count
         self.where = self._attach(env)
 
@@ -91,6 +92,16 @@ class ActionProbe:
             return original(action, *args, **kwargs)
 
         setattr(owner, name, tapped)
+
+    def detach(self) -> None:
+        """Put the tapped method back."""
+        for owner in (self._env, getattr(self._env, "action_manager", None)):
+            if owner is None:
+                continue
+            for key in [k for k in vars(owner) if k.startswith("_rlconform_untapped_")]:
+                name = key.removeprefix("_rlconform_untapped_")
+                vars(owner).pop(key)
+                vars(owner).pop(name, None)
 
     def take(self) -> list[ActionReceipt]:
         """The receipts since the last take."""

@@ -4,7 +4,8 @@ Why the env is built once per process: Isaac Lab allows one ``SimulationContext`
 building a real task takes seconds, so every example of a search drives the same env object,
 each from a full ``reset(seed=...)``. What an example draws is a :class:`TorchCase`: the reset
 seed, the seed of the action generator, how many steps, and the kind of actions (uniform in the
-action space's bounds, or [-1, 1] where they are infinite; zeros; the bounds themselves).
+action space's bounds, or [-1, 1] where they are infinite; zeros; the bounds themselves at
+random; the upper bound every step, which drives a physical task to the edge of its state space).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch
 from rlconform.isaaclab.monitor import ContractMonitor, ExactModel, Violation
 from rlconform.isaaclab.wrappers import compare, driver_for
 
-PATTERNS = ("uniform", "zeros", "extremes")
+PATTERNS = ("uniform", "zeros", "extremes", "push")
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ def actions(env: Any, case: TorchCase, generator: torch.Generator, step: int) ->
     high = torch.where(torch.isfinite(high), high, torch.full_like(high, 1.0))
     if case.pattern == "zeros":
         batch = torch.zeros(shape)
+    elif case.pattern == "push":
+        batch = high.expand(shape).clone()
     elif case.pattern == "extremes":
         pick = torch.rand(shape, generator=generator) < 0.5
         batch = torch.where(pick, low.expand(shape), high.expand(shape))
