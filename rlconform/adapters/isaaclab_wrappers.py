@@ -63,7 +63,7 @@ _SB3_MODEL = (
     "'episode' statistics for done envs (isaaclab_rl/sb3.py:403-406)"
 )
 #: TorchRL's IsaacLabWrapper with native_autoreset: NaN terminal observations, documented
-_TORCHRL_LIB_NAN = (
+TORCHRL_LIB_NAN = (
     'documented TorchRL behaviour: with native_autoreset=True \'the terminal "next" observation remains '
     "unavailable and is marked with NaN' (torchrl/envs/libs/isaac_lab.py:63-68, torchrl 0.14.1), even when "
     "the env computes extras['final_obs']: step_and_maybe_reset NaN-fills the done rows "
@@ -175,9 +175,9 @@ _register(
     ("from torchrl.envs.libs.isaac_lab import IsaacLabWrapper",),
     ("torchrl", "tensordict"),
     known_violations=(
-        ("terminal.final_obs", _TORCHRL_LIB_NAN),
-        ("transitions.exact", _TORCHRL_LIB_NAN),
-        ("dtype.observations", _TORCHRL_LIB_NAN),
+        ("terminal.final_obs", TORCHRL_LIB_NAN),
+        ("transitions.exact", TORCHRL_LIB_NAN),
+        ("dtype.observations", TORCHRL_LIB_NAN),
     ),
     description="TorchRL's IsaacLabWrapper (a GymWrapper) around the reference DirectRLEnv",
 )

@@ -18,6 +18,7 @@ from rlconform.isaaclab.family import NAME, TARGETS
 from rlconform.isaaclab.monitor import FINAL_OBS, STABLE
 from rlconform.isaaclab.session import Target
 from rlconform.isaaclab.wrappers import DRIVERS, TERMINAL, driver_for
+from rlconform.adapters.isaaclab_wrappers import TORCHRL_LIB_NAN
 from rlconform.systems import System, register
 
 #: sub-envs of the reference env checked alone (the scale the checks are built for), and through
@@ -28,6 +29,8 @@ _REUSE = (
     "DirectRLEnv.step returns its persistent reset_terminated/reset_time_outs buffers "
     "(direct_rl_env.py:423,468, isaaclab 3.0.0): the next step rewrites them in place"
 )
+#: what a wrapper documents itself, by driver name
+_WRAPPER_KNOWN = {"torchrl_lib": ((TERMINAL, TORCHRL_LIB_NAN),)}
 _NO_FINAL = "DirectRLEnvCfg.compute_final_obs defaults to False (direct_rl_env_cfg.py:82); documented"
 
 
@@ -115,7 +118,7 @@ def register_bundled() -> None:
                 num_envs=WRAPPED,
                 device=device,
                 wrapper=name,
-                known_violations=((STABLE, _REUSE),),
+                known_violations=((STABLE, _REUSE), *_WRAPPER_KNOWN.get(name, ())),
                 availability=None if device == "cpu" else _cuda_reason,
                 description=f"{driver().title} around the torch-vectorized reference env",
             )
