@@ -12,13 +12,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from rlconform.adapters.isaaclab_wrappers import TORCHRL_LIB_NAN
 from rlconform.isaaclab import monitor as mon
 from rlconform.isaaclab import wrappers as wr
 from rlconform.isaaclab.family import NAME, TARGETS
 from rlconform.isaaclab.monitor import FINAL_OBS, STABLE
 from rlconform.isaaclab.session import Target
 from rlconform.isaaclab.wrappers import DRIVERS, TERMINAL, driver_for
-from rlconform.adapters.isaaclab_wrappers import TORCHRL_LIB_NAN
 from rlconform.systems import System, register
 
 #: sub-envs of the reference env checked alone (the scale the checks are built for), and through
