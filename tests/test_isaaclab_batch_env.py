@@ -67,7 +67,8 @@ def test_planted_variant_is_caught(variant: str, num_envs: int) -> None:
 
 
 def test_variants_registry() -> None:
-    assert set(VARIANTS) == {"reference", *EXPECTED_SPEC}
+    # the other variants plant bugs of the contract monitor's specs (tests/test_isaaclab_torch.py)
+    assert {"reference", *EXPECTED_SPEC} <= set(VARIANTS)
     assert all(issubclass(cls, BatchStampEnv) for cls in VARIANTS.values())
 
 
@@ -156,6 +157,7 @@ def test_model_catches_corrupted_outputs() -> None:
     try:
         obs, _ = env.reset(seed=3)
         assert model.check_reset(obs["policy"].clone(), 3) == []
+        model.env = None  # a model that knows the seed only from reset's argument
         assert {f.spec for f in model.check_reset(obs["policy"].clone(), 4)} == {"isaaclab.reset"}
         model.seed = 3
         prev = obs["policy"].clone()

@@ -119,21 +119,6 @@ _TEXTS: dict[str, tuple[str, str, Any]] = {
         "Every Isaac Lab wrapper and learning library indexes these positions and keys.",
         None,
     ),
-    mon.OUTPUTS: (
-        "obs['policy'] (and extras['final_obs']['policy']), reward, terminated and time_outs are torch tensors on "
-        "env.device with the observation space's dtype, float32 and bool, batched over num_envs.",
-        "Consumers read them in place on the device: a float64 reward or a tensor on the host is an implicit "
-        "conversion or transfer in every consumer, every step.",
-        None,
-    ),
-    mon.ACTIONS: (
-        "The task receives each action batch as a torch tensor on env.device with the action space's dtype and "
-        "shape, the caller's own storage when it already was one, and (on CUDA) with no host synchronisation on "
-        "the way.",
-        "DirectRLEnv.step only does action.to(self.device): it neither casts nor validates. A NumPy round trip "
-        "costs a host copy and a GPU sync every step.",
-        None,
-    ),
     mon.TIME_LIMIT: (
         "No episode runs past env.max_episode_length steps without ending.",
         "Isaac Lab declares the episode length in steps (ceil(episode_length_s / step_dt)); time-out "

@@ -203,7 +203,7 @@ class ContractMonitor:
         bound = self._reset_arguments(args, kwargs)
         rows = self._rows(bound.get("env_ids"))
         if not (isinstance(result, tuple) and len(result) == 2):
-            findings.append(Finding(API, f"returned a {type(result).__name__}; documented: (obs, extras)"))
+            findings.append(Finding(API, f"returned {_shape_of(result)}; documented: (obs, extras)"))
             self._report(findings, source)
             return result
         obs = self._obs(result[0], result[1], findings)
@@ -231,7 +231,7 @@ class ContractMonitor:
         receipts = self.probe.take()
         findings: list[Finding] = []
         if not (isinstance(result, tuple) and len(result) == 5):
-            findings.append(Finding(API, f"returned a {type(result).__name__}; documented: a 5-tuple"))
+            findings.append(Finding(API, f"returned {_shape_of(result)}; documented: a 5-tuple"))
             self._report(findings, source)
             return result
         obs_dict, reward, terminated, time_outs, extras = result
@@ -246,8 +246,9 @@ class ContractMonitor:
             if problem:
                 findings.append(Finding(OUTPUTS, problem))
         findings += self._check_actions(action, receipts)
-        if obs is None or any(f.spec in (API, OUTPUTS) and "shape" in f.message for f in findings):
-            self._report(findings, source)
+        flags = (reward, terminated, time_outs)
+        if obs is None or not all(isinstance(v, torch.Tensor) and tuple(v.shape) == n for v in flags):
+            self._report(findings, source)  # nothing per sub-env can be read from this step
             return result
         term = terminated.to(self.device).bool().clone()
         trunc = time_outs.to(self.device).bool().clone()
@@ -449,6 +450,12 @@ class ContractMonitor:
         for name in ("step", "reset"):
             self.unwrapped.__dict__.pop(name, None)
         self.probe.detach()
+
+
+def _shape_of(result: Any) -> str:
+    if isinstance(result, tuple):
+        return f"a {len(result)}-tuple"
+    return f"a {type(result).__name__}"
 
 
 def _call_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
