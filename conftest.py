@@ -26,6 +26,13 @@ settings.register_profile("thorough", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 os.environ.setdefault("RLCONFORM_PROFILE", "ci")
 
+if importlib.util.find_spec("isaaclab") is not None:
+    # Isaac Lab reads its asset root (and Warp its kernel cache) once, when first imported: the
+    # offline Cartpole assets must be in place before any test module imports isaaclab
+    from rlconform.fixtures.isaaclab_cartpole import prepare_environment
+
+    prepare_environment()
+
 
 @pytest.fixture(scope="session")
 def matrix_script() -> ModuleType:
