@@ -148,6 +148,14 @@ class IsaacLabFamily(Family):
             )
             return
         assert isinstance(op, (Step, BadStep))
+        self.call_step(session, obj, op)
+
+    def view_step(self, num_envs: int, result: Any) -> CallView:
+        """The step's outputs per sub-env (a wrapper with its own step signature overrides it)."""
+        return _view_step(num_envs, result)
+
+    def call_step(self, session: Any, obj: Any, op: Step | BadStep) -> None:
+        """``obj.step`` with the batch as a torch tensor on the env's device."""
         import torch
 
         batch = session.batch(op.actions)
@@ -157,7 +165,7 @@ class IsaacLabFamily(Family):
             f"env.step(torch.tensor({batch.tolist()!r}, dtype=torch.{batch.dtype}, device={str(obj.device)!r}))",
             obj.step,
             (actions,),
-            view=functools.partial(_view_step, session.num_envs),
+            view=functools.partial(self.view_step, session.num_envs),
             obj=obj,
         )
 
@@ -244,8 +252,11 @@ def reused_buffers(calls: list[CallRecord]) -> dict[str, int]:
 # ------------------------------------------------------------------------------------- systems
 
 _REQUIRES = ("isaaclab", "torch")
-_IMPORTS = ("from rlconform.fixtures.isaaclab_reference_env import make_isaaclab_reference_env",)
-_CAPS = Capabilities(
+#: the import the reproducers of every system over the reference env need
+REFERENCE_IMPORT = "from rlconform.fixtures.isaaclab_reference_env import make_isaaclab_reference_env"
+_IMPORTS = (REFERENCE_IMPORT,)
+#: what the reference env over DirectRLEnv offers; the wrappers' systems share it
+CAPABILITIES = Capabilities(
     obs_kinds=frozenset({"box"}),
     box_dtypes=frozenset({"float32"}),
     action_kinds=frozenset({"box"}),
@@ -282,7 +293,7 @@ def _system(id: str, title: str, kwargs: dict[str, Any], **extra: Any) -> None:
             source=f"make_isaaclab_reference_env(env_fns{args})",
             requires=_REQUIRES,
             imports=_IMPORTS,
-            capabilities=_CAPS,
+            capabilities=CAPABILITIES,
             **extra,
         )
     )

@@ -24,16 +24,17 @@ and PPO bootstraps it (``values * time_outs``, ``rsl_rl/algorithms/ppo.py:154-15
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import Any
 
 from rlconform.adapters.base import Contract, register_family
-from rlconform.adapters.isaaclab_env import IsaacLabFamily, _rows
+from rlconform.adapters.isaaclab_env import CAPABILITIES, REFERENCE_IMPORT, IsaacLabFamily, _rows
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.specs.registry import ISAACLAB_RSL_RL_FAMILY
 from rlconform.specs.torch_native import declare_torch_native
-from rlconform.systems import Capabilities, EnvFn, System, register
+from rlconform.systems import EnvFn, System, register
 from rlconform.trace import CallRecord, CallView
 
 NAME = ISAACLAB_RSL_RL_FAMILY
@@ -112,18 +113,10 @@ class RslRlFamily(IsaacLabFamily):
             session.call(op, source, fn, (), view=functools.partial(_view_reset, session.num_envs), obj=obj)
             return
         assert isinstance(op, (Step, BadStep))
-        import torch
+        self.call_step(session, obj, op)
 
-        batch = session.batch(op.actions)
-        actions = torch.as_tensor(batch, device=obj.device)
-        session.call(
-            op,
-            f"env.step(torch.tensor({batch.tolist()!r}, dtype=torch.{batch.dtype}, device={str(obj.device)!r}))",
-            obj.step,
-            (actions,),
-            view=functools.partial(_view_step, session.num_envs),
-            obj=obj,
-        )
+    def view_step(self, num_envs: int, result: Any) -> CallView:
+        return _view_step(num_envs, result)
 
     def begin(self, session: Any, obj: Any) -> None:
         super().begin(session, obj.unwrapped)
@@ -136,11 +129,8 @@ class RslRlFamily(IsaacLabFamily):
 
 FAMILY = register_family(RslRlFamily())
 
-_CAPS = Capabilities(
-    obs_kinds=frozenset({"box"}),
-    box_dtypes=frozenset({"float32"}),
-    action_kinds=frozenset({"box"}),
-    partial_reset=False,
+_CAPS = dataclasses.replace(
+    CAPABILITIES,
     notes=(
         "Box float32 observations and Box actions: the DirectRLEnv 'policy' tensor and its action space",
         "no partial resets: RslRlVecEnvWrapper.reset resets every sub-env",
@@ -173,7 +163,7 @@ register(
         requires=("isaaclab", "torch", "rsl-rl-lib"),
         imports=(
             "from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper",
-            "from rlconform.fixtures.isaaclab_reference_env import make_isaaclab_reference_env",
+            REFERENCE_IMPORT,
         ),
         capabilities=_CAPS,
         known_violations=(("transitions.exact", _NO_NEXT_OBS),),

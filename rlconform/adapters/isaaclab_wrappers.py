@@ -27,22 +27,11 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from rlconform.adapters.isaaclab_env import CAPABILITIES, REFERENCE_IMPORT
 from rlconform.specs.torch_native import declare_torch_native
-from rlconform.systems import Capabilities, EnvFn, System, register
+from rlconform.systems import EnvFn, System, register
 
 DEVICE = "cpu"
-_REFERENCE = "from rlconform.fixtures.isaaclab_reference_env import make_isaaclab_reference_env"
-_CAPS = Capabilities(
-    obs_kinds=frozenset({"box"}),
-    box_dtypes=frozenset({"float32"}),
-    action_kinds=frozenset({"box"}),
-    partial_reset=False,
-    notes=(
-        "Box float32 observations and Box actions: the DirectRLEnv 'policy' tensor and its action space",
-        "no partial resets: DirectRLEnv.reset resets every sub-env",
-        "the reference sub-envs run through the real DirectRLEnv step/reset with the simulator stubbed out",
-    ),
-)
 #: Sb3VecEnvWrapper without compute_final_obs: the terminal observation is the next episode's first
 _SB3_NO_FINAL_OBS = (
     "documented Isaac Lab behaviour: with DirectRLEnvCfg.compute_final_obs=False (its default) "
@@ -120,8 +109,8 @@ def _register(
             build=build,
             source=source,
             requires=("isaaclab", "torch", *requires),
-            imports=(_REFERENCE, *imports),
-            capabilities=_CAPS,
+            imports=(REFERENCE_IMPORT, *imports),
+            capabilities=CAPABILITIES,
             **extra,
         )
     )

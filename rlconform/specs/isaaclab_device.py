@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
+from rlconform.isaaclab.monitor import same_device, tensor_problem, torch_dtype
 from rlconform.specs.registry import ISAACLAB_FAMILY, Checker, Outcome, spec
 
 #: the vectorized family checks the same statements with its contract monitor
@@ -29,16 +32,8 @@ if TYPE_CHECKING:
 ACTIONS_SPEC = "isaaclab.actions_on_device"
 OUTPUTS_SPEC = "isaaclab.outputs_on_device"
 #: the dtypes DirectRLEnv documents for its step outputs
-REWARD_DTYPE = "torch.float32"
-FLAG_DTYPE = "torch.bool"
-
-
-def _same_device(a: str | None, b: str) -> bool:
-    """``cuda`` and ``cuda:0`` name the same device (torch reports the index)."""
-    if a is None:
-        return False
-    norm = {a, b}
-    return len(norm) == 1 or norm == {"cuda", "cuda:0"}
+REWARD_DTYPE = torch.float32
+FLAG_DTYPE = torch.bool
 
 
 @spec(
@@ -65,6 +60,7 @@ def actions_on_device(run: Run) -> Outcome:
     if not run.usable:
         return ck.done()
     device = str(run.semantics.get("device"))
+    env_device = torch.device(device)
     space = run.semantics.get("single_action_space")
     dtype = f"torch.{space.dtype}" if space is not None else None
     shape = (run.case.num_envs, *space.shape) if space is not None else None
@@ -81,7 +77,7 @@ def actions_on_device(run: Run) -> Outcome:
         if got.type_name != "torch.Tensor":
             problems.append(f"a {got.type_name}, expected a torch.Tensor")
         else:
-            if not _same_device(got.device, device):
+            if not same_device(got.device, env_device):
                 problems.append(f"on {got.device}, the env's device is {device}")
             if dtype is not None and got.dtype != dtype:
                 problems.append(f"of dtype {got.dtype}, the action space declares {dtype}")
@@ -92,7 +88,7 @@ def actions_on_device(run: Run) -> Outcome:
                 not problems
                 and caller is not None
                 and caller["dtype"] == got.dtype
-                and _same_device(caller["device"], device)
+                and same_device(caller["device"], env_device)
                 and caller["data_ptr"] != got.data_ptr
             ):
                 problems.append(
@@ -101,19 +97,6 @@ def actions_on_device(run: Run) -> Outcome:
                 )
         ck.expect(not problems, lambda: f"_pre_physics_step received {got.describe()}: " + "; ".join(problems), **where)
     return ck.done()
-
-
-def _tensor_problem(name: str, value: Any, device: str, dtype: str | None, shape: tuple[int, ...]) -> str | None:
-    cls = type(value)
-    if not (cls.__module__.startswith("torch") and cls.__name__ in ("Tensor", "Parameter")):
-        return f"{name} is a {cls.__module__}.{cls.__qualname__}; documented: a torch.Tensor on {device}"
-    if not _same_device(str(value.device), device):
-        return f"{name} is on {value.device}; the env's device is {device}"
-    if dtype is not None and str(value.dtype) != dtype:
-        return f"{name} has dtype {value.dtype}; documented: {dtype}"
-    if tuple(value.shape) != shape:
-        return f"{name} has shape {tuple(value.shape)}; documented: {shape}"
-    return None
 
 
 @spec(
@@ -135,16 +118,16 @@ def outputs_on_device(run: Run) -> Outcome:
     ck = Checker(OUTPUTS_SPEC)
     if not run.usable:
         return ck.done()
-    device = str(run.semantics.get("device"))
+    device = torch.device(str(run.semantics.get("device")))
     space = run.semantics.get("single_observation_space")
     n = run.case.num_envs
-    obs_dtype = f"torch.{space.dtype}" if space is not None else None
+    obs_dtype = torch_dtype(space)
     obs_shape = (n, *space.shape) if space is not None else (n,)
     for call in run.calls:
         if call.failed or call.view is None:
             continue
         result = call.result_snapshot
-        outputs: list[tuple[str, Any, str | None, tuple[int, ...]]] = [
+        outputs: list[tuple[str, Any, torch.dtype | None, tuple[int, ...]]] = [
             ("obs['policy']", result[0]["policy"], obs_dtype, obs_shape)
         ]
         if call.view.kind == "step":
@@ -157,7 +140,7 @@ def outputs_on_device(run: Run) -> Outcome:
             if isinstance(final, dict) and "policy" in final:
                 outputs.append(("extras['final_obs']['policy']", final["policy"], obs_dtype, obs_shape))
         for name, value, dtype, shape in outputs:
-            problem = _tensor_problem(name, value, device, dtype, shape)
+            problem = tensor_problem(name, value, device, dtype, shape)
             ck.expect(
                 problem is None, f"{call.source}: {problem}", agent_step=call.agent_step or None, call=call.position
             )
