@@ -2,7 +2,8 @@
 
 rlconform's searches use rlconform.profiles (selected with RLCONFORM_PROFILE); tests that use
 @given directly use the Hypothesis profile selected with HYPOTHESIS_PROFILE (default: ci, which is
-derandomized so that every run checks the same examples).
+derandomized so that every run checks the same examples). Searches under rlconform's fast profile
+use a pinned RLCONFORM_SEED, printed in the header.
 """
 
 import importlib.util
@@ -25,6 +26,11 @@ settings.register_profile("fast", max_examples=20, deadline=None)
 settings.register_profile("thorough", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 os.environ.setdefault("RLCONFORM_PROFILE", "ci")
+# Tests that ask rlconform for a verdict under a non-derandomized profile (fast) search with the
+# session seed, fresh each session unless RLCONFORM_SEED is set: pinned here, so that those verdicts
+# are the same on every run and in every xdist worker (each worker imports this file and inherits
+# the controller's environment). Tests of the seed itself remove it from their subprocess.
+os.environ.setdefault("RLCONFORM_SEED", "20261122")
 
 if importlib.util.find_spec("isaaclab") is not None:
     # Isaac Lab reads its asset root (and Warp its kernel cache) once, when first imported: the
@@ -43,3 +49,7 @@ def matrix_script() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def pytest_report_header() -> str:
+    return f"rlconform searches under the fast profile: RLCONFORM_SEED={os.environ['RLCONFORM_SEED']}"
