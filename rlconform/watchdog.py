@@ -37,7 +37,12 @@ def deadlines_available() -> bool:
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`CallTimeout` in the body if it runs longer than ``seconds``."""
+    """Raise :class:`CallTimeout` in the body if it runs longer than ``seconds``.
+
+    The alarm repeats every ``seconds`` until the body ends: Python drops an exception a signal
+    handler raises while a garbage-collection callback runs (Hypothesis installs one), printing
+    "Exception ignored", and a single alarm lost that way would leave a hung call without a deadline.
+    """
     if seconds <= 0 or not deadlines_available():
         yield
         return
@@ -46,7 +51,7 @@ def deadline(seconds: float) -> Iterator[None]:
         raise CallTimeout(f"no answer within {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, seconds)
     try:
         yield
     finally:
