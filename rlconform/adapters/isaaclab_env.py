@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from rlconform.adapters.base import Contract, Family, register_family
+from rlconform.adapters.same_step import same_step_slots
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.specs.torch_native import declare_torch_native
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -195,38 +196,7 @@ class IsaacLabFamily(Family):
 
     # ----------------------------------------------------------------------------------- recipe
     def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
-        last_obs: list[Any] = [None] * num_envs
-        slots: list[Slot] = []
-        for record in calls:
-            view = record.view
-            if record.failed or view is None:
-                continue
-            if view.kind == "reset":
-                last_obs = list(view.obs)
-                continue
-            assert view.rewards is not None and view.terminated is not None and view.truncated is not None
-            actions = record.op.actions  # type: ignore[union-attr]
-            for j in range(num_envs):
-                done = view.terminated[j] or view.truncated[j]
-                next_obs = view.obs[j]
-                if done and view.final_obs is not None:
-                    next_obs = view.final_obs[j]
-                slots.append(
-                    Slot(
-                        env=j,
-                        call=record.position,
-                        agent_step=record.agent_step,
-                        kind="transition",
-                        obs=last_obs[j],
-                        action=actions[j] if j < len(actions) else None,
-                        reward=view.rewards[j],
-                        next_obs=next_obs,
-                        terminated=view.terminated[j],
-                        truncated=view.truncated[j],
-                    )
-                )
-                last_obs[j] = view.obs[j]
-        return slots
+        return same_step_slots(calls, num_envs)
 
 
 FAMILY = register_family(IsaacLabFamily())

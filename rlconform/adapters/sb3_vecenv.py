@@ -18,6 +18,7 @@ import numpy as np
 
 from rlconform.adapters.base import Contract, Family, find_layer, layer_chain, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, split_batch
+from rlconform.adapters.same_step import same_step_slots
 from rlconform.fixtures.spaces import array_literal
 from rlconform.plan import BadStep, Op, Reset, Step
 from rlconform.systems import Capabilities, EnvFn, System, register
@@ -124,40 +125,7 @@ class SB3Family(Family):
 
     # ----------------------------------------------------------------------------------- recipe
     def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
-        last_obs: list[Any] = [None] * num_envs
-        slots: list[Slot] = []
-        for record in calls:
-            view = record.view
-            if record.failed or view is None:
-                continue
-            obs = view.obs_in_env_units()
-            if view.kind == "reset":
-                last_obs = list(obs)
-                continue
-            assert view.terminated is not None and view.truncated is not None and view.infos is not None
-            rewards = view.rewards_in_env_units()
-            finals = view.final_obs_in_env_units() or [None] * num_envs
-            actions = record.op.actions  # type: ignore[union-attr]
-            for j in range(num_envs):
-                done = view.terminated[j] or view.truncated[j]
-                next_obs = finals[j] if done and finals[j] is not None else obs[j]
-                slots.append(
-                    Slot(
-                        env=j,
-                        call=record.position,
-                        agent_step=record.agent_step,
-                        kind="transition",
-                        obs=last_obs[j],
-                        action=actions[j] if j < len(actions) else None,
-                        reward=rewards[j] if rewards is not None else None,
-                        next_obs=next_obs,
-                        terminated=view.terminated[j],
-                        truncated=view.truncated[j],
-                        info=view.infos[j],
-                    )
-                )
-                last_obs[j] = obs[j]
-        return slots
+        return same_step_slots(calls, num_envs)
 
     def api_problems(self, call: CallRecord, num_envs: int) -> list[str]:
         result = call.result_live
