@@ -104,9 +104,9 @@ def test_cuda_systems_say_why_they_are_skipped() -> None:
 class PerSubEnvModel(BatchStampModel):
     """A model with a Python loop over sub-envs: what the call count must tell apart."""
 
-    def check_step(self, prev_obs, actions, obs, reward, terminated, time_outs, final_obs):  # type: ignore[no-untyped-def]
+    def step_findings(self, prev_obs, actions, obs, reward, terminated, time_outs, final_obs):  # type: ignore[no-untyped-def]
         [r.item() for r in reward]
-        return super().check_step(prev_obs, actions, obs, reward, terminated, time_outs, final_obs)
+        return super().step_findings(prev_obs, actions, obs, reward, terminated, time_outs, final_obs)
 
 
 def _python_calls(num_envs: int, model: type[BatchStampModel] = BatchStampModel) -> int:
@@ -139,6 +139,63 @@ def test_checks_do_no_python_work_per_sub_env() -> None:
     assert _python_calls(64) == _python_calls(4096)
     # and the count does see a loop over sub-envs
     assert _python_calls(4096, PerSubEnvModel) > _python_calls(64, PerSubEnvModel) + 4000
+
+
+#: the torch.Tensor methods that read a tensor's values on the host (a sync on CUDA)
+HOST_READS = ("__bool__", "__int__", "__float__", "__index__", "item", "tolist", "nonzero", "numpy")
+
+
+class SyncPerSpecModel(BatchStampModel):
+    """A model that reads each finding's mask on the host itself: a sync per spec per step."""
+
+    def step_findings(self, prev_obs, actions, obs, reward, terminated, time_outs, final_obs):  # type: ignore[no-untyped-def]
+        found = super().step_findings(prev_obs, actions, obs, reward, terminated, time_outs, final_obs)
+        return [f for f in found if f.bad is None or bool(f.bad.any())]
+
+
+def _host_reads_per_step(
+    monkeypatch: pytest.MonkeyPatch, model: type[BatchStampModel] | None, steps: int = 6
+) -> list[int]:
+    """Host reads of tensor values during each of ``steps`` steps of 64 sub-envs (on CPU, the calls
+    that would synchronise with a GPU): raw stepping with ``model`` None, else under the monitor
+    with that exact model."""
+    env = make_batch_stamp_env(64, "cpu")
+    env.log_actions = False
+    monitor = ContractMonitor(env, model=model.for_env(env)) if model is not None else None
+    env.reset(seed=1)
+    reads = 0
+
+    def counted(method):  # type: ignore[no-untyped-def]
+        def read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            nonlocal reads
+            reads += 1
+            return method(self, *args, **kwargs)
+
+        return read
+
+    per_step = []
+    for _ in range(steps):
+        action = torch.zeros(64, 2)
+        with monkeypatch.context() as patch:
+            for name in HOST_READS:
+                patch.setattr(torch.Tensor, name, counted(getattr(torch.Tensor, name)))
+            before = reads
+            env.step(action)
+            per_step.append(reads - before)
+    if monitor is not None:
+        monitor.detach()
+    env.close()
+    return per_step
+
+
+def test_monitor_and_model_read_the_device_once_per_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every mask of the monitor's and the exact model's checks is read in one host sync per step."""
+    raw = _host_reads_per_step(monkeypatch, None)
+    monitored = _host_reads_per_step(monkeypatch, BatchStampModel)
+    assert [m - r for m, r in zip(monitored, raw, strict=True)] == [1] * len(raw)
+    # and the count does see a model that syncs per spec
+    planted = _host_reads_per_step(monkeypatch, SyncPerSpecModel)
+    assert all(p - r > 3 for p, r in zip(planted, raw, strict=True)), (planted, raw)
 
 
 def test_monitor_checks_a_thousand_sub_envs() -> None:

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 import torch
 
-from rlconform.isaaclab.findings import Finding
+from rlconform.isaaclab.findings import Finding, hits
 from rlconform.isaaclab.probe import ActionProbe, ActionReceipt
 
 API = "isaaclab.api"
@@ -60,11 +60,12 @@ KEEP = 3
 
 
 class ExactModel(Protocol):
-    """The checks only a decodable reference env allows."""
+    """The checks only a decodable reference env allows. Each returns candidate findings whose
+    masks the monitor reads together with its own (one host sync per call)."""
 
-    def check_reset(self, obs: torch.Tensor, seed: int | None) -> list[Finding]: ...
+    def reset_findings(self, obs: torch.Tensor, seed: int | None) -> list[Finding]: ...
 
-    def check_step(
+    def step_findings(
         self,
         prev_obs: torch.Tensor,
         actions: torch.Tensor,
@@ -217,7 +218,7 @@ class ContractMonitor:
                     self.prev_obs[rows] = obs[rows]
             self._hold(source, {"obs['policy']": obs})
             if self.model is not None and rows is None:
-                findings += self.model.check_reset(self.prev_obs, bound.get("seed"))  # type: ignore[arg-type]
+                findings += self.model.reset_findings(self.prev_obs, bound.get("seed"))  # type: ignore[arg-type]
         self._report(findings, source)
         return result
 
@@ -278,7 +279,7 @@ class ContractMonitor:
             )
         final = self._final_obs(extras, done, findings)
         if self.model is not None and self.prev_obs is not None and isinstance(action, torch.Tensor):
-            findings += self.model.check_step(self.prev_obs, action.detach(), obs, rew, term, trunc, final)
+            findings += self.model.step_findings(self.prev_obs, action.detach(), obs, rew, term, trunc, final)
         self.episode_steps[done] = 0
         self.prev_obs = obs.clone()
         self.last = StepTruth(obs.clone(), rew, term, trunc, final, done, receipts)
@@ -424,13 +425,7 @@ class ContractMonitor:
         self._report(findings, source)
 
     def _report(self, findings: list[Finding], source: str) -> None:
-        findings = findings + self._held_findings()
-        masked = [f for f in findings if f.bad is not None]
-        flags = torch.stack([f.bad.any() for f in masked]).tolist() if masked else []  # one host sync
-        hit = iter(flags)
-        for finding in findings:
-            if finding.bad is not None and not next(hit):
-                continue
+        for finding in hits(findings + self._held_findings()):  # one host sync
             self.counts[finding.spec] = self.counts.get(finding.spec, 0) + 1
             if self.counts[finding.spec] > KEEP:
                 continue
