@@ -101,6 +101,27 @@ def test_cuda_systems_say_why_they_are_skipped() -> None:
             assert verdict.status == "skipped" and "no CUDA device" in verdict.message
 
 
+def test_a_wrapper_system_whose_library_is_missing_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each wrapper system requires its wrapper's library, so that without it the system is reported
+    skipped with "not installed: ...", not built and failed."""
+    import importlib.metadata
+
+    for name, driver in wr.DRIVERS.items():
+        requires = driver().requires
+        assert requires and set(requires) <= set(get_system(f"isaaclab.torch.{name}").requires), name
+    real = importlib.metadata.version
+
+    def version(dist: str) -> str:
+        if dist == "skrl":
+            raise importlib.metadata.PackageNotFoundError(dist)
+        return real(dist)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    verdict = check_spec(get_system("isaaclab.torch.skrl"), get_spec(wr.TERMINAL), "fast")
+    assert verdict.status == "skipped" and verdict.message == "not installed: skrl", verdict.message
+    assert get_system("isaaclab.torch.DirectRLEnv").skip_reason() is None
+
+
 class PerSubEnvModel(BatchStampModel):
     """A model with a Python loop over sub-envs: what the call count must tell apart."""
 

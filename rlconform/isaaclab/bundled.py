@@ -74,8 +74,11 @@ def _add(
     TARGETS[system_id] = Target(factory, num_envs, device, wrapper, _model)
     args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
     source = f"make_batch_stamp_env({num_envs}, {device!r}{args})"
+    requires: tuple[str, ...] = ("isaaclab", "torch")
     if wrapper is not None:
-        source = f"{driver_for(wrapper).title}({source})"
+        driver = driver_for(wrapper)
+        source = f"{driver.title}({source})"
+        requires += driver.requires
     register(
         System(
             id=system_id,
@@ -83,7 +86,7 @@ def _add(
             title=title,
             build=functools.partial(_build, factory, num_envs, device),
             source=source,
-            requires=("isaaclab", "torch"),
+            requires=requires,
             imports=("from rlconform.fixtures.isaaclab_batch_env import make_batch_stamp_env",),
             **extra,
         )

@@ -437,9 +437,6 @@ class ContractMonitor:
                 envs = tuple(int(i) for i in idx[:5].tolist())
             self.violations.append(Violation(finding.spec, self.calls, source, finding.message, envs, count))
 
-    def violations_of(self, spec: str) -> list[Violation]:
-        return [v for v in self.violations if v.spec == spec]
-
     def detach(self) -> None:
         """Put the env's own reset/step and the tapped action method back."""
         for name in ("step", "reset"):

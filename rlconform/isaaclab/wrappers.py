@@ -81,16 +81,18 @@ class Driver:
 
     name = ""
     title = ""
-
-    def available(self) -> str | None:
-        """Why the wrapper cannot be built here (library missing), or None."""
-        return None
+    #: distributions the wrapper needs besides isaaclab (which ships isaaclab_rl) and torch; the
+    #: bundled systems require them, so that a missing one is reported as "not installed: ..."
+    requires: tuple[str, ...] = ()
 
     def build(self, env: Any) -> Any:
         raise NotImplementedError
 
     def reset(self, wrapped: Any, seed: int | None) -> None:
-        raise NotImplementedError
+        """Seed (when given), then reset: the VecEnv-style wrappers' own calls."""
+        if seed is not None:
+            wrapped.seed(seed)
+        wrapped.reset()
 
     def step(self, wrapped: Any, actions: torch.Tensor) -> WrapperStep:
         raise NotImplementedError
@@ -102,29 +104,16 @@ class Driver:
         """Drop the wrapper without closing the env (rlconform reuses it for the next example)."""
 
 
-def _missing(*modules: str) -> str | None:
-    import importlib.util
-
-    absent = [m for m in modules if importlib.util.find_spec(m) is None]
-    return f"not installed: {', '.join(absent)}" if absent else None
-
-
 class Sb3Driver(Driver):
     name = "sb3"
     title = "isaaclab_rl.sb3.Sb3VecEnvWrapper"
 
-    def available(self) -> str | None:
-        return _missing("isaaclab_rl", "stable_baselines3")
+    requires = ("stable-baselines3",)
 
     def build(self, env: Any) -> Any:
         from isaaclab_rl.sb3 import Sb3VecEnvWrapper
 
         return Sb3VecEnvWrapper(env)
-
-    def reset(self, wrapped: Any, seed: int | None) -> None:
-        if seed is not None:
-            wrapped.seed(seed)
-        wrapped.reset()
 
     def step(self, wrapped: Any, actions: torch.Tensor) -> WrapperStep:
         wrapped.step_async(actions.detach().cpu().numpy())
@@ -147,18 +136,12 @@ class RslRlDriver(Driver):
     name = "rsl_rl"
     title = "isaaclab_rl.rsl_rl.RslRlVecEnvWrapper"
 
-    def available(self) -> str | None:
-        return _missing("isaaclab_rl", "rsl_rl")
+    requires = ("rsl-rl-lib",)
 
     def build(self, env: Any) -> Any:
         from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper
 
         return RslRlVecEnvWrapper(env)
-
-    def reset(self, wrapped: Any, seed: int | None) -> None:
-        if seed is not None:
-            wrapped.seed(seed)
-        wrapped.reset()
 
     def step(self, wrapped: Any, actions: torch.Tensor) -> WrapperStep:
         obs, rewards, dones, extras = wrapped.step(actions)
@@ -176,8 +159,7 @@ class SkrlDriver(Driver):
     name = "skrl"
     title = "isaaclab_rl.skrl.SkrlVecEnvWrapper (skrl IsaacLabWrapper)"
 
-    def available(self) -> str | None:
-        return _missing("isaaclab_rl", "skrl")
+    requires = ("skrl",)
 
     def build(self, env: Any) -> Any:
         from isaaclab_rl.skrl import SkrlVecEnvWrapper
@@ -230,8 +212,7 @@ class IsaacLabTorchRLDriver(_TorchRLDriver):
     name = "torchrl_isaaclab"
     title = "isaaclab_rl.torchrl.IsaacLabTorchRLWrapper"
 
-    def available(self) -> str | None:
-        return _missing("isaaclab_rl", "torchrl")
+    requires = ("torchrl",)
 
     def build(self, env: Any) -> Any:
         from isaaclab_rl.torchrl import IsaacLabTorchRLWrapper
@@ -243,8 +224,7 @@ class TorchRLLibDriver(_TorchRLDriver):
     name = "torchrl_lib"
     title = "torchrl.envs.libs.isaac_lab.IsaacLabWrapper(native_autoreset=True)"
 
-    def available(self) -> str | None:
-        return _missing("torchrl")
+    requires = ("torchrl",)
 
     def build(self, env: Any) -> Any:
         from torchrl.envs.libs.isaac_lab import IsaacLabWrapper
