@@ -26,6 +26,7 @@ from rlconform.fixtures.isaaclab_batch_env import (
     make_batch_stamp_env,
     run_with_model,
 )
+from rlconform.isaaclab.findings import hits
 
 EPISODE_STEPS = 8
 STEPS = 3 * EPISODE_STEPS
@@ -147,7 +148,7 @@ def test_action_log_only_when_enabled() -> None:
 
 
 def _check(model: BatchStampModel, a: list[torch.Tensor], final: torch.Tensor | None) -> list:
-    return model.check_step(a[0], a[1], a[2], a[3], a[4], a[5], final)
+    return hits(model.step_findings(a[0], a[1], a[2], a[3], a[4], a[5], final))
 
 
 def test_model_catches_corrupted_outputs() -> None:
@@ -156,9 +157,9 @@ def test_model_catches_corrupted_outputs() -> None:
     model = BatchStampModel.for_env(env)
     try:
         obs, _ = env.reset(seed=3)
-        assert model.check_reset(obs["policy"].clone(), 3) == []
+        assert hits(model.reset_findings(obs["policy"].clone(), 3)) == []
         model.env = None  # a model that knows the seed only from reset's argument
-        assert {f.spec for f in model.check_reset(obs["policy"].clone(), 4)} == {"isaaclab.reset"}
+        assert {f.spec for f in hits(model.reset_findings(obs["policy"].clone(), 4))} == {"isaaclab.reset"}
         model.seed = 3
         prev = obs["policy"].clone()
         action = torch.full((7, 2), 0.5)
