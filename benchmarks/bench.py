@@ -858,7 +858,7 @@ def bench_isaaclab(rounds: int, steps: int, log: Callable[[str], None]) -> tuple
             try:
                 env.log_actions = False
                 generator = torch.Generator().manual_seed(case.action_seed)
-                batches = [actions(env, case, generator, t) for t in range(case.steps)]
+                batches = [actions(env, case, generator) for _ in range(case.steps)]
                 warmup, timed = batches[:ISAACLAB_WARMUP], batches[ISAACLAB_WARMUP:]
                 # one untimed round first: first-call costs (allocator, kernels, CUDA context)
                 for mode in ISAACLAB_MODES:

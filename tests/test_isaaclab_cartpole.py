@@ -111,8 +111,8 @@ def test_cartpole_episodes_end_both_ways(task: str) -> None:
     for case in CASES:
         generator = torch.Generator().manual_seed(case.action_seed)
         env.reset(seed=case.seed)
-        for t in range(case.steps):
-            _, _, term, trunc, _ = env.step(actions(env, case, generator, t))
+        for _ in range(case.steps):
+            _, _, term, trunc, _ = env.step(actions(env, case, generator))
             terminated += int(term.sum())
             time_outs += int(trunc.sum())
     assert time_outs > 0 and terminated > 0, (time_outs, terminated)

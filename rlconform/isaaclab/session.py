@@ -89,7 +89,7 @@ def env_for(target: Target) -> Any:
     return _ENVS[key]
 
 
-def actions(env: Any, case: TorchCase, generator: torch.Generator, step: int) -> torch.Tensor:
+def actions(env: Any, case: TorchCase, generator: torch.Generator) -> torch.Tensor:
     """One batch of actions for ``case``: a tensor on the env's device of the action space's dtype."""
     u = getattr(env, "unwrapped", env)
     space = u.single_action_space
@@ -126,8 +126,8 @@ def drive(target: Target, case: TorchCase) -> TorchRun:
         generator = torch.Generator().manual_seed(case.action_seed)
         if target.wrapper is None:
             env.reset(seed=case.seed)
-            for t in range(case.steps):
-                env.step(actions(env, case, generator, t))
+            for _ in range(case.steps):
+                env.step(actions(env, case, generator))
         else:
             driver = driver_for(target.wrapper)
             wrapped = driver.build(env)
@@ -135,7 +135,7 @@ def drive(target: Target, case: TorchCase) -> TorchRun:
                 driver.reset(wrapped, case.seed)
                 finite = bool(getattr(getattr(monitor.unwrapped, "cfg", None), "is_finite_horizon", False))
                 for t in range(case.steps):
-                    step = driver.step(wrapped, actions(env, case, generator, t))
+                    step = driver.step(wrapped, actions(env, case, generator))
                     if monitor.last is not None:
                         source = f"{driver.title}: {driver.call_source()} (step {t + 1})"
                         monitor.report(compare(step, monitor.last, finite_horizon=finite), source)
