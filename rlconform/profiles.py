@@ -25,7 +25,8 @@ class Profile:
     #: examples shrinking may run after the first failure (in-process, with worker processes)
     shrink_examples: int = 400
     shrink_examples_out_of_process: int = 150
-    #: wall-clock limit on shrinking one failure (Hypothesis' own limit is five minutes)
+    #: wall-clock limit on shrinking one failure under a random-seed profile (Hypothesis' own limit
+    #: is five minutes). Derandomized profiles ignore it: see shrink_time_limit_seconds
     shrink_seconds: float = 30.0
 
     def examples_for(self, out_of_process: bool) -> int:
@@ -34,14 +35,25 @@ class Profile:
     def shrink_examples_for(self, out_of_process: bool) -> int:
         return self.shrink_examples_out_of_process if out_of_process else self.shrink_examples
 
+    def shrink_time_limit_seconds(self) -> float | None:
+        """The wall-clock limit on shrinking, or None for Hypothesis' own (five minutes).
+
+        A shrink cut by the clock stops at a different candidate on a loaded machine, so the
+        minimal case, its message and reproducer would change from run to run. A derandomized
+        profile promises the same JSON on every run: its shrinking is bounded by the number of
+        examples it may run (shrink_examples_for), and only Hypothesis' five-minute limit remains,
+        as a safety net that a bounded shrink does not reach in practice."""
+        return None if self.derandomize else self.shrink_seconds
+
 
 PROFILES = {
     "fast": Profile("fast", 20, 8, False, "quick local feedback; a fresh random seed each session"),
     "ci": Profile("ci", 40, 20, True, "derandomized: the same examples and verdicts on every run"),
     # one run per release in the compatibility matrix: derandomized like ci, fewer examples and a
-    # short shrink (the matrix asks which verdicts change between releases, not for minimal cases)
+    # short shrink (the matrix asks which verdicts change between releases, not for minimal cases);
+    # the shrink is bounded by examples, not seconds, so that its results are the same on every run
     "matrix": Profile(
-        "matrix", 8, 3, True, "derandomized and small: one run per release of the compatibility matrix", 40, 15, 3.0
+        "matrix", 8, 3, True, "derandomized and small: one run per release of the compatibility matrix", 40, 15
     ),
     "thorough": Profile(
         "thorough", 300, 60, False, "nightly depth; a fresh random seed each session", 2000, 300, 300.0
@@ -72,7 +84,15 @@ def session_seed() -> int:
 
 
 def hypothesis_settings(profile: Profile, out_of_process: bool) -> settings:
+    """The settings of one rlconform search.
+
+    They derive from Hypothesis' built-in ``default`` profile, not from the profile the process
+    loaded (``settings.default``): a user's conftest or ``--hypothesis-profile`` configures their
+    own ``@given`` tests, and must not change which examples rlconform's searches draw (a backend
+    such as ``hypothesis-urandom`` would make a derandomized search random)."""
     return settings(
+        parent=settings.get_profile("default"),
+        backend="hypothesis",
         max_examples=profile.examples_for(out_of_process),
         derandomize=profile.derandomize,
         database=None,
@@ -93,12 +113,15 @@ def hypothesis_settings(profile: Profile, out_of_process: bool) -> settings:
 
 
 @contextlib.contextmanager
-def shrink_time_limit(seconds: float) -> Iterator[None]:
-    """Bound the time Hypothesis spends shrinking one failure.
+def shrink_time_limit(seconds: float | None) -> Iterator[None]:
+    """Bound the time Hypothesis spends shrinking one failure (None: keep Hypothesis' own limit).
 
     Hypothesis stops shrinking after MAX_SHRINKING_SECONDS (five minutes) and keeps the smallest
     failure found; the constant is module-level, so it is set for the duration of one search.
     If a future Hypothesis drops it, searches simply keep Hypothesis' own limit."""
+    if seconds is None:
+        yield
+        return
     try:
         from hypothesis.internal.conjecture import engine
     except ImportError:  # pragma: no cover

@@ -17,6 +17,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.strategies import SearchStrategy
 
 from rlconform.fixtures.strategies import cases
+from rlconform.hypothesis_isolation import without_local_constants
 from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
 from rlconform.reproducer import reproducer_source
 from rlconform.runner import RUN_CACHE, RunCache
@@ -151,7 +152,7 @@ def check_spec(
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     try:
-        with shrink_time_limit(prof.shrink_seconds):
+        with shrink_time_limit(prof.shrink_time_limit_seconds()), without_local_constants():
             test()
     except SpecFailure as failure:
         return Verdict(
