@@ -1,0 +1,218 @@
+"""The same check gives the same JSON on every run, from any folder, whatever else was imported.
+
+Hypothesis mixes numbers and strings read from the source of every local module in sys.modules
+into generation ("local constants"), so a derandomized search used to draw other examples once a
+test module imported the user's package: the same ``ci`` check counted other facts, found its
+failure after another number of examples, and wrote ``.hypothesis/constants/`` into every folder
+it ran from. These tests run one planted-bug user factory (a same-step vector env that loses the
+true terminal observation, so ``terminal.final_obs`` fails only on cases where an episode ends)
+through the CLI from an empty folder and through ``rlconform.testing`` in a project whose test
+module imports a package full of constants, with and without ``-n 2``, and compare the results.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("gymnasium")
+
+from hypothesis import settings  # noqa: E402
+from hypothesis.internal.conjecture import providers  # noqa: E402
+
+from rlconform.hypothesis_isolation import without_local_constants  # noqa: E402
+from rlconform.runner import RunCache  # noqa: E402
+from rlconform.search import Verdict, check_spec  # noqa: E402
+from rlconform.specs.registry import all_specs  # noqa: E402
+from rlconform.systems import all_systems  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+VECFACTORY = '''
+import gymnasium
+
+
+def make(env_fns, **kwargs):
+    return gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
+
+
+class DropFinalObs(gymnasium.vector.VectorWrapper):
+    """Loses the true terminal observation: visible only on a step where an episode ends."""
+
+    def step(self, actions):
+        obs, rewards, terminated, truncated, infos = self.env.step(actions)
+        infos = {k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")}
+        return obs, rewards, terminated, truncated, infos
+
+
+def broken(env_fns, **kwargs):
+    return DropFinalObs(make(env_fns))
+'''
+
+SPECS = ("terminal.final_obs", "flags.terminated")
+
+PROJECT_TEST = f"""
+import mylib
+from rlconform.testing import parametrize_with_checks
+
+
+def test_uses_the_package():
+    assert mylib.tables.SIZES
+
+
+@parametrize_with_checks(["vecfactory:broken"], api="gymnasium.vector", specs={list(SPECS)!r})
+def test_rlconform(rlconform_check):
+    rlconform_check()
+"""
+
+
+def constants_module(offset: int) -> str:
+    """A module of about 900 distinct constants in the ranges rlconform draws (seeds, sizes),
+    under Hypothesis' limit of 1,024 per module."""
+    rows = [f"    ({offset + 101 + 71 * i}, {offset + i + 0.25!r}, 'cfg{offset + i}')," for i in range(300)]
+    return "SIZES = [\n" + "\n".join(rows) + "\n]\n"
+
+
+def timeless(document: dict[str, Any]) -> dict[str, Any]:
+    """What must be the same on every run: everything in the results but the time they took (in
+    the order of its system and spec: the CLI lists specs in registry order, pytest in the order
+    the test file named them)."""
+    results = [{k: v for k, v in r.items() if k != "seconds"} for r in document["results"]]
+    return {
+        "profile": document["profile"],
+        "specs": sorted(document["specs"], key=lambda s: s["id"]),
+        "systems": document["systems"],
+        "results": sorted(results, key=lambda r: (r["system"], r["spec"])),
+        "summary": document["summary"],
+    }
+
+
+def verdict_facts(verdict: Verdict) -> dict[str, Any]:
+    facts = dict(vars(verdict))
+    facts.pop("seconds")
+    facts["case"] = repr(facts["case"])
+    return facts
+
+
+def cli_check(cwd: Path, json_path: Path, pythonpath: list[Path], hash_seed: str) -> dict[str, Any]:
+    env = {**os.environ, "RLCONFORM_PROFILE": "ci", "PYTHONHASHSEED": hash_seed}
+    env.pop("RLCONFORM_SEED", None)
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [REPO, *pythonpath])
+    result = subprocess.run(
+        [sys.executable, "-m", "rlconform.cli", "check", "vecfactory:broken", "--api", "gymnasium.vector"]
+        + [arg for spec in SPECS for arg in ("--spec", spec)]
+        + ["--profile", "ci", "--json", str(json_path)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr  # the planted bug fails
+    document: dict[str, Any] = json.loads(json_path.read_text())
+    return document
+
+
+def test_cli_pytest_and_xdist_give_the_same_results_from_any_folder(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("xdist")
+    monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
+    monkeypatch.delenv("RLCONFORM_SEED", raising=False)
+    project = pytester.path
+    pytester.makepyfile(vecfactory=VECFACTORY, test_project=PROJECT_TEST)
+    package = project / "mylib"
+    package.mkdir()
+    (package / "__init__.py").write_text("from mylib import tables, settings\n")
+    (package / "tables.py").write_text(constants_module(0))
+    (package / "settings.py").write_text(constants_module(50_000))
+
+    # the CLI from an empty folder, with the factory found through PYTHONPATH
+    empty = tmp_path_factory.mktemp("empty")
+    factory_only = tmp_path_factory.mktemp("factory")
+    (factory_only / "vecfactory.py").write_text(VECFACTORY)
+    alone = cli_check(empty, tmp_path_factory.mktemp("out") / "alone.json", [factory_only], hash_seed="0")
+    assert sorted(p.name for p in empty.iterdir()) == [], "rlconform wrote into the folder it ran from"
+
+    # the CLI from the project folder (its cwd on sys.path, as python -m puts it), under another
+    # hash seed
+    in_project = cli_check(project, project / "cli.json", [project], hash_seed="1")
+
+    # rlconform.testing in the project's own test module, which imports mylib, in one process
+    # and in two xdist workers
+    single = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "--rlconform-json", "one.json")
+    single.assert_outcomes(passed=2, failed=1)
+    parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--rlconform-json", "two.json")
+    parallel.assert_outcomes(passed=2, failed=1)
+    assert not (project / ".hypothesis").exists(), "rlconform's searches wrote .hypothesis/ into the project"
+
+    documents = {
+        "cli, empty folder": alone,
+        "cli, project folder": in_project,
+        "pytest": json.loads((project / "one.json").read_text()),
+        "pytest -n 2": json.loads((project / "two.json").read_text()),
+    }
+    statuses = sorted((r["spec"], r["status"]) for r in alone["results"])
+    assert statuses == [("flags.terminated", "pass"), ("terminal.final_obs", "fail")]
+    reference = timeless(alone)
+    for name, document in documents.items():
+        assert timeless(document) == reference, f"{name} differs from the CLI run in an empty folder"
+
+
+def _system_and_spec(system_id: str, spec_id: str) -> tuple[Any, Any]:
+    system = next(s for s in all_systems() if s.id == system_id)
+    spec = next(s for s in all_specs() if s.id == spec_id)
+    return system, spec
+
+
+@pytest.mark.parametrize(
+    ("system_id", "spec_id"),
+    [("planted.forgets_truncated_reset", "transitions.exact"), ("gymnasium.SyncVectorEnv.NextStep", "transitions.exact")],
+)
+def test_a_search_ignores_modules_imported_since_the_last_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system_id: str, spec_id: str
+) -> None:
+    system, spec = _system_and_spec(system_id, spec_id)
+    before = check_spec(system, spec, "ci", cache=RunCache())
+    name = f"rlconform_determinism_constants_{tmp_path.name}"
+    (tmp_path / f"{name}.py").write_text(constants_module(7))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module(name)
+    after = check_spec(system, spec, "ci", cache=RunCache())
+    assert before.status == ("fail" if system_id.startswith("planted.") else "pass")
+    assert verdict_facts(after) == verdict_facts(before)
+
+
+def test_a_user_profile_does_not_change_the_examples_of_a_search() -> None:
+    system, spec = _system_and_spec("gymnasium.SyncVectorEnv.NextStep", "flags.truncated")
+    ours = check_spec(system, spec, "ci", cache=RunCache())
+    # a conftest may load a profile for the project's own @given tests; with this backend a
+    # derandomized search inheriting it drew fresh random examples on every call
+    settings.register_profile("rlconform-test-user-profile", backend="hypothesis-urandom", max_examples=7)
+    settings.load_profile("rlconform-test-user-profile")
+    try:
+        under_user_profile = [check_spec(system, spec, "ci", cache=RunCache()) for _ in range(2)]
+    finally:
+        settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+    assert [verdict_facts(v) for v in under_user_profile] == [verdict_facts(ours)] * 2
+
+
+def test_the_users_own_tests_keep_their_local_constants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rlconform switches local constants off for its own searches only: a module the user imports
+    afterwards still feeds their own @given tests."""
+    system, spec = _system_and_spec("gymnasium.SyncVectorEnv.NextStep", "flags.truncated")
+    with without_local_constants():
+        assert len(providers._get_local_constants()) == 0
+    check_spec(system, spec, "ci", cache=RunCache())
+    name = f"rlconform_determinism_user_{tmp_path.name}"
+    (tmp_path / f"{name}.py").write_text("MAGIC = 987_654_321\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module(name)
+    assert 987_654_321 in providers._get_local_constants().set_for_type("integer")
