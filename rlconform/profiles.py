@@ -25,8 +25,9 @@ class Profile:
     #: examples shrinking may run after the first failure (in-process, with worker processes)
     shrink_examples: int = 400
     shrink_examples_out_of_process: int = 150
-    #: wall-clock limit on shrinking one failure under a random-seed profile (Hypothesis' own limit
-    #: is five minutes). Derandomized profiles ignore it: see shrink_time_limit_seconds
+    #: wall-clock limit on shrinking one failure. A shrink cut by the clock stops at a different
+    #: candidate on a loaded machine (another minimal case, message and reproducer), so derandomized
+    #: profiles bound shrinking by shrink_examples and keep only Hypothesis' own limit as a safety net
     shrink_seconds: float = 30.0
 
     def examples_for(self, out_of_process: bool) -> int:
@@ -35,25 +36,32 @@ class Profile:
     def shrink_examples_for(self, out_of_process: bool) -> int:
         return self.shrink_examples_out_of_process if out_of_process else self.shrink_examples
 
-    def shrink_time_limit_seconds(self) -> float | None:
-        """The wall-clock limit on shrinking, or None for Hypothesis' own (five minutes).
 
-        A shrink cut by the clock stops at a different candidate on a loaded machine, so the
-        minimal case, its message and reproducer would change from run to run. A derandomized
-        profile promises the same JSON on every run: its shrinking is bounded by the number of
-        examples it may run (shrink_examples_for), and only Hypothesis' five-minute limit remains,
-        as a safety net that a bounded shrink does not reach in practice."""
-        return None if self.derandomize else self.shrink_seconds
-
+#: Hypothesis' own limit on shrinking one failure (hypothesis.internal.conjecture.engine)
+HYPOTHESIS_SHRINK_SECONDS = 300.0
 
 PROFILES = {
     "fast": Profile("fast", 20, 8, False, "quick local feedback; a fresh random seed each session"),
-    "ci": Profile("ci", 40, 20, True, "derandomized: the same examples and verdicts on every run"),
+    "ci": Profile(
+        "ci",
+        40,
+        20,
+        True,
+        "derandomized: the same examples and verdicts on every run",
+        shrink_seconds=HYPOTHESIS_SHRINK_SECONDS,
+    ),
     # one run per release in the compatibility matrix: derandomized like ci, fewer examples and a
-    # short shrink (the matrix asks which verdicts change between releases, not for minimal cases);
-    # the shrink is bounded by examples, not seconds, so that its results are the same on every run
+    # short shrink (the matrix asks which verdicts change between releases, not for minimal cases),
+    # bounded by examples, not seconds, so that its results are the same on every run
     "matrix": Profile(
-        "matrix", 8, 3, True, "derandomized and small: one run per release of the compatibility matrix", 40, 15
+        "matrix",
+        8,
+        3,
+        True,
+        "derandomized and small: one run per release of the compatibility matrix",
+        shrink_examples=40,
+        shrink_examples_out_of_process=15,
+        shrink_seconds=HYPOTHESIS_SHRINK_SECONDS,
     ),
     "thorough": Profile(
         "thorough", 300, 60, False, "nightly depth; a fresh random seed each session", 2000, 300, 300.0
@@ -113,15 +121,12 @@ def hypothesis_settings(profile: Profile, out_of_process: bool) -> settings:
 
 
 @contextlib.contextmanager
-def shrink_time_limit(seconds: float | None) -> Iterator[None]:
-    """Bound the time Hypothesis spends shrinking one failure (None: keep Hypothesis' own limit).
+def shrink_time_limit(seconds: float) -> Iterator[None]:
+    """Bound the time Hypothesis spends shrinking one failure.
 
     Hypothesis stops shrinking after MAX_SHRINKING_SECONDS (five minutes) and keeps the smallest
     failure found; the constant is module-level, so it is set for the duration of one search.
     If a future Hypothesis drops it, searches simply keep Hypothesis' own limit."""
-    if seconds is None:
-        yield
-        return
     try:
         from hypothesis.internal.conjecture import engine
     except ImportError:  # pragma: no cover

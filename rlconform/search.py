@@ -152,7 +152,7 @@ def check_spec(
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     try:
-        with shrink_time_limit(prof.shrink_time_limit_seconds()), without_local_constants():
+        with shrink_time_limit(prof.shrink_seconds), without_local_constants():
             test()
     except SpecFailure as failure:
         return Verdict(
