@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from rlconform.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
 from rlconform.profiles import PROFILES, get_profile, session_seed
 from rlconform.report import Results, header_lines, render_failures, render_skips, render_table
+from rlconform.search import Verdict
 from rlconform.specs.registry import Spec, all_specs
 from rlconform.suite import print_progress, run_checks
 from rlconform.systems import System, all_systems
@@ -364,6 +365,34 @@ def _skipped_verdicts(systems: Sequence[System], specs: Sequence[Spec], profile:
     ]
 
 
+def _verdict_lines(verdicts: Sequence[Verdict], *, several_systems: bool) -> list[str]:
+    """One line per verdict; the specs not run for one reason (a hang, a crash) share one line, so
+    that a hanging system reads as one failure and one note, not as thirty lines saying the same."""
+
+    def headline(verdict: Verdict) -> str:
+        return verdict.message.splitlines()[0] if verdict.message else ""
+
+    def whose(verdict: Verdict) -> str:
+        return f"[{verdict.system_id}] " if several_systems else ""
+
+    not_run: dict[tuple[str, str], list[str]] = {}
+    for verdict in verdicts:
+        if verdict.status == "not_run" and not verdict.expected:
+            not_run.setdefault((whose(verdict), headline(verdict)), []).append(verdict.spec_id)
+    lines = []
+    for verdict in verdicts:
+        key = (whose(verdict), headline(verdict))
+        if verdict.status == "not_run" and not verdict.expected:
+            specs = not_run.pop(key, None)
+            if specs:  # the group's line stands where its first spec stood
+                named = specs[0] if len(specs) == 1 else f"{len(specs)} specs"
+                lines.append(f"  {'NOT_RUN':15s} {key[0]}{named}: {key[1]}")
+            continue
+        label = "EXPECTED" if verdict.expected else "KNOWN" if verdict.known else verdict.status.upper()
+        lines.append(f"  {label:15s} {key[0]}{verdict.spec_id}: {key[1]}")
+    return lines
+
+
 def _check(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile)
     seed = None if profile.derandomize else session_seed()
@@ -390,13 +419,8 @@ def _check(args: argparse.Namespace) -> int:
         systems, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
     )
     _apply_expected(expected, results)
-    for verdict in results.verdicts:
-        label = "EXPECTED" if verdict.expected else "KNOWN" if verdict.known else verdict.status.upper()
-        whose = "" if len(systems) == 1 else f"[{verdict.system_id}] "
-        print(
-            f"  {label:15s} {whose}{verdict.spec_id}: {verdict.message.splitlines()[0] if verdict.message else ''}",
-            file=out,
-        )
+    for line in _verdict_lines(results.verdicts, several_systems=len(systems) > 1):
+        print(line, file=out)
     failures = render_failures(results.verdicts, with_reproducers=True)
     if failures:
         print(file=out)

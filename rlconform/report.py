@@ -186,7 +186,8 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
         lines.append(f"{system.id:<{width}} " + "".join(row))
     lines.append(
         "legend: ok pass | FAIL violation found | known documented or expected failure | "
-        ". not applicable | n/e not exercised by any example | skip not installed or not in this release | ERR error"
+        ". not applicable | n/e not exercised by any example | skip not installed or not in this release | "
+        "n/r not run (the system hung or crashed first) | ERR error"
     )
     return "\n".join(lines)
 
