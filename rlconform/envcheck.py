@@ -27,13 +27,13 @@ import numpy as np
 from rlconform.adapters.tensordicts import UnsupportedSpaceError
 from rlconform.compare import first_difference
 from rlconform.fixtures.script import EnvScript
+from rlconform.hangs import hung_call
 from rlconform.plan import Case, Op, Reset, Step
 from rlconform.runner import ActionCodec, LiveRun, Run
 from rlconform.specs.registry import Checker, Outcome, spec
 from rlconform.systems import Capabilities, System, get_system
 from rlconform.trace import CallRecord, Slot
 from rlconform.user import USER_ENV_FAMILY
-from rlconform.hangs import hung_call
 from rlconform.watchdog import CallTimeout, call_timeout, deadline
 
 if TYPE_CHECKING:

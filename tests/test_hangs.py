@@ -20,14 +20,14 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
-from rlconform import hangs  # noqa: E402
-from rlconform.profiles import get_profile  # noqa: E402
-from rlconform.runner import RUN_CACHE  # noqa: E402
-from rlconform.search import Verdict  # noqa: E402
-from rlconform.specs.registry import all_specs  # noqa: E402
-from rlconform.suite import run_checks  # noqa: E402
-from rlconform.user import probe, user_system  # noqa: E402
-from rlconform.watchdog import deadlines_available  # noqa: E402
+from rlconform import hangs
+from rlconform.profiles import get_profile
+from rlconform.runner import RUN_CACHE
+from rlconform.search import Verdict
+from rlconform.specs.registry import all_specs
+from rlconform.suite import run_checks
+from rlconform.user import probe, user_system
+from rlconform.watchdog import deadlines_available
 
 pytestmark = pytest.mark.skipif(not deadlines_available(), reason="no SIGALRM deadlines on this platform")
 
