@@ -22,6 +22,8 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 
+from rlconform.config import ConfigError
+from rlconform.config import validate as validate_config
 from rlconform.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
 from rlconform.profiles import PROFILES, get_profile, session_seed
 from rlconform.report import Results, header_lines, render_failures, render_skips, render_table
@@ -161,11 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _diff(args)
         if args.command == "matrix":
             return _matrix(args)
+        validate_config()  # a bad RLCONFORM_* value: one line and exit 2, before anything runs
         with _exit_on_sigterm():
             if args.command == "run":
                 return _run(args)
             return _check(args)
-    except BadInput as exc:
+    except (BadInput, ConfigError) as exc:
         print(f"rlconform: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

@@ -164,6 +164,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "rlconform(system, spec, family): a conformance check item created by the rlconform plugin"
     )
     if _active(config) and not config.pluginmanager.has_plugin(SESSION_PLUGIN):
+        from rlconform.config import ConfigError, validate
+
+        try:
+            validate()  # a bad RLCONFORM_* value is a usage error, before any check runs
+        except ConfigError as exc:
+            raise pytest.UsageError(f"rlconform: error: {exc}") from None
         config.pluginmanager.register(RlconformSession(config), SESSION_PLUGIN)
 
 

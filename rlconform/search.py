@@ -24,6 +24,7 @@ from hypothesis.errors import HypothesisWarning
 from hypothesis.reporting import with_reporter
 from hypothesis.strategies import SearchStrategy
 
+from rlconform.config import validate as validate_config
 from rlconform.fixtures.strategies import cases
 from rlconform.hangs import RESPONSIVE, Hang, SystemHung, hang_of, hung_call, note_run
 from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
@@ -111,7 +112,11 @@ def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
 def check_spec(
     system: System, spec: Spec, profile: Profile | str | None = None, cache: RunCache = RUN_CACHE
 ) -> Verdict:
-    """Search for a violation of ``spec`` by ``system``."""
+    """Search for a violation of ``spec`` by ``system``.
+
+    A bad RLCONFORM_* variable raises :class:`~rlconform.config.ConfigError` here, before the
+    search: it is the caller's input, never a verdict on the system."""
+    validate_config()
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     start = time.perf_counter()
     seed = None if prof.derandomize else session_seed()

@@ -13,11 +13,11 @@ no env process it started survives it.
 from __future__ import annotations
 
 import multiprocessing.connection
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
+from rlconform.config import SYSTEM_TIMEOUT, seconds
 from rlconform.isolation import IsolatedCall, can_isolate
 from rlconform.profiles import Profile
 from rlconform.report import cell_status
@@ -32,7 +32,7 @@ DEFAULT_SYSTEM_TIMEOUT = 1800.0
 
 
 def system_timeout() -> float:
-    return float(os.environ.get("RLCONFORM_SYSTEM_TIMEOUT", DEFAULT_SYSTEM_TIMEOUT))
+    return seconds(SYSTEM_TIMEOUT, DEFAULT_SYSTEM_TIMEOUT)
 
 
 def check_system(system: System, specs: Sequence[Spec], profile: Profile) -> list[Verdict]:
