@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rlconform.crashlog import CrashLog, CrashReport
+
 
 def can_isolate() -> bool:
     """Fork and process groups are available (Linux); elsewhere functions run in this process."""
@@ -32,6 +34,8 @@ class Outcome:
     value: Any = None
     #: None when the function returned; otherwise how the child ended ("died from SIGSEGV ...")
     failure: str | None = None
+    #: when the child ended without a value: the call it was running and its native traceback
+    crash: CrashReport | None = None
 
 
 class IsolatedCall:
@@ -40,7 +44,8 @@ class IsolatedCall:
     def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
         context = multiprocessing.get_context("fork")
         self.reader, writer = context.Pipe(duplex=False)
-        self.process = context.Process(target=_child, args=(fn, args, writer), daemon=False)
+        self.crash_log = CrashLog()
+        self.process = context.Process(target=_child, args=(fn, args, writer, self.crash_log), daemon=False)
         self.started = time.perf_counter()
         self.process.start()
         writer.close()
@@ -82,6 +87,9 @@ class IsolatedCall:
             self.outcome = Outcome(failure=f"did not finish within {timeout:.0f} s and was killed")
         else:
             self.outcome = Outcome(failure=exit_description(self.process.exitcode))
+        if self.outcome.failure is not None:
+            self.outcome.crash = self.crash_log.read()
+        self.crash_log.remove()
         return True
 
     def kill(self) -> None:
@@ -89,6 +97,7 @@ class IsolatedCall:
         kill_group(self.process.pid)
         self.process.join(5)
         self.reader.close()
+        self.crash_log.remove()
 
 
 def run_isolated(fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Outcome:
@@ -106,8 +115,11 @@ def run_isolated(fn: Callable[..., Any], *args: Any, timeout: float | None = Non
     return call.outcome
 
 
-def _child(fn: Callable[..., Any], args: tuple[Any, ...], writer: multiprocessing.connection.Connection) -> None:
+def _child(
+    fn: Callable[..., Any], args: tuple[Any, ...], writer: multiprocessing.connection.Connection, crash_log: CrashLog
+) -> None:
     os.setpgid(0, 0)  # a group of its own: the parent can kill everything this child starts
+    crash_log.install()  # if the system kills this process, the parent can still say where and how
     try:
         message: tuple[str, Any] = ("value", fn(*args))
     except BaseException as exc:  # a crash of rlconform itself, or of the system outside any call

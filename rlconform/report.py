@@ -37,6 +37,8 @@ LIBRARIES = (
     "pytest",
 )
 
+#: the heading of a crashed worker's native traceback in its error verdict (rlconform.suite)
+NATIVE_TRACEBACK = "native traceback (faulthandler):"
 #: the table's cell symbols, shared with the report formats (rlconform.reports)
 SYMBOLS = REPORT_SYMBOLS
 
@@ -200,6 +202,9 @@ def render_failures(verdicts: Iterable[Verdict], *, with_reproducers: bool = Fal
         label = "KNOWN" if verdict.known else "EXPECTED" if verdict.expected else verdict.status.upper()
         lines.append(f"{label} {verdict.system_id} :: {verdict.spec_id}")
         lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
+        if verdict.status == "error" and NATIVE_TRACEBACK in verdict.message:
+            # a crashed worker's native traceback, told once (its other specs are "not run")
+            lines.extend("    " + line for line in verdict.message.split("\n\n", 1)[1].splitlines())
         if verdict.known:
             lines.append(f"    known because: {verdict.known}")
         if verdict.expected:

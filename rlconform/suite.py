@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
 from rlconform.config import SYSTEM_TIMEOUT, seconds
+from rlconform.crashlog import CrashReport
 from rlconform.isolation import IsolatedCall, can_isolate
 from rlconform.profiles import Profile
-from rlconform.report import cell_status
+from rlconform.report import NATIVE_TRACEBACK, cell_status
 from rlconform.search import Verdict, check_spec
 from rlconform.specs.registry import Spec
 from rlconform.systems import System
@@ -89,7 +90,7 @@ def _isolated(
                 assert call.outcome is not None
                 verdicts = call.outcome.value
                 if call.outcome.failure is not None:
-                    verdicts = _crash_verdicts(system, specs, profile, call.outcome.failure)
+                    verdicts = _crash_verdicts(system, specs, profile, call.outcome.failure, call.outcome.crash)
                 yield system, verdicts, call.elapsed
     finally:
         # interrupted (Ctrl-C, SIGTERM, an error here): the workers run in process groups of
@@ -98,16 +99,29 @@ def _isolated(
             call.kill()
 
 
-def _crash_verdicts(system: System, specs: Sequence[Spec], profile: Profile, reason: str) -> list[Verdict]:
+def _crash_verdicts(
+    system: System, specs: Sequence[Spec], profile: Profile, reason: str, crash: CrashReport | None = None
+) -> list[Verdict]:
+    """One story per crashed worker: the first spec's verdict is the error (how the worker ended,
+    the call it was running, the native traceback); every other spec is "not run" and points to it."""
     from rlconform.profiles import session_seed
 
+    if not specs:
+        return []
     seed = None if profile.derandomize else session_seed()
     if reason.startswith("did not finish"):
         reason += " (RLCONFORM_SYSTEM_TIMEOUT)"
-    message = f"the worker process checking {system.id} {reason}; no spec of this system reached a verdict"
+    during = f" during {crash.call}" if crash is not None and crash.call else ""
+    message = f"the worker process checking {system.id} {reason}{during}; no spec of this system reached a verdict"
     if not reason.startswith("raised"):
         message += " (the system crashed or killed its process: a segfault, os._exit, an out-of-memory kill)"
-    return [Verdict(system.id, spec.id, "error", message, profile=profile.name, seed=seed) for spec in specs]
+    if crash is not None and crash.native_traceback:
+        message += f"\n\n{NATIVE_TRACEBACK}\n" + crash.native_traceback
+    first, *others = specs
+    not_run = f"not run: the worker process checking {system.id} {reason}{during} (see {first.id})"
+    return [Verdict(system.id, first.id, "error", message, profile=profile.name, seed=seed)] + [
+        Verdict(system.id, spec.id, "not_run", not_run, profile=profile.name, seed=seed) for spec in others
+    ]
 
 
 def print_progress(stream: TextIO) -> Progress:
