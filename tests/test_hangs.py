@@ -93,6 +93,26 @@ class SleepyEnv(gymnasium.Env):
 
 def sleepy_env():
     return SleepyEnv()
+
+
+class SegfaultingSync(gymnasium.vector.SyncVectorEnv):
+    """A vectorizer whose C code dereferences a null pointer on its second step."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._steps = 0
+
+    def step(self, actions):
+        self._steps += 1
+        if self._steps == 2:
+            import ctypes
+
+            ctypes.string_at(0)
+        return super().step(actions)
+
+
+def segfaulting(env_fns, **kwargs):
+    return SegfaultingSync(env_fns, **kwargs)
 '''
 
 #: the issue's target: a hanging system's whole check ends within this, at default settings
@@ -193,8 +213,9 @@ def test_a_system_that_answers_still_passes_responsive(module_dir: Path) -> None
 
 
 def run_cli(cwd: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    environment = {**os.environ, **env}
-    environment.pop("RLCONFORM_PROFILE", None)  # default settings: the ci profile
+    environment = {**os.environ}
+    environment.pop("RLCONFORM_PROFILE", None)  # default settings (the ci profile) unless given
+    environment.update(env)
     environment["PYTHONPATH"] = os.pathsep.join([str(cwd), environment.get("PYTHONPATH", "")])
     start = time.monotonic()
     proc = subprocess.run(
@@ -283,3 +304,22 @@ def test_rlconform_check_of_a_hanging_user_env(module_dir: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert seconds < BOUND_SECONDS
     assert_hang_verdicts(json.loads((module_dir / "env.json").read_text())["results"], "env.step(")
+
+
+def test_a_segfault_names_the_call_and_shows_the_native_traceback_once(module_dir: Path) -> None:
+    proc, _ = run_cli(
+        module_dir, "check", "hangers:segfaulting", "--api", "gymnasium.vector", "--json", "crash.json",
+        RLCONFORM_PROFILE="fast",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    first, *others = json.loads((module_dir / "crash.json").read_text())["results"]
+    assert first["status"] == "error"
+    assert "died from SIGSEGV" in first["message"] and "during envs.step(" in first["message"]
+    assert "(agent step 2)" in first["message"]
+    assert "Fatal Python error: Segmentation fault" in first["message"]
+    assert 'hangers.py", line' in first["message"] and " in step" in first["message"]
+    assert others and all(r["status"] == "not_run" for r in others)
+    assert all(f"(see {first['spec']})" in r["message"] and "died from SIGSEGV" in r["message"] for r in others)
+    # told once on the terminal: one error, one line for the specs not run, one native traceback
+    assert proc.stdout.count("Fatal Python error") == 1, proc.stdout
+    assert sum("NOT_RUN" in line for line in proc.stdout.splitlines()) == 1, proc.stdout
