@@ -56,6 +56,8 @@ class Results:
     verdicts: list[Verdict] = field(default_factory=list)
     started: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     notes: list[str] = field(default_factory=list)
+    #: the run was interrupted (Ctrl-C): the results are those finished by then
+    interrupted: bool = False
 
     def verdict(self, system_id: str, spec_id: str) -> Verdict | None:
         for verdict in self.verdicts:
@@ -83,6 +85,7 @@ class Results:
             "systems": [system_json(s) for s in self.systems],
             "results": [verdict_json(v) for v in self.verdicts],
             "summary": self.summary(),
+            "interrupted": self.interrupted,
         }
 
     def write_json(self, path: str) -> None:

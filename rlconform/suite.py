@@ -36,8 +36,24 @@ def system_timeout() -> float:
     return seconds(SYSTEM_TIMEOUT, DEFAULT_SYSTEM_TIMEOUT)
 
 
-def check_system(system: System, specs: Sequence[Spec], profile: Profile) -> list[Verdict]:
-    return [check_spec(system, spec, profile) for spec in specs]
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) ended a run: carries the verdicts finished so far, in run order, so that
+    the CLI can still write them (marked partial) instead of losing the whole run."""
+
+    def __init__(self, verdicts: list[Verdict]) -> None:
+        super().__init__(f"interrupted after {len(verdicts)} verdict(s)")
+        self.verdicts = verdicts
+
+
+def check_system(
+    system: System, specs: Sequence[Spec], profile: Profile, done: list[Verdict] | None = None
+) -> list[Verdict]:
+    """The verdicts of every spec on ``system``; each is appended to ``done`` as it is reached
+    (in this process: what an interrupted run keeps of the system it was checking)."""
+    verdicts = done if done is not None else []
+    for spec in specs:
+        verdicts.append(check_spec(system, spec, profile))
+    return list(verdicts)
 
 
 def run_checks(
@@ -56,17 +72,24 @@ def run_checks(
     the systems it checks."""
     results: dict[str, list[Verdict]] = {}
     total = len(systems)
-    if (jobs <= 1 and not isolate) or not can_isolate():
-        for done, system in enumerate(systems, start=1):
-            start = time.perf_counter()
-            results[system.id] = check_system(system, specs, profile)
-            if progress:
-                progress(done, total, system, results[system.id], time.perf_counter() - start)
-    else:
-        for done, (system, verdicts, seconds) in enumerate(_isolated(systems, specs, profile, max(jobs, 1)), start=1):
-            results[system.id] = verdicts
-            if progress:
-                progress(done, total, system, verdicts, seconds)
+    try:
+        if (jobs <= 1 and not isolate) or not can_isolate():
+            for done, system in enumerate(systems, start=1):
+                start = time.perf_counter()
+                results[system.id] = []
+                check_system(system, specs, profile, results[system.id])
+                if progress:
+                    progress(done, total, system, results[system.id], time.perf_counter() - start)
+        else:
+            for done, (system, verdicts, seconds) in enumerate(
+                _isolated(systems, specs, profile, max(jobs, 1)), start=1
+            ):
+                results[system.id] = verdicts
+                if progress:
+                    progress(done, total, system, verdicts, seconds)
+    except KeyboardInterrupt:
+        # the isolated workers are already killed (_isolated's finally); keep what was finished
+        raise RunInterrupted([v for system in systems for v in results.get(system.id, [])]) from None
     return [verdict for system in systems for verdict in results[system.id]]
 
 

@@ -113,6 +113,36 @@ class SegfaultingSync(gymnasium.vector.SyncVectorEnv):
 
 def segfaulting(env_fns, **kwargs):
     return SegfaultingSync(env_fns, **kwargs)
+
+
+class SlowSync(gymnasium.vector.SyncVectorEnv):
+    """A correct vectorizer, slow enough to be interrupted mid-check."""
+
+    def step(self, actions):
+        time.sleep(0.05)
+        return super().step(actions)
+
+
+def slow(env_fns, **kwargs):
+    return SlowSync(env_fns, **kwargs)
+
+
+BUILDS = [0]
+
+
+class CtrlCSync(gymnasium.vector.SyncVectorEnv):
+    """Ctrl-C arrives while the 41st copy is built: the first search's 40 cases are shared by the
+    specs after it, so a few specs finish first (deterministic, unlike a timer)."""
+
+    def __init__(self, *args, **kwargs):
+        BUILDS[0] += 1
+        if BUILDS[0] == 41:
+            raise KeyboardInterrupt
+        super().__init__(*args, **kwargs)
+
+
+def ctrl_c(env_fns, **kwargs):
+    return CtrlCSync(env_fns, **kwargs)
 '''
 
 #: the issue's target: a hanging system's whole check ends within this, at default settings
@@ -323,3 +353,58 @@ def test_a_segfault_names_the_call_and_shows_the_native_traceback_once(module_di
     # told once on the terminal: one error, one line for the specs not run, one native traceback
     assert proc.stdout.count("Fatal Python error") == 1, proc.stdout
     assert sum("NOT_RUN" in line for line in proc.stdout.splitlines()) == 1, proc.stdout
+
+
+def test_ctrl_c_writes_the_finished_verdicts_and_exits_130(
+    module_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In process: the specs finished before the interruption are written, marked partial."""
+    from rlconform.cli import EXIT_INTERRUPTED, main
+    from rlconform.reports import load_results
+
+    monkeypatch.chdir(module_dir)
+    code = main(["check", "hangers:ctrl_c", "--api", "gymnasium.vector", "--in-process", "--json", "partial.json"])
+    out, err = capsys.readouterr()
+    assert code == EXIT_INTERRUPTED
+    assert err.startswith("rlconform: interrupted after ") and "partial results written to partial.json" in err
+    assert err.count("\n") == 1 and "Traceback" not in out + err
+    data = json.loads((module_dir / "partial.json").read_text())
+    assert data["interrupted"] is True
+    planned = len([s for s in all_specs() if "gymnasium.vector" in s.families])
+    assert 0 < len(data["results"]) < planned, len(data["results"])
+    assert any("interrupted (Ctrl-C): partial results" in note for note in data["notes"])
+    assert load_results(module_dir / "partial.json").results  # valid against the schema
+    import signal
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back for the caller
+
+
+def test_sigint_during_an_isolated_check(module_dir: Path) -> None:
+    """A real SIGINT while the isolated worker runs: exit 130 at once, no traceback, the results
+    file written (marked partial, no verdict finished), and the worker gone."""
+    import signal
+
+    environment = {**os.environ, "RLCONFORM_PROFILE": "fast"}
+    environment["PYTHONPATH"] = os.pathsep.join([str(module_dir), environment.get("PYTHONPATH", "")])
+    command = [sys.executable, "-m", "rlconform.cli", "check", "hangers:slow", "--api", "gymnasium.vector"]
+    proc = subprocess.Popen(
+        [*command, "--json", "sigint.json"],
+        cwd=module_dir,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the header, then "checking ...": the worker is starting
+        if line.startswith("checking "):
+            break
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in out + err
+    assert err.startswith("rlconform: interrupted after 0 of ") and err.count("\n") == 1, err
+    assert "partial results written to sigint.json" in err
+    data = json.loads((module_dir / "sigint.json").read_text())
+    assert data["interrupted"] is True and data["results"] == []
