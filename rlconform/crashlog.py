@@ -16,12 +16,17 @@ import contextlib
 import faulthandler
 import os
 import shutil
+import signal
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import IO
 
 #: bytes of the call record (a longer call description is cut)
 RECORD_SIZE = 512
+#: the signal at which a worker dumps its threads' tracebacks (sent by the parent before it kills
+#: a worker whose call is stuck; faulthandler answers it in C, even while native code holds the GIL)
+DUMP_SIGNAL = signal.SIGUSR1
 #: characters of native traceback kept in a verdict
 MAX_TRACEBACK = 4000
 
@@ -29,12 +34,13 @@ _call_fd: int | None = None
 _fault_file: IO[str] | None = None
 
 
-def announce(call: str) -> None:
-    """Record ``call`` as the library call now running in this worker ("" once it returned).
-    A no-op outside an isolated worker."""
+def announce(call: str, deadline: float = 0.0) -> None:
+    """Record ``call`` as the library call now running in this worker ("" once it returned), and
+    the seconds it is allowed (0: none); a no-op outside an isolated worker."""
     if _call_fd is None:
         return
-    data = call.encode("utf-8", "replace")[: RECORD_SIZE - 1]
+    due = f"{time.time() + deadline:.3f}" if call and deadline > 0 else "0"
+    data = f"{due}\t{call}".encode("utf-8", "replace")[: RECORD_SIZE - 1]
     with contextlib.suppress(OSError):
         os.pwrite(_call_fd, data.ljust(RECORD_SIZE, b"\0"), 0)
 
@@ -67,6 +73,9 @@ class CrashReport:
     call: str | None
     #: what faulthandler wrote at the fatal signal ("" when it wrote nothing: os._exit, SIGKILL)
     native_traceback: str
+    #: the call was still running long past its deadline: the alarm could not interrupt it (a hang
+    #: in native code that blocks signals or never returns to the interpreter), so the worker was killed
+    stuck: bool = False
 
 
 class CrashLog:
@@ -82,19 +91,42 @@ class CrashLog:
         global _call_fd, _fault_file
         _fault_file = open(self.traceback_path, "w", encoding="utf-8")  # noqa: SIM115 (open while the worker lives)
         faulthandler.enable(file=_fault_file, all_threads=True)
+        if hasattr(faulthandler, "register"):  # the parent asks for a dump before killing a stuck worker
+            faulthandler.register(DUMP_SIGNAL, file=_fault_file, all_threads=True)
         _call_fd = os.open(self.call_path, os.O_RDWR | os.O_CREAT, 0o600)
 
-    def read(self) -> CrashReport:
-        """In the parent, after the worker ended: what it left."""
-        call = None
+    def _record(self) -> tuple[float, str | None]:
+        """(when the running call is due, 0 for never; the call, None when none is running)."""
+        raw = ""
         with contextlib.suppress(OSError), open(self.call_path, "rb") as handle:
-            call = handle.read(RECORD_SIZE).rstrip(b"\0").decode("utf-8", "replace") or None
+            raw = handle.read(RECORD_SIZE).rstrip(b"\0").decode("utf-8", "replace")
+        due, _, call = raw.partition("\t")
+        try:
+            return float(due), call or None
+        except ValueError:
+            return 0.0, None
+
+    def dump(self, pid: int, wait: float = 0.5) -> None:
+        """Ask the worker ``pid`` for its tracebacks (before it is killed) and give it ``wait`` s."""
+        with contextlib.suppress(OSError):
+            os.kill(pid, DUMP_SIGNAL)
+            time.sleep(wait)
+
+    def stuck_call(self, grace: float) -> str | None:
+        """In the parent, while the worker runs: the call that is more than ``grace`` seconds past
+        its deadline (its alarm did not end it), or None."""
+        due, call = self._record()
+        return call if call is not None and due > 0 and time.time() > due + grace else None
+
+    def read(self, *, stuck: bool = False) -> CrashReport:
+        """In the parent, after the worker ended: what it left."""
+        call = self._record()[1]
         text = ""
         with contextlib.suppress(OSError), open(self.traceback_path, encoding="utf-8", errors="replace") as handle:
             text = trim_traceback(handle.read())
         if len(text) > MAX_TRACEBACK:
             text = text[:MAX_TRACEBACK] + "\n..."
-        return CrashReport(call, text)
+        return CrashReport(call, text, stuck)
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -21,6 +21,10 @@ from typing import Any
 
 from rlconform.crashlog import CrashLog, CrashReport
 
+#: seconds past a call's deadline after which the parent kills the worker: the alarm in the worker
+#: (rlconform.watchdog) ends a hung call at its deadline unless native code blocks it
+STUCK_GRACE_SECONDS = 5.0
+
 
 def can_isolate() -> bool:
     """Fork and process groups are available (Linux); elsewhere functions run in this process."""
@@ -71,9 +75,12 @@ class IsolatedCall:
             except (EOFError, OSError):
                 self._message = ("", None)  # died before sending: its exit code tells how
         overran = timeout is not None and self.elapsed > timeout
-        if self.process.is_alive() and not overran:
+        stuck = self._message is None and self.crash_log.stuck_call(STUCK_GRACE_SECONDS) is not None
+        if self.process.is_alive() and not overran and not stuck:
             return False
-        if overran:
+        if stuck and self.process.pid is not None:
+            self.crash_log.dump(self.process.pid)  # where it is stuck, for the verdict
+        if overran or stuck:
             kill_group(self.process.pid)
         self.process.join(5)
         kill_group(self.process.pid)  # whatever the child left behind
@@ -83,12 +90,14 @@ class IsolatedCall:
             self.outcome = Outcome(payload)
         elif kind == "failure":
             self.outcome = Outcome(failure=payload)
+        elif stuck:
+            self.outcome = Outcome(failure="was killed: a call went on past its deadline, which could not interrupt it")
         elif overran:
             self.outcome = Outcome(failure=f"did not finish within {timeout:.0f} s and was killed")
         else:
             self.outcome = Outcome(failure=exit_description(self.process.exitcode))
         if self.outcome.failure is not None:
-            self.outcome.crash = self.crash_log.read()
+            self.outcome.crash = self.crash_log.read(stuck=stuck and kind not in ("value", "failure"))
         self.crash_log.remove()
         return True
 

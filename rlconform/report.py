@@ -205,8 +205,8 @@ def render_failures(verdicts: Iterable[Verdict], *, with_reproducers: bool = Fal
         label = "KNOWN" if verdict.known else "EXPECTED" if verdict.expected else verdict.status.upper()
         lines.append(f"{label} {verdict.system_id} :: {verdict.spec_id}")
         lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
-        if verdict.status == "error" and NATIVE_TRACEBACK in verdict.message:
-            # a crashed worker's native traceback, told once (its other specs are "not run")
+        if NATIVE_TRACEBACK in verdict.message:
+            # a crashed or stuck worker's native traceback, told once (its other specs are "not run")
             lines.extend("    " + line for line in verdict.message.split("\n\n", 1)[1].splitlines())
         if verdict.known:
             lines.append(f"    known because: {verdict.known}")

@@ -143,7 +143,7 @@ class Session:
         record.start_ns = time.monotonic_ns()
         start = time.perf_counter()
         # an isolated worker that dies in this call names it (rlconform.crashlog)
-        announce(f"{source} (agent step {record.agent_step})" if is_step else source)
+        announce(f"{source} (agent step {record.agent_step})" if is_step else source, self.timeout)
         try:
             with deadline(self.timeout), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -280,7 +280,7 @@ class LiveRun:
                 run.close_error = "not attempted: an earlier call hung"
                 _mark_closed(self.obj)
             else:
-                announce("close()")
+                announce("close()", self.session.timeout)
                 try:
                     with deadline(self.session.timeout), warnings.catch_warnings():
                         warnings.simplefilter("ignore")

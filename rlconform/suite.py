@@ -19,7 +19,8 @@ from typing import TextIO
 
 from rlconform.config import SYSTEM_TIMEOUT, seconds
 from rlconform.crashlog import CrashReport
-from rlconform.isolation import IsolatedCall, can_isolate
+from rlconform.hangs import RESPONSIVE
+from rlconform.isolation import STUCK_GRACE_SECONDS, IsolatedCall, can_isolate
 from rlconform.profiles import Profile
 from rlconform.report import NATIVE_TRACEBACK, cell_status
 from rlconform.search import Verdict, check_spec
@@ -132,6 +133,8 @@ def _crash_verdicts(
     if not specs:
         return []
     seed = None if profile.derandomize else session_seed()
+    if crash is not None and crash.stuck and crash.call:
+        return _stuck_verdicts(system, specs, profile.name, seed, crash)
     if reason.startswith("did not finish"):
         reason += " (RLCONFORM_SYSTEM_TIMEOUT)"
     during = f" during {crash.call}" if crash is not None and crash.call else ""
@@ -144,6 +147,34 @@ def _crash_verdicts(
     not_run = f"not run: the worker process checking {system.id} {reason}{during} (see {first.id})"
     return [Verdict(system.id, first.id, "error", message, profile=profile.name, seed=seed)] + [
         Verdict(system.id, spec.id, "not_run", not_run, profile=profile.name, seed=seed) for spec in others
+    ]
+
+
+def _stuck_verdicts(
+    system: System, specs: Sequence[Spec], profile: str, seed: int | None, crash: CrashReport
+) -> list[Verdict]:
+    """A call the worker's alarm could not end (native code blocking signals or never returning to
+    the interpreter) is a hang like any other: ``lifecycle.responsive`` fails naming it, the other
+    specs are not run. There is no reproducer: the case was drawn in the killed worker."""
+    hang = f"{crash.call} did not answer within its deadline and could not be interrupted"
+    message = (
+        f"{hang}; the worker process was killed {STUCK_GRACE_SECONDS:g} s past the deadline "
+        "(native code that blocks signals or never returns to the interpreter)"
+    )
+    if crash.native_traceback:
+        message += f"\n\n{NATIVE_TRACEBACK}\n" + crash.native_traceback
+    return [
+        Verdict(system.id, spec.id, "fail", message, violations=[message.split("\n", 1)[0]], profile=profile, seed=seed)
+        if spec.id == RESPONSIVE
+        else Verdict(
+            system.id,
+            spec.id,
+            "not_run",
+            f"not run: system hung ({hang}; see {RESPONSIVE})",
+            profile=profile,
+            seed=seed,
+        )
+        for spec in specs
     ]
 
 

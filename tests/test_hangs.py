@@ -123,6 +123,20 @@ class SlowSync(gymnasium.vector.SyncVectorEnv):
         return super().step(actions)
 
 
+class StuckSync(gymnasium.vector.SyncVectorEnv):
+    """A vectorizer stuck where the alarm cannot reach it (native code that blocks signals)."""
+
+    def step(self, actions):
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        time.sleep(3600)
+
+
+def stuck(env_fns, **kwargs):
+    return StuckSync(env_fns, **kwargs)
+
+
 def slow(env_fns, **kwargs):
     return SlowSync(env_fns, **kwargs)
 
@@ -408,3 +422,16 @@ def test_sigint_during_an_isolated_check(module_dir: Path) -> None:
     assert "partial results written to sigint.json" in err
     data = json.loads((module_dir / "sigint.json").read_text())
     assert data["interrupted"] is True and data["results"] == []
+
+
+def test_a_hang_the_alarm_cannot_interrupt_is_ended_by_the_parent(module_dir: Path) -> None:
+    """The worker's alarm is blocked: the parent sees the call past its deadline in the worker's
+    call record, asks faulthandler where it is stuck, kills it, and reports the hang."""
+    proc, seconds = run_cli(module_dir, "check", "hangers:stuck", "--api", "gymnasium.vector", "--json", "stuck.json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert seconds < BOUND_SECONDS
+    results = json.loads((module_dir / "stuck.json").read_text())["results"]
+    assert_hang_verdicts(results, "envs.step(")
+    responsive = next(r for r in results if r["spec"] == hangs.RESPONSIVE)
+    assert "could not be interrupted" in responsive["message"]
+    assert 'hangers.py", line' in responsive["message"] and " in step" in responsive["message"]
