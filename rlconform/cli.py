@@ -22,15 +22,20 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 
+from rlconform.config import ConfigError
+from rlconform.config import validate as validate_config
 from rlconform.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
 from rlconform.profiles import PROFILES, get_profile, session_seed
 from rlconform.report import Results, header_lines, render_failures, render_skips, render_table
+from rlconform.search import Verdict
 from rlconform.specs.registry import Spec, all_specs
-from rlconform.suite import print_progress, run_checks
+from rlconform.suite import RunInterrupted, print_progress, run_checks
 from rlconform.systems import System, all_systems
 from rlconform.user import FACTORY_SIGNATURES, ISAACLAB_API, BadInput, probe, user_system
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+#: the shell's status for a process ended by SIGINT (128 + 2)
+EXIT_INTERRUPTED = 130
 DEFAULT_RESULTS = "rlconform-results/results.json"
 
 
@@ -160,11 +165,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _diff(args)
         if args.command == "matrix":
             return _matrix(args)
+        validate_config()  # a bad RLCONFORM_* value: one line and exit 2, before anything runs
         with _exit_on_sigterm():
             if args.command == "run":
                 return _run(args)
             return _check(args)
-    except BadInput as exc:
+    except KeyboardInterrupt:  # before or after the checks (during them: _interrupted)
+        print("rlconform: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (BadInput, ConfigError) as exc:
         print(f"rlconform: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
@@ -214,9 +223,12 @@ def _run(args: argparse.Namespace) -> int:
         results.notes.append(line)
     checked = [s for s in systems if s.id not in unchecked]
     runnable = [s for s in checked if not s.skip_reason()]
-    results.verdicts = run_checks(
-        runnable, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
-    )
+    try:
+        results.verdicts = run_checks(
+            runnable, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
+        )
+    except RunInterrupted as interrupted:
+        return _interrupted(args, results, interrupted.verdicts, len(runnable) * len(specs))
     results.verdicts += _skipped_verdicts([s for s in checked if s.skip_reason()], specs, profile.name, seed)
     _apply_expected(expected, results)
     print(file=out)
@@ -233,6 +245,41 @@ def _run(args: argparse.Namespace) -> int:
     errors = any(v.status == "error" and not v.ok for v in results.verdicts)
     failed = any(v.status in ("fail", "not_exercised") and not v.ok for v in results.verdicts)
     return EXIT_FAIL if errors or (args.strict and failed) else EXIT_OK
+
+
+def _interrupted(args: argparse.Namespace, results: Results, verdicts: list[Verdict], planned: int) -> int:
+    """Ctrl-C during the checks: the workers are gone (suite.run_checks); write the verdicts
+    finished so far, marked as partial, and end with the shell's status for SIGINT, no traceback."""
+    with _sigint_ignored():  # a second Ctrl-C must not cut the results file short
+        return _write_partial(args, results, verdicts, planned)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _write_partial(args: argparse.Namespace, results: Results, verdicts: list[Verdict], planned: int) -> int:
+    results.verdicts = verdicts
+    results.interrupted = True
+    results.notes.append(
+        f"interrupted (Ctrl-C): partial results, {len(verdicts)} of {planned} verdicts finished before the interruption"
+    )
+    where = ""
+    if args.json:
+        results.write_json(args.json)
+        where = f"; partial results written to {args.json}"
+    with contextlib.suppress(BadInput):
+        _write_reports(args, results)
+    print(f"rlconform: interrupted after {len(verdicts)} of {planned} verdicts{where}", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
@@ -364,6 +411,34 @@ def _skipped_verdicts(systems: Sequence[System], specs: Sequence[Spec], profile:
     ]
 
 
+def _verdict_lines(verdicts: Sequence[Verdict], *, several_systems: bool) -> list[str]:
+    """One line per verdict; the specs not run for one reason (a hang, a crash) share one line, so
+    that a hanging system reads as one failure and one note, not as thirty lines saying the same."""
+
+    def headline(verdict: Verdict) -> str:
+        return verdict.message.splitlines()[0] if verdict.message else ""
+
+    def whose(verdict: Verdict) -> str:
+        return f"[{verdict.system_id}] " if several_systems else ""
+
+    not_run: dict[tuple[str, str], list[str]] = {}
+    for verdict in verdicts:
+        if verdict.status == "not_run" and not verdict.expected:
+            not_run.setdefault((whose(verdict), headline(verdict)), []).append(verdict.spec_id)
+    lines = []
+    for verdict in verdicts:
+        key = (whose(verdict), headline(verdict))
+        if verdict.status == "not_run" and not verdict.expected:
+            specs = not_run.pop(key, None)
+            if specs:  # the group's line stands where its first spec stood
+                named = specs[0] if len(specs) == 1 else f"{len(specs)} specs"
+                lines.append(f"  {'NOT_RUN':15s} {key[0]}{named}: {key[1]}")
+            continue
+        label = "EXPECTED" if verdict.expected else "KNOWN" if verdict.known else verdict.status.upper()
+        lines.append(f"  {label:15s} {key[0]}{verdict.spec_id}: {key[1]}")
+    return lines
+
+
 def _check(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile)
     seed = None if profile.derandomize else session_seed()
@@ -386,17 +461,15 @@ def _check(args: argparse.Namespace) -> int:
     print(f"checking {system.title} as {args.api}", file=out)
     results = Results(profile=profile, seed=seed, systems=systems, specs=specs)
     expected = _load_expected(args)  # a malformed file is bad input before the (long) check starts
-    results.verdicts = run_checks(
-        systems, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
-    )
-    _apply_expected(expected, results)
-    for verdict in results.verdicts:
-        label = "EXPECTED" if verdict.expected else "KNOWN" if verdict.known else verdict.status.upper()
-        whose = "" if len(systems) == 1 else f"[{verdict.system_id}] "
-        print(
-            f"  {label:15s} {whose}{verdict.spec_id}: {verdict.message.splitlines()[0] if verdict.message else ''}",
-            file=out,
+    try:
+        results.verdicts = run_checks(
+            systems, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
         )
+    except RunInterrupted as interrupted:
+        return _interrupted(args, results, interrupted.verdicts, len(systems) * len(specs))
+    _apply_expected(expected, results)
+    for line in _verdict_lines(results.verdicts, several_systems=len(systems) > 1):
+        print(line, file=out)
     failures = render_failures(results.verdicts, with_reproducers=True)
     if failures:
         print(file=out)

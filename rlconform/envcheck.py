@@ -27,6 +27,7 @@ import numpy as np
 from rlconform.adapters.tensordicts import UnsupportedSpaceError
 from rlconform.compare import first_difference
 from rlconform.fixtures.script import EnvScript
+from rlconform.hangs import hung_call
 from rlconform.plan import Case, Op, Reset, Step
 from rlconform.runner import ActionCodec, LiveRun, Run
 from rlconform.specs.registry import Checker, Outcome, spec
@@ -118,6 +119,8 @@ class EnvRun:
         return self.build_error is None and self.first is not None
 
     def stacks(self) -> list[StackResult]:
+        if self._stacks is None and hung_call(self) is not None:
+            self._stacks = []  # an env that hung bare is not put into stacks to hang again
         if self._stacks is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -180,6 +183,8 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
     steps = [Step((a,)) for a in run.actions[0]]
     ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps, Reset(seed=case.seed), *steps)
     run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
+    if hung_call(run.first) is not None:
+        return run  # the env hung: driving it again would only wait for the deadline again
     run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [factory], codec)
     run.after_end = _probe_after_end(factory, case.seed, run.actions[0])
     return run
@@ -248,6 +253,8 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     failed = [c for c in stack_run.calls if c.failed]
     if failed:
         result.error = f"{failed[0].source} raised {failed[0].error_type}: {failed[0].error_message}"
+    if hung_call(stack_run) is not None:
+        return result  # replaying the env bare (no deadline there) would hang as well
     resets = _resets_made(stack_run, run.case.seed, n)
     for env in range(n):
         slots = [s for s in stack_run.slots if s.env == env and s.kind == "transition"]

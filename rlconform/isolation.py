@@ -19,6 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rlconform.crashlog import CrashLog, CrashReport
+
+#: seconds past a call's deadline after which the parent kills the worker: the alarm in the worker
+#: (rlconform.watchdog) ends a hung call at its deadline unless native code blocks it
+STUCK_GRACE_SECONDS = 5.0
+
 
 def can_isolate() -> bool:
     """Fork and process groups are available (Linux); elsewhere functions run in this process."""
@@ -32,6 +38,8 @@ class Outcome:
     value: Any = None
     #: None when the function returned; otherwise how the child ended ("died from SIGSEGV ...")
     failure: str | None = None
+    #: when the child ended without a value: the call it was running and its native traceback
+    crash: CrashReport | None = None
 
 
 class IsolatedCall:
@@ -40,7 +48,8 @@ class IsolatedCall:
     def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
         context = multiprocessing.get_context("fork")
         self.reader, writer = context.Pipe(duplex=False)
-        self.process = context.Process(target=_child, args=(fn, args, writer), daemon=False)
+        self.crash_log = CrashLog()
+        self.process = context.Process(target=_child, args=(fn, args, writer, self.crash_log), daemon=False)
         self.started = time.perf_counter()
         self.process.start()
         writer.close()
@@ -66,9 +75,12 @@ class IsolatedCall:
             except (EOFError, OSError):
                 self._message = ("", None)  # died before sending: its exit code tells how
         overran = timeout is not None and self.elapsed > timeout
-        if self.process.is_alive() and not overran:
+        stuck = self._message is None and self.crash_log.stuck_call(STUCK_GRACE_SECONDS) is not None
+        if self.process.is_alive() and not overran and not stuck:
             return False
-        if overran:
+        if stuck and self.process.pid is not None:
+            self.crash_log.dump(self.process.pid)  # where it is stuck, for the verdict
+        if overran or stuck:
             kill_group(self.process.pid)
         self.process.join(5)
         kill_group(self.process.pid)  # whatever the child left behind
@@ -78,10 +90,15 @@ class IsolatedCall:
             self.outcome = Outcome(payload)
         elif kind == "failure":
             self.outcome = Outcome(failure=payload)
+        elif stuck:
+            self.outcome = Outcome(failure="was killed: a call went on past its deadline, which could not interrupt it")
         elif overran:
             self.outcome = Outcome(failure=f"did not finish within {timeout:.0f} s and was killed")
         else:
             self.outcome = Outcome(failure=exit_description(self.process.exitcode))
+        if self.outcome.failure is not None:
+            self.outcome.crash = self.crash_log.read(stuck=stuck and kind not in ("value", "failure"))
+        self.crash_log.remove()
         return True
 
     def kill(self) -> None:
@@ -89,6 +106,7 @@ class IsolatedCall:
         kill_group(self.process.pid)
         self.process.join(5)
         self.reader.close()
+        self.crash_log.remove()
 
 
 def run_isolated(fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Outcome:
@@ -106,8 +124,11 @@ def run_isolated(fn: Callable[..., Any], *args: Any, timeout: float | None = Non
     return call.outcome
 
 
-def _child(fn: Callable[..., Any], args: tuple[Any, ...], writer: multiprocessing.connection.Connection) -> None:
+def _child(
+    fn: Callable[..., Any], args: tuple[Any, ...], writer: multiprocessing.connection.Connection, crash_log: CrashLog
+) -> None:
     os.setpgid(0, 0)  # a group of its own: the parent can kill everything this child starts
+    crash_log.install()  # if the system kills this process, the parent can still say where and how
     try:
         message: tuple[str, Any] = ("value", fn(*args))
     except BaseException as exc:  # a crash of rlconform itself, or of the system outside any call

@@ -164,6 +164,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "rlconform(system, spec, family): a conformance check item created by the rlconform plugin"
     )
     if _active(config) and not config.pluginmanager.has_plugin(SESSION_PLUGIN):
+        from rlconform.config import ConfigError, validate
+
+        try:
+            validate()  # a bad RLCONFORM_* value is a usage error, before any check runs
+        except ConfigError as exc:
+            raise pytest.UsageError(f"rlconform: error: {exc}") from None
         config.pluginmanager.register(RlconformSession(config), SESSION_PLUGIN)
 
 
@@ -369,6 +375,10 @@ def enforce_verdict(
         pytest.skip(f"not applicable: {first_line}")
     if verdict.status == "skipped":
         pytest.skip(first_line or "not installed")
+    if verdict.status == "not_run":
+        # the system hung or crashed before this spec was checked: lifecycle.responsive (or the
+        # system's first error) carries the failure, once; this spec has no verdict to give
+        pytest.skip(first_line)
     # "fail", "not_exercised" and "error" all fail the item
     raise ConformanceFailure.from_verdict(verdict, spec)
 

@@ -72,7 +72,11 @@ DEFAULT_PROFILE = "ci"
 
 
 def get_profile(name: str | None) -> Profile:
-    name = name or os.environ.get("RLCONFORM_PROFILE") or DEFAULT_PROFILE
+    """The profile ``name``, else $RLCONFORM_PROFILE (validated by :mod:`rlconform.config`: a bad
+    value raises its one-line ConfigError), else the default."""
+    from rlconform.config import profile_name
+
+    name = name or profile_name() or DEFAULT_PROFILE
     try:
         return PROFILES[name]
     except KeyError:

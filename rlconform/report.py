@@ -37,6 +37,8 @@ LIBRARIES = (
     "pytest",
 )
 
+#: the heading of a crashed worker's native traceback in its error verdict (rlconform.suite)
+NATIVE_TRACEBACK = "native traceback (faulthandler):"
 #: the table's cell symbols, shared with the report formats (rlconform.reports)
 SYMBOLS = REPORT_SYMBOLS
 
@@ -54,6 +56,8 @@ class Results:
     verdicts: list[Verdict] = field(default_factory=list)
     started: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     notes: list[str] = field(default_factory=list)
+    #: the run was interrupted (Ctrl-C): the results are those finished by then
+    interrupted: bool = False
 
     def verdict(self, system_id: str, spec_id: str) -> Verdict | None:
         for verdict in self.verdicts:
@@ -81,6 +85,7 @@ class Results:
             "systems": [system_json(s) for s in self.systems],
             "results": [verdict_json(v) for v in self.verdicts],
             "summary": self.summary(),
+            "interrupted": self.interrupted,
         }
 
     def write_json(self, path: str) -> None:
@@ -186,7 +191,8 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
         lines.append(f"{system.id:<{width}} " + "".join(row))
     lines.append(
         "legend: ok pass | FAIL violation found | known documented or expected failure | "
-        ". not applicable | n/e not exercised by any example | skip not installed or not in this release | ERR error"
+        ". not applicable | n/e not exercised by any example | skip not installed or not in this release | "
+        "n/r not run (the system hung or crashed first) | ERR error"
     )
     return "\n".join(lines)
 
@@ -199,6 +205,9 @@ def render_failures(verdicts: Iterable[Verdict], *, with_reproducers: bool = Fal
         label = "KNOWN" if verdict.known else "EXPECTED" if verdict.expected else verdict.status.upper()
         lines.append(f"{label} {verdict.system_id} :: {verdict.spec_id}")
         lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
+        if NATIVE_TRACEBACK in verdict.message:
+            # a crashed or stuck worker's native traceback, told once (its other specs are "not run")
+            lines.extend("    " + line for line in verdict.message.split("\n\n", 1)[1].splitlines())
         if verdict.known:
             lines.append(f"    known because: {verdict.known}")
         if verdict.expected:

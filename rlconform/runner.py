@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rlconform.adapters.base import Family, get_family
+from rlconform.crashlog import announce
 from rlconform.fixtures.calllog import FileSink, LogSink, MemorySink
 from rlconform.plan import Case, Op, Step
 from rlconform.systems import System, get_system
@@ -141,6 +142,8 @@ class Session:
         )
         record.start_ns = time.monotonic_ns()
         start = time.perf_counter()
+        # an isolated worker that dies in this call names it (rlconform.crashlog)
+        announce(f"{source} (agent step {record.agent_step})" if is_step else source, self.timeout)
         try:
             with deadline(self.timeout), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -148,6 +151,7 @@ class Session:
             if caught:
                 record.extra["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
         except (Exception, CallTimeout) as exc:  # the system raised or hung: an outcome, not a suite error
+            announce("")
             record.seconds = time.perf_counter() - start
             record.end_ns = time.monotonic_ns()
             record.error_type = type(exc).__name__
@@ -161,6 +165,7 @@ class Session:
                 time.sleep(FAILED_CALL_SETTLE_SECONDS)
             self.calls.append(record)
             return record
+        announce("")
         record.seconds = time.perf_counter() - start
         record.end_ns = time.monotonic_ns()
         record.result_live = result
@@ -219,6 +224,7 @@ class LiveRun:
         self._ops: list[Op] = []
         if env_fns is None:
             env_fns = env_fns_for(case, self._sinks)
+        announce(f"building {system.id}")
         try:
             if self._log_dir is not None:
                 # worker processes inherit fd 2: their dying words go to a file, not the report
@@ -227,12 +233,14 @@ class LiveRun:
             else:
                 self.obj = system.build(env_fns)
         except Exception as exc:
+            announce("")
             self.run.build_error = f"{type(exc).__name__}: {exc}"
             self.run.build_error += "\n" + "".join(traceback.format_exception(exc)[-3:])
             reap(self._children)
             self._cleanup()
             self._finished = True
             return
+        announce("")
         self.run.call_timeout = self.session.timeout if deadlines_available() else 0.0
         self.run.semantics = self.family.describe_semantics(self.obj)
         self.family.begin(self.session, self.obj)
@@ -272,6 +280,7 @@ class LiveRun:
                 run.close_error = "not attempted: an earlier call hung"
                 _mark_closed(self.obj)
             else:
+                announce("close()", self.session.timeout)
                 try:
                     with deadline(self.session.timeout), warnings.catch_warnings():
                         warnings.simplefilter("ignore")
@@ -279,6 +288,8 @@ class LiveRun:
                 except (Exception, CallTimeout) as exc:
                     run.close_error = f"{type(exc).__name__}: {exc}"
                     _mark_closed(self.obj)
+                finally:
+                    announce("")
             run.orphans = reap(self._children)
             run.calls = self.session.calls
             run.truth = build_truth(run.case.script, [sink.read() for sink in self._sinks]) if self._sinks else None

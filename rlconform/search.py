@@ -2,21 +2,31 @@
 
 Hypothesis draws cases, the run cache executes them (shared across the specs of a system), the
 spec checks each run, and the first violation is shrunk to a minimal case with a standalone
-reproducer. A search that checked nothing is "not exercised", never "pass".
+reproducer. A search that checked nothing is "not exercised", never "pass". Once a system hangs
+(:mod:`rlconform.hangs`), its searches stop drawing cases: ``lifecycle.responsive`` fails on the
+hung run and the other specs are "not run", a status of its own that is neither a pass nor a
+failure of a spec that never checked anything.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hypothesis import given
 from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import HypothesisWarning
+from hypothesis.reporting import with_reporter
 from hypothesis.strategies import SearchStrategy
 
+from rlconform.config import validate as validate_config
 from rlconform.fixtures.strategies import cases
+from rlconform.hangs import RESPONSIVE, Hang, SystemHung, hang_of, hung_call, note_run
 from rlconform.hypothesis_isolation import without_local_constants
 from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
 from rlconform.reproducer import reproducer_source
@@ -24,7 +34,7 @@ from rlconform.runner import RUN_CACHE, RunCache
 from rlconform.specs.registry import Spec, Violation
 from rlconform.systems import System
 
-Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "error"]
+Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "not_run", "error"]
 
 
 class SpecFailure(AssertionError):
@@ -103,7 +113,11 @@ def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
 def check_spec(
     system: System, spec: Spec, profile: Profile | str | None = None, cache: RunCache = RUN_CACHE
 ) -> Verdict:
-    """Search for a violation of ``spec`` by ``system``."""
+    """Search for a violation of ``spec`` by ``system``.
+
+    A bad RLCONFORM_* variable raises :class:`~rlconform.config.ConfigError` here, before the
+    search: it is the caller's input, never a verdict on the system."""
+    validate_config()
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     start = time.perf_counter()
     seed = None if prof.derandomize else session_seed()
@@ -114,6 +128,10 @@ def check_spec(
     skip = system.skip_reason()
     if skip:
         return Verdict(status="skipped", message=skip, **base)
+
+    hang = hang_of(system.id)
+    if hang is not None:
+        return _hung_verdict(system, spec, hang, base, time.perf_counter() - start)
 
     tally = _Tally()
     expensive = system.expensive or spec.expensive
@@ -129,6 +147,10 @@ def check_spec(
             return
         run = cache.get(system, case)
         tally.examples += 1
+        if hung_call(run) is not None:
+            hung = note_run(system.id, case, run)
+            assert hung is not None
+            raise SystemHung(hung)
         if run.build_error is not None:
             tally.build_errors += 1
             tally.build_error = run.build_error.splitlines()[0]
@@ -152,8 +174,25 @@ def check_spec(
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     try:
-        with shrink_time_limit(prof.shrink_seconds), without_local_constants():
+        with shrink_time_limit(prof.shrink_seconds), without_local_constants(), _hypothesis_silenced():
             test()
+    except SystemHung as hung:
+        if failures and spec.id != RESPONSIVE:
+            # a violation found before the hang stands (the search could not shrink it further)
+            failure = list(failures.values())[-1]
+            return Verdict(
+                status="fail",
+                message=f"{failure.message} (search stopped early: {hung.hang.description})",
+                reproducer=reproducer_source(system, spec, failure.case, failure.run),
+                case=failure.case,
+                violations=[v.render() for v in failure.violations],
+                examples=tally.examples,
+                checked=tally.checked,
+                seconds=time.perf_counter() - start,
+                known=system.known_violation(spec.id),
+                **base,
+            )
+        return _hung_verdict(system, spec, hung.hang, base, time.perf_counter() - start, tally.examples)
     except SpecFailure as failure:
         return Verdict(
             status="fail",
@@ -191,3 +230,35 @@ def check_spec(
         message=tally.with_notes(f"no example exercised this spec ({tally.examples} examples drawn)"),
         **common,
     )
+
+
+def _hung_verdict(
+    system: System, spec: Spec, hang: Hang, base: dict[str, Any], seconds: float, examples: int = 0
+) -> Verdict:
+    """``lifecycle.responsive`` fails on the run that hung; any other spec was not run."""
+    if spec.id == RESPONSIVE:
+        outcome = spec.check(hang.run)
+        if outcome.violations:
+            return Verdict(
+                status="fail",
+                message=outcome.violations[0].render(),
+                reproducer=reproducer_source(system, spec, hang.case, hang.run),
+                case=hang.case,
+                violations=[v.render() for v in outcome.violations],
+                examples=max(examples, 1),
+                checked=outcome.checked,
+                seconds=seconds,
+                known=system.known_violation(spec.id),
+                **base,
+            )
+    return Verdict(status="not_run", message=hang.not_run_message(), examples=examples, seconds=seconds, **base)
+
+
+@contextlib.contextmanager
+def _hypothesis_silenced() -> Iterator[None]:
+    """Hypothesis' own printing (seeds to reproduce, "spent more than five minutes shrinking ...
+    PLEASE REPORT THIS") and warnings (health checks) are about rlconform's searches, not about the
+    user's system: the verdict carries the case and the reproducer, so none of it reaches the user."""
+    with with_reporter(lambda text: None), warnings.catch_warnings():
+        warnings.simplefilter("ignore", HypothesisWarning)
+        yield

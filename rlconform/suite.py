@@ -13,14 +13,16 @@ no env process it started survives it.
 from __future__ import annotations
 
 import multiprocessing.connection
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
-from rlconform.isolation import IsolatedCall, can_isolate
+from rlconform.config import SYSTEM_TIMEOUT, seconds
+from rlconform.crashlog import CrashReport
+from rlconform.hangs import RESPONSIVE
+from rlconform.isolation import STUCK_GRACE_SECONDS, IsolatedCall, can_isolate
 from rlconform.profiles import Profile
-from rlconform.report import cell_status
+from rlconform.report import NATIVE_TRACEBACK, cell_status
 from rlconform.search import Verdict, check_spec
 from rlconform.specs.registry import Spec
 from rlconform.systems import System
@@ -32,11 +34,27 @@ DEFAULT_SYSTEM_TIMEOUT = 1800.0
 
 
 def system_timeout() -> float:
-    return float(os.environ.get("RLCONFORM_SYSTEM_TIMEOUT", DEFAULT_SYSTEM_TIMEOUT))
+    return seconds(SYSTEM_TIMEOUT, DEFAULT_SYSTEM_TIMEOUT)
 
 
-def check_system(system: System, specs: Sequence[Spec], profile: Profile) -> list[Verdict]:
-    return [check_spec(system, spec, profile) for spec in specs]
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) ended a run: carries the verdicts finished so far, in run order, so that
+    the CLI can still write them (marked partial) instead of losing the whole run."""
+
+    def __init__(self, verdicts: list[Verdict]) -> None:
+        super().__init__(f"interrupted after {len(verdicts)} verdict(s)")
+        self.verdicts = verdicts
+
+
+def check_system(
+    system: System, specs: Sequence[Spec], profile: Profile, done: list[Verdict] | None = None
+) -> list[Verdict]:
+    """The verdicts of every spec on ``system``; each is appended to ``done`` as it is reached
+    (in this process: what an interrupted run keeps of the system it was checking)."""
+    verdicts = done if done is not None else []
+    for spec in specs:
+        verdicts.append(check_spec(system, spec, profile))
+    return list(verdicts)
 
 
 def run_checks(
@@ -55,17 +73,24 @@ def run_checks(
     the systems it checks."""
     results: dict[str, list[Verdict]] = {}
     total = len(systems)
-    if (jobs <= 1 and not isolate) or not can_isolate():
-        for done, system in enumerate(systems, start=1):
-            start = time.perf_counter()
-            results[system.id] = check_system(system, specs, profile)
-            if progress:
-                progress(done, total, system, results[system.id], time.perf_counter() - start)
-    else:
-        for done, (system, verdicts, seconds) in enumerate(_isolated(systems, specs, profile, max(jobs, 1)), start=1):
-            results[system.id] = verdicts
-            if progress:
-                progress(done, total, system, verdicts, seconds)
+    try:
+        if (jobs <= 1 and not isolate) or not can_isolate():
+            for done, system in enumerate(systems, start=1):
+                start = time.perf_counter()
+                results[system.id] = []
+                check_system(system, specs, profile, results[system.id])
+                if progress:
+                    progress(done, total, system, results[system.id], time.perf_counter() - start)
+        else:
+            for done, (system, verdicts, seconds) in enumerate(
+                _isolated(systems, specs, profile, max(jobs, 1)), start=1
+            ):
+                results[system.id] = verdicts
+                if progress:
+                    progress(done, total, system, verdicts, seconds)
+    except KeyboardInterrupt:
+        # the isolated workers are already killed (_isolated's finally); keep what was finished
+        raise RunInterrupted([v for system in systems for v in results.get(system.id, [])]) from None
     return [verdict for system in systems for verdict in results[system.id]]
 
 
@@ -89,7 +114,7 @@ def _isolated(
                 assert call.outcome is not None
                 verdicts = call.outcome.value
                 if call.outcome.failure is not None:
-                    verdicts = _crash_verdicts(system, specs, profile, call.outcome.failure)
+                    verdicts = _crash_verdicts(system, specs, profile, call.outcome.failure, call.outcome.crash)
                 yield system, verdicts, call.elapsed
     finally:
         # interrupted (Ctrl-C, SIGTERM, an error here): the workers run in process groups of
@@ -98,16 +123,59 @@ def _isolated(
             call.kill()
 
 
-def _crash_verdicts(system: System, specs: Sequence[Spec], profile: Profile, reason: str) -> list[Verdict]:
+def _crash_verdicts(
+    system: System, specs: Sequence[Spec], profile: Profile, reason: str, crash: CrashReport | None = None
+) -> list[Verdict]:
+    """One story per crashed worker: the first spec's verdict is the error (how the worker ended,
+    the call it was running, the native traceback); every other spec is "not run" and points to it."""
     from rlconform.profiles import session_seed
 
+    if not specs:
+        return []
     seed = None if profile.derandomize else session_seed()
+    if crash is not None and crash.stuck and crash.call:
+        return _stuck_verdicts(system, specs, profile.name, seed, crash)
     if reason.startswith("did not finish"):
         reason += " (RLCONFORM_SYSTEM_TIMEOUT)"
-    message = f"the worker process checking {system.id} {reason}; no spec of this system reached a verdict"
+    during = f" during {crash.call}" if crash is not None and crash.call else ""
+    message = f"the worker process checking {system.id} {reason}{during}; no spec of this system reached a verdict"
     if not reason.startswith("raised"):
         message += " (the system crashed or killed its process: a segfault, os._exit, an out-of-memory kill)"
-    return [Verdict(system.id, spec.id, "error", message, profile=profile.name, seed=seed) for spec in specs]
+    if crash is not None and crash.native_traceback:
+        message += f"\n\n{NATIVE_TRACEBACK}\n" + crash.native_traceback
+    first, *others = specs
+    not_run = f"not run: the worker process checking {system.id} {reason}{during} (see {first.id})"
+    return [Verdict(system.id, first.id, "error", message, profile=profile.name, seed=seed)] + [
+        Verdict(system.id, spec.id, "not_run", not_run, profile=profile.name, seed=seed) for spec in others
+    ]
+
+
+def _stuck_verdicts(
+    system: System, specs: Sequence[Spec], profile: str, seed: int | None, crash: CrashReport
+) -> list[Verdict]:
+    """A call the worker's alarm could not end (native code blocking signals or never returning to
+    the interpreter) is a hang like any other: ``lifecycle.responsive`` fails naming it, the other
+    specs are not run. There is no reproducer: the case was drawn in the killed worker."""
+    hang = f"{crash.call} did not answer within its deadline and could not be interrupted"
+    message = (
+        f"{hang}; the worker process was killed {STUCK_GRACE_SECONDS:g} s past the deadline "
+        "(native code that blocks signals or never returns to the interpreter)"
+    )
+    if crash.native_traceback:
+        message += f"\n\n{NATIVE_TRACEBACK}\n" + crash.native_traceback
+    return [
+        Verdict(system.id, spec.id, "fail", message, violations=[message.split("\n", 1)[0]], profile=profile, seed=seed)
+        if spec.id == RESPONSIVE
+        else Verdict(
+            system.id,
+            spec.id,
+            "not_run",
+            f"not run: system hung ({hang}; see {RESPONSIVE})",
+            profile=profile,
+            seed=seed,
+        )
+        for spec in specs
+    ]
 
 
 def print_progress(stream: TextIO) -> Progress:

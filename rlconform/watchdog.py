@@ -23,8 +23,9 @@ USER_CALL_TIMEOUT = 10.0
 
 def call_timeout(*, user_envs: bool = False) -> float:
     """Seconds a single library call may take (RLCONFORM_CALL_TIMEOUT overrides the default)."""
-    default = USER_CALL_TIMEOUT if user_envs else REFERENCE_CALL_TIMEOUT
-    return float(os.environ.get("RLCONFORM_CALL_TIMEOUT", default))
+    from rlconform.config import CALL_TIMEOUT, seconds
+
+    return seconds(CALL_TIMEOUT, USER_CALL_TIMEOUT if user_envs else REFERENCE_CALL_TIMEOUT)
 
 
 class CallTimeout(BaseException):

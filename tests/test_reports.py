@@ -97,6 +97,7 @@ def planted_document() -> dict[str, Any]:
         Verdict(PASSING_SYSTEM, KNOWN_SPEC, "not_exercised", f"no example checked anything: {HOSTILE}"),
         Verdict(KNOWN_SYSTEM, PASSING_SPEC, "not_applicable", "the family has no such flag | <b>"),
         Verdict(PLANTED, KNOWN_SPEC, "skipped", "not installed: somelib"),
+        Verdict(KNOWN_SYSTEM, PLANTED_SPEC, "not_run", f"not run: system hung ({HOSTILE}; see lifecycle.responsive)"),
         Verdict(
             PLANTED,
             PASSING_SPEC,
@@ -258,7 +259,10 @@ def test_junit_parses_and_counts_match_the_summary(planted: ResultsDocument, pla
         "tests": len(planted_document["results"]),
         "failures": summary.get("fail", 0) + summary.get("not_exercised", 0),
         "errors": summary.get("error", 0),
-        "skipped": summary.get("known", 0) + summary.get("not_applicable", 0) + summary.get("skipped", 0),
+        "skipped": summary.get("known", 0)
+        + summary.get("not_applicable", 0)
+        + summary.get("skipped", 0)
+        + summary.get("not_run", 0),
     }
     assert {key: int(root.attrib[key]) for key in expected} == expected
     suites = root.findall("testsuite")
@@ -344,7 +348,7 @@ def test_markdown_has_header_table_legend_and_reproducers(
     assert f"gymnasium {libraries['gymnasium']}" in text and "profile: `ci`, derandomized" in text
     assert "| system | 1 | 2 | 3 |\n|:--|:-:|:-:|:-:|\n" in text
     assert f"| `{PLANTED}` | **FAIL** | skip | **FAIL** |" in text
-    assert f"| `{KNOWN_SYSTEM}` |  | known | . |" in text
+    assert f"| `{KNOWN_SYSTEM}` | n/r | known | . |" in text
     assert "Legend: `ok` pass" in text
     assert f"1. `{PLANTED_SPEC}`: " in text
     blocks = _fenced_blocks(text)

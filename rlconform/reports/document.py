@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: table statuses in report order; "known" is a failure that is known (documented) or expected
-STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "error")
+STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error")
 #: the symbols of the text table printed by ``rlconform run`` (rlconform.report uses these)
 SYMBOLS = {
     "pass": "ok",
@@ -22,6 +22,7 @@ SYMBOLS = {
     "not_applicable": ".",
     "not_exercised": "n/e",
     "skipped": "skip",
+    "not_run": "n/r",
     "error": "ERR",
 }
 
@@ -42,6 +43,7 @@ LABELS = {
     "not_applicable": "not applicable",
     "not_exercised": "not exercised by any example",
     "skipped": "not run (library not installed, or not in the installed release)",
+    "not_run": "not run (the system hung or crashed before this spec was checked)",
     "error": "error",
 }
 #: statuses that get a section of their own (message, violations, reproducer)

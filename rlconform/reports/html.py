@@ -54,6 +54,7 @@ table.grid td a { color: inherit; display: block; }
 .s-not_applicable { background: #f3f3f3; color: #8a8a8a; }
 .s-not_exercised { background: #e6d5f7; color: #46166f; font-weight: 700; }
 .s-skipped { background: #e2e2e2; color: #4a4a4a; }
+.s-not_run { background: #e2e2e2; color: #7c0b0b; }
 .s-error { background: #7c0b0b; color: #fff; font-weight: 700; }
 article.failure { border: 1px solid #d0d7de; border-left: 6px solid #c62828; border-radius: 4px;
                   padding: .8rem 1rem; margin: 0 0 1.2rem; }

@@ -69,6 +69,8 @@ def _skip_reason(result: Result) -> str:
     if result.excuse:
         return result.excuse.splitlines()[0]
     prefix = "not applicable" if result.status == "not_applicable" else result.status.replace("_", " ")
+    if result.headline.startswith(prefix):  # "not run: system hung (...)" says its status itself
+        return result.headline
     return f"{prefix}: {result.headline}" if result.headline else prefix
 
 

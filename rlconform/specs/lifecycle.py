@@ -1,10 +1,15 @@
-"""Lifecycle specs: every call answers, and close() shuts the system down completely."""
+"""Lifecycle specs: every call answers, and close() shuts the system down completely.
+
+``lifecycle.responsive`` also judges a user's own env (env-author mode, family ``user.env``): its
+bare runs are driven under the same deadlines, and an env whose ``step`` never returns hangs every
+stack it is put in."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rlconform.specs.registry import TRANSITION_FAMILIES, Checker, Outcome, spec
+from rlconform.user import USER_ENV_FAMILY
 
 if TYPE_CHECKING:
     from rlconform.runner import Run
@@ -18,12 +23,24 @@ if TYPE_CHECKING:
         "training runs forever or leaks processes until the machine runs out of memory."
     ),
     scenario="robustness",
-    families=TRANSITION_FAMILIES,
+    families=TRANSITION_FAMILIES | {USER_ENV_FAMILY},
 )
-def responsive(run: Run) -> Outcome:
+def responsive(run: Any) -> Outcome:
     ck = Checker("lifecycle.responsive")
     if run.build_error is not None:
         return ck.done()
+    if not hasattr(run, "calls"):  # an env-author EnvRun: the runs of the bare env
+        for part in (run.first, run.second):
+            if part is not None:
+                _check_run(ck, part)
+        return ck.done()
+    _check_run(ck, run)
+    return ck.done()
+
+
+def _check_run(ck: Checker, run: Run) -> None:
+    if run.build_error is not None:
+        return
     for call in run.calls:
         ck.expect(
             call.error_type != "CallTimeout",
@@ -35,4 +52,3 @@ def responsive(run: Run) -> Outcome:
     ck.expect(
         run.orphans == 0, f"{run.orphans} worker process(es) were still alive after close() and had to be terminated"
     )
-    return ck.done()
