@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 
+from rlconform.impact import title
 from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, Result, ResultsDocument, SpecInfo
 from rlconform.reports.text import anchor, clean
 
@@ -178,19 +179,40 @@ def grid(document: ResultsDocument, anchors: _Anchors) -> str:
     )
 
 
-def failure(result: Result, document: ResultsDocument, anchors: _Anchors) -> str:
+def _also(members: list[Result], document: ResultsDocument, anchors: _Anchors) -> str:
+    """The specs that also fail on the group's minimal case: named, each with its headline, its
+    own anchor (the grid links to it) and no reproducer of its own."""
+    items = "".join(
+        f'<li id="{esc(anchors.get(m) or "")}"><code>{esc(m.spec)}</code> '
+        f'<span class="impact">({esc(title(document.impact_of(m)))})</span>: {esc(m.headline)}'
+        + (f' <small>signature <code>{esc(m.signature)}</code></small>' if m.signature else "")
+        + "</li>"
+        for m in members
+    )
+    return f'<h4>Also fails on the same minimal case ({len(members)})</h4><ul class="also">{items}</ul>'
+
+
+def failure(
+    result: Result, document: ResultsDocument, anchors: _Anchors, also: list[Result] | None = None
+) -> str:
     status = result.cell
     label = "KNOWN" if result.known else "EXPECTED" if result.expected else result.status.upper()
     classes = "failure known" if status == "known" else "failure"
+    impact = document.impact_of(result)
     parts = [
         f'<article class="{classes}" id="{esc(anchors.get(result) or "")}">',
         f'<h3><span class="badge s-{esc(status)}">{esc(label)}</span> '
-        f"<code>{esc(result.system)}</code> :: <code>{esc(result.spec)}</code></h3>",
+        f"<code>{esc(result.system)}</code> :: <code>{esc(result.spec)}</code> "
+        f'<span class="impact i-{esc(impact or "none")}">{esc(title(impact))}</span></h3>',
     ]
     statement = document.statement(result.spec)
     if statement:
         parts.append(f'<p class="statement">{esc(statement)}</p>')
     parts.append(f'<h4>Message</h4><pre class="message">{esc(result.message or "(no message)")}</pre>')
+    if also:
+        parts.append(_also(also, document, anchors))
+    if result.signature:
+        parts.append(f'<p class="signature">signature <code>{esc(result.signature)}</code></p>')
     if result.excuse:
         parts.append(f'<p class="excuse">{esc(result.excuse)}</p>')
     if result.violations:
@@ -221,7 +243,10 @@ def failures(document: ResultsDocument, anchors: _Anchors) -> str:
     ):
         if not results and section_id == "known":
             continue
-        body = "\n".join(failure(r, document, anchors) for r in results) or "<p>No failures.</p>"
+        body = "\n".join(
+            failure(group[0], document, anchors, group[1:]) for group in document.failure_groups(results)
+        )
+        body = body or "<p>No failures.</p>"
         sections.append(f'<section id="{section_id}"><h2>{title} ({len(results)})</h2>\n{body}</section>')
     return "\n".join(sections)
 
@@ -229,7 +254,8 @@ def failures(document: ResultsDocument, anchors: _Anchors) -> str:
 def specs(document: ResultsDocument) -> str:
     items = "".join(
         f'<dt id="{esc(_spec_anchor(s.id))}"><code>{esc(s.id)}</code></dt>'
-        f'<dd>{esc(s.statement)}<br><span class="rationale">{esc(s.rationale)}</span></dd>'
+        f'<dd><span class="impact">{esc(title(s.impact))}</span>: {esc(s.statement)}<br>'
+        f'<span class="rationale">{esc(s.rationale)}</span></dd>'
         for s in document.columns()
     )
     return f'<section id="specs"><h2>Specs</h2><dl class="specs">{items}</dl></section>'
