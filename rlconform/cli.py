@@ -26,8 +26,8 @@ from rlconform.expected import ExpectedFailures, ExpectedFailuresError, unused_w
 from rlconform.impact import IMPACTS, at_least, check_impact
 from rlconform.profiles import PROFILES, get_profile, session_seed
 from rlconform.report import Results, header_lines, impact_of, render_failures, render_skips, render_table
-from rlconform.specs.registry import Spec, all_specs
 from rlconform.search import Verdict
+from rlconform.specs.registry import Spec, all_specs
 from rlconform.suite import print_progress, run_checks
 from rlconform.systems import System, all_systems
 from rlconform.user import FACTORY_SIGNATURES, ISAACLAB_API, BadInput, probe, user_system

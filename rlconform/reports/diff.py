@@ -145,7 +145,12 @@ class Diff:
         return {kind: sum(c.kind == kind for c in self.changes) for kind in KINDS}
 
     def count_text(self) -> str:
-        words = {"regression": "regression", "signature": "failing differently", "fix": "fix", "changed": "other change"}
+        words = {
+            "regression": "regression",
+            "signature": "failing differently",
+            "fix": "fix",
+            "changed": "other change",
+        }
         parts = []
         for kind, n in self.counts().items():
             if kind == "signature" and not n:

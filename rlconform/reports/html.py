@@ -61,6 +61,9 @@ article.failure { border: 1px solid #d0d7de; border-left: 6px solid #c62828; bor
 article.failure.known { border-left-color: #d49b00; }
 article.failure:target { box-shadow: 0 0 0 3px #0969da55; }
 .badge { padding: 0 .4rem; border-radius: 3px; }
+.impact { font-size: .8rem; font-weight: normal; color: #555; }
+h3 .impact { margin-left: .5rem; padding: 0 .35rem; border: 1px solid #bbb; border-radius: 3px; }
+ul.also { margin: .2rem 0 .6rem; }
 .statement { color: #444; font-style: italic; margin: 0 0 .3rem; }
 .excuse { font-weight: 600; color: #5c4000; }
 .stats, .back { color: #666; font-size: 12px; margin: .5rem 0 0; }
@@ -185,16 +188,14 @@ def _also(members: list[Result], document: ResultsDocument, anchors: _Anchors) -
     items = "".join(
         f'<li id="{esc(anchors.get(m) or "")}"><code>{esc(m.spec)}</code> '
         f'<span class="impact">({esc(title(document.impact_of(m)))})</span>: {esc(m.headline)}'
-        + (f' <small>signature <code>{esc(m.signature)}</code></small>' if m.signature else "")
+        + (f" <small>signature <code>{esc(m.signature)}</code></small>" if m.signature else "")
         + "</li>"
         for m in members
     )
     return f'<h4>Also fails on the same minimal case ({len(members)})</h4><ul class="also">{items}</ul>'
 
 
-def failure(
-    result: Result, document: ResultsDocument, anchors: _Anchors, also: list[Result] | None = None
-) -> str:
+def failure(result: Result, document: ResultsDocument, anchors: _Anchors, also: list[Result] | None = None) -> str:
     status = result.cell
     label = "KNOWN" if result.known else "EXPECTED" if result.expected else result.status.upper()
     classes = "failure known" if status == "known" else "failure"
@@ -237,17 +238,15 @@ def failure(
 def failures(document: ResultsDocument, anchors: _Anchors) -> str:
     reported = document.reported()
     sections = []
-    for section_id, title, results in (
+    for section_id, heading, results in (
         ("failures", "Failures", [r for r in reported if r.cell != "known"]),
         ("known", "Known and expected failures", [r for r in reported if r.cell == "known"]),
     ):
         if not results and section_id == "known":
             continue
-        body = "\n".join(
-            failure(group[0], document, anchors, group[1:]) for group in document.failure_groups(results)
-        )
+        body = "\n".join(failure(group[0], document, anchors, group[1:]) for group in document.failure_groups(results))
         body = body or "<p>No failures.</p>"
-        sections.append(f'<section id="{section_id}"><h2>{title} ({len(results)})</h2>\n{body}</section>')
+        sections.append(f'<section id="{section_id}"><h2>{heading} ({len(results)})</h2>\n{body}</section>')
     return "\n".join(sections)
 
 

@@ -83,7 +83,10 @@ def _skip_reason(result: Result) -> str:
 
 def _case_properties(result: Result, document: ResultsDocument | None) -> ET.Element | None:
     """A testcase's own properties (read by GitLab, Jenkins' JUnit plugin and pytest's format):
-    the impact class of its spec and, for a failure, its signature and group head."""
+    the impact class of its spec and, for a failure, its signature and group head. Only on the
+    results the reports list (failures, errors, unexercised specs): a pass stays an empty case."""
+    if not result.reported:
+        return None
     values: dict[str, str] = {}
     impact = document.impact_of(result) if document is not None else result.impact
     if impact:
