@@ -318,11 +318,11 @@ class ConformanceFailure(AssertionError):
                 details.append(f"minimal case: {len(ops)} calls on {verdict.case.num_envs} sub-env(s)")
             else:  # a case of its own kind (env-author mode, Isaac Lab): its repr says what it is
                 details.append(f"minimal case: {verdict.case!r}")
-        from rlconform.impact import title
+        from rlconform.impact import title as impact_title
         from rlconform.report import impact_of
 
         impact = impact_of(verdict)
-        details.append(f"impact: {title(impact)} ({impact})" if impact else f"impact: {title(impact)}")
+        details.append(f"impact: {impact_title(impact)} ({impact})" if impact else f"impact: {impact_title(impact)}")
         if verdict.signature:
             details.append(f"signature: {verdict.signature}")
         if verdict.profile:

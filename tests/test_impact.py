@@ -23,7 +23,8 @@ pytest.importorskip("gymnasium")
 
 from rlconform import cli
 from rlconform.impact import IMPACTS, at_least, check_impact
-from rlconform.report import Results, render_failures
+from rlconform.profiles import get_profile
+from rlconform.report import Results, header_lines, render_failures
 from rlconform.reports import load_results, render_html, render_junit, render_markdown, validate
 from rlconform.reports.diff import Diff, render_text
 from rlconform.reports.matrix import Matrix, load_directory
@@ -33,10 +34,14 @@ from rlconform.signature import violation_kind
 from rlconform.specs.registry import all_specs, get_spec, spec
 from rlconform.systems import get_system
 
+# the plugin's report header imports torch; importing it again after pytester's sys.modules
+# snapshot dropped it crashes the interpreter, so it is imported once here (as test_plugin does)
+header_lines(get_profile("ci"), None)
+
 ROOT = Path(__file__).resolve().parent.parent
 BASELINES = sorted((ROOT / "matrix" / "baseline").glob("*.json.gz"))
 
-PLANTS = '''
+PLANTS = """
 from rlconform.reference.planted import DoubleStep, TruncatesBatch
 
 
@@ -46,7 +51,7 @@ def double_step(env_fns, **kwargs):
 
 def truncates_batch(env_fns, **kwargs):
     return TruncatesBatch(list(env_fns), "SameStep")
-'''
+"""
 
 #: specs the planted DoubleStep bug breaks on one shared two-call case (counts.env_steps names the
 #: defect; the others list its consequences), and one it breaks on a case of its own (robustness)
@@ -237,8 +242,6 @@ def test_run_fail_on_gates_library_failures_at_that_class(
 
 def _document(verdicts: list[Verdict], system_id: str) -> dict[str, Any]:
     """A results document of ``verdicts`` relabelled as ``system_id``'s (one system, two releases)."""
-    from rlconform.profiles import get_profile
-
     relabelled = [copy.copy(v) for v in verdicts]
     for verdict in relabelled:
         verdict.system_id = system_id
@@ -269,7 +272,9 @@ def test_diff_and_matrix_show_a_spec_failing_another_way(tmp_path: Path, capsys:
     assert same.changes == []
 
     matrix = Matrix.build(load_directory(tmp_path))
-    assert [(r.system, r.spec, r.cells) for r in matrix.rows] == [("user:vec:make", "terminal.final_obs", ("fail",) * 2)]
+    assert [(r.system, r.spec, r.cells) for r in matrix.rows] == [
+        ("user:vec:make", "terminal.final_obs", ("fail",) * 2)
+    ]
     shown = matrix_markdown(matrix)
     assert before.signature.split("#")[1] in shown and after.signature.split("#")[1] in shown
 
@@ -298,3 +303,29 @@ def test_committed_baselines_load_and_diff_clean(tmp_path: Path) -> None:
     assert matrix.columns and "Changing verdicts" in __import__("rlconform.reports.matrix").reports.matrix.render_html(
         matrix
     )
+
+
+# -- the pytest plugin --------------------------------------------------------------------------------
+
+
+def test_plugin_fail_on_turns_failures_below_the_class_into_xfail(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLCONFORM_PROFILE", "fast")
+    pytester.makepyfile(impact_plants=PLANTS)
+    args = ["--rlconform-api", "gymnasium.vector"]
+    args += ["--rlconform-check", "impact_plants:truncates_batch", "--rlconform-specs", "api.wrong_size_batch_rejected"]
+    result = pytester.runpytest(*args, "--rlconform-json=out.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["impact: robustness (robustness)", "signature: api.wrong_size_batch_rejected#*"])
+    result.stdout.fnmatch_lines(["rlconform failures by impact: 1 robustness (1 group of one minimal case)"])
+    document = json.loads((pytester.path / "out.json").read_text())
+    assert [(r["status"], r["impact"], r["group"]) for r in document["results"]] == [
+        ("fail", "robustness", "api.wrong_size_batch_rejected")
+    ]
+    gated = pytester.runpytest(*args, "--rlconform-fail-on", "api-contract")
+    gated.assert_outcomes(xfailed=1)
+    assert gated.ret == pytest.ExitCode.OK
+    bad = pytester.runpytest(*args, "--rlconform-fail-on", "nope")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--rlconform-fail-on: unknown impact class 'nope'*"])
