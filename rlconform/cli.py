@@ -4,10 +4,13 @@
   the systems x specs table and writes JSON.
 * ``rlconform check MODULE:CALLABLE --api FAMILY``: a user's system; exit 0 when every applicable
   spec passes, 1 when any does not, 2 for bad input.
+* ``--fail-on CLASS`` (run and check): only a failure whose spec's impact class (rlconform.impact)
+  is CLASS or more severe exits 1; errors always do. Failures are listed by impact, those sharing
+  a minimal case once, under their most specific spec (rlconform.grouping).
 * ``rlconform list``: the bundled systems and the specs.
 * ``rlconform report FILE.json``: a saved results file as Markdown (stdout), HTML or JUnit XML.
-* ``rlconform diff OLD.json NEW.json``: the verdicts that changed, regressions first; exit 1 on a
-  regression.
+* ``rlconform diff OLD.json NEW.json``: the verdicts that changed, regressions first, then the
+  checks failing another way (another signature); exit 1 on a regression only.
 * ``rlconform matrix DIR``: the verdicts that differ across many results files (releases).
 """
 

@@ -13,6 +13,7 @@ import copy
 import gzip
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,20 @@ def test_every_registered_spec_declares_an_impact_class() -> None:
     assert get_spec("seeding.reset_determinism").impact == "reproducibility"
     assert get_spec("dtype.observations").impact == "api-contract"
     assert get_spec("lifecycle.responsive").impact == "robustness"
+
+
+def test_isaaclab_specs_declare_impact_classes_too() -> None:
+    """The Isaac Lab specs register only where isaaclab is installed; their modules import without
+    it, in a process of their own (so that this session's registry is left as it is)."""
+    script = (
+        "import json, rlconform.isaaclab.family, rlconform.specs.isaaclab_device\n"
+        "from rlconform.specs.registry import all_specs\n"
+        "print(json.dumps({s.id: s.impact for s in all_specs() if s.id.startswith('isaaclab')}))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    impacts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(impacts) == 14 and set(impacts.values()) <= set(IMPACTS)
+    assert impacts["isaaclab.final_obs"] == "training-data" and impacts["isaaclab.api"] == "api-contract"
 
 
 def test_a_spec_without_a_valid_impact_class_cannot_be_registered() -> None:
