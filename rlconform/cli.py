@@ -4,10 +4,13 @@
   the systems x specs table and writes JSON.
 * ``rlconform check MODULE:CALLABLE --api FAMILY``: a user's system; exit 0 when every applicable
   spec passes, 1 when any does not, 2 for bad input.
+* ``--fail-on CLASS`` (run and check): only a failure whose spec's impact class (rlconform.impact)
+  is CLASS or more severe exits 1; errors always do. Failures are listed by impact, those sharing
+  a minimal case once, under their most specific spec (rlconform.grouping).
 * ``rlconform list``: the bundled systems and the specs.
 * ``rlconform report FILE.json``: a saved results file as Markdown (stdout), HTML or JUnit XML.
-* ``rlconform diff OLD.json NEW.json``: the verdicts that changed, regressions first; exit 1 on a
-  regression.
+* ``rlconform diff OLD.json NEW.json``: the verdicts that changed, regressions first, then the
+  checks failing another way (another signature); exit 1 on a regression only.
 * ``rlconform matrix DIR``: the verdicts that differ across many results files (releases).
 """
 
@@ -25,8 +28,9 @@ from collections.abc import Iterator, Sequence
 from rlconform.config import ConfigError
 from rlconform.config import validate as validate_config
 from rlconform.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
+from rlconform.impact import IMPACTS, at_least, check_impact
 from rlconform.profiles import PROFILES, get_profile, session_seed
-from rlconform.report import Results, header_lines, render_failures, render_skips, render_table
+from rlconform.report import Results, header_lines, impact_of, render_failures, render_skips, render_table
 from rlconform.search import Verdict
 from rlconform.specs.registry import Spec, all_specs
 from rlconform.suite import RunInterrupted, print_progress, run_checks
@@ -69,6 +73,14 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--expected-failures",
         metavar="FILE",
         help="your project's expected failures: lines of 'KEY  REASON', KEY a spec id, SYSTEM-SPEC or a glob",
+    )
+    parser.add_argument(
+        "--fail-on",
+        metavar="CLASS",
+        default=None,
+        help=f"exit 1 only for a failure of impact class CLASS or a more severe one ({', '.join(IMPACTS)}, most "
+        "severe first; default: any failure, as without it); errors always count. On run it implies --strict "
+        "at that class",
     )
     parser.add_argument(
         "--strict-expected",
@@ -198,7 +210,29 @@ def _specs(args: argparse.Namespace) -> list[Spec]:
     return specs
 
 
+def _fail_on(args: argparse.Namespace) -> str | None:
+    """The --fail-on class, checked before the (long) run starts; a bad one is bad input."""
+    if args.fail_on is None:
+        return None
+    try:
+        return check_impact(args.fail_on)
+    except ValueError as exc:
+        raise BadInput(f"--fail-on: {exc}") from None
+
+
+def counts_against(verdict: Verdict, fail_on: str | None) -> bool:
+    """Whether ``verdict`` fails the command under ``--fail-on`` (None: any failure does). A
+    failure or an unexercised spec below the class does not; an error (no verdict at all) or a
+    skip of the user's own system always does."""
+    if verdict.ok:
+        return False
+    if verdict.status in ("fail", "not_exercised"):
+        return at_least(impact_of(verdict), fail_on)
+    return True
+
+
 def _run(args: argparse.Namespace) -> int:
+    fail_on = _fail_on(args)
     profile = get_profile(args.profile)
     seed = None if profile.derandomize else session_seed()
     systems = [s for s in all_systems() if s.kind in ("library", "reference")]
@@ -233,7 +267,7 @@ def _run(args: argparse.Namespace) -> int:
     _apply_expected(expected, results)
     print(file=out)
     print(render_table(results), file=out)
-    failures = render_failures(results.verdicts, with_reproducers=args.reproducers)
+    failures = render_failures(results.verdicts, with_reproducers=args.reproducers, specs=specs)
     if failures:
         print(file=out)
         print(failures, file=out)
@@ -243,8 +277,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"results written to {args.json}", file=out)
     _write_reports(args, results)
     errors = any(v.status == "error" and not v.ok for v in results.verdicts)
-    failed = any(v.status in ("fail", "not_exercised") and not v.ok for v in results.verdicts)
-    return EXIT_FAIL if errors or (args.strict and failed) else EXIT_OK
+    failed = any(v.status in ("fail", "not_exercised") and counts_against(v, fail_on) for v in results.verdicts)
+    return EXIT_FAIL if errors or ((args.strict or fail_on is not None) and failed) else EXIT_OK
 
 
 def _interrupted(args: argparse.Namespace, results: Results, verdicts: list[Verdict], planned: int) -> int:
@@ -398,8 +432,6 @@ def _without_specs(systems: Sequence[System], specs: Sequence[Spec]) -> dict[str
 
 
 def _skipped_verdicts(systems: Sequence[System], specs: Sequence[Spec], profile: str, seed: int | None) -> list:  # type: ignore[type-arg]
-    from rlconform.search import Verdict
-
     # the order check_spec uses: a spec that does not apply to the system is not applicable
     # whether or not the system can run here
     return [
@@ -440,6 +472,7 @@ def _verdict_lines(verdicts: Sequence[Verdict], *, several_systems: bool) -> lis
 
 
 def _check(args: argparse.Namespace) -> int:
+    fail_on = _fail_on(args)
     profile = get_profile(args.profile)
     seed = None if profile.derandomize else session_seed()
     options = {"num_envs": args.num_envs, "device": args.device} if args.api == ISAACLAB_API else {}
@@ -470,7 +503,7 @@ def _check(args: argparse.Namespace) -> int:
     _apply_expected(expected, results)
     for line in _verdict_lines(results.verdicts, several_systems=len(systems) > 1):
         print(line, file=out)
-    failures = render_failures(results.verdicts, with_reproducers=True)
+    failures = render_failures(results.verdicts, with_reproducers=True, specs=specs)
     if failures:
         print(file=out)
         print(failures, file=out)
@@ -478,10 +511,10 @@ def _check(args: argparse.Namespace) -> int:
         results.write_json(args.json)
         print(f"results written to {args.json}", file=out)
     _write_reports(args, results)
-    ok = all(v.ok for v in results.verdicts if v.system_id == system.id) and all(
-        v.ok or v.status == "skipped" for v in results.verdicts if v.system_id != system.id
+    failed = any(counts_against(v, fail_on) for v in results.verdicts if v.system_id == system.id) or any(
+        counts_against(v, fail_on) and v.status != "skipped" for v in results.verdicts if v.system_id != system.id
     )
-    return EXIT_OK if ok else EXIT_FAIL
+    return EXIT_FAIL if failed else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -328,6 +328,7 @@ def _segments(run: Run) -> list[list[CallRecord]]:
 
 @spec(
     "env.api_shape",
+    impact="api-contract",
     statement="reset returns (obs, info dict) and step returns (obs, reward, terminated, truncated, info dict) with a real-number reward and bool flags.",
     rationale="Every library reads the Gymnasium 5-tuple positionally; a 4-tuple, a list or an array flag breaks them in different, silent ways.",
     families=FAMILIES,
@@ -359,6 +360,7 @@ def env_api_shape(run: EnvRun) -> Outcome:
 
 @spec(
     "env.observations_in_space",
+    impact="api-contract",
     statement="Every observation the env returns is an element of its observation_space, with the space's dtype and shape.",
     rationale="Vectorizers allocate buffers from the declared space and cast into them: an observation of another dtype or shape is silently converted, clipped or rejected by one stack and not another.",
     families=FAMILIES,
@@ -380,6 +382,7 @@ def env_observations_in_space(run: EnvRun) -> Outcome:
 
 @spec(
     "env.determinism",
+    impact="reproducibility",
     statement="Two fresh instances reset with the same seed and given the same actions return the same observations, rewards and flags.",
     rationale="Seeded reproducibility is what makes experiments, bug reports and vectorized copies comparable; hidden global randomness breaks all three.",
     families=FAMILIES,
@@ -414,6 +417,7 @@ def _expect_same_outputs(
 
 @spec(
     "env.reset_reproducible",
+    impact="reproducibility",
     statement="reset(seed=s) on a used instance restarts exactly the trajectory reset(seed=s) started the first time.",
     rationale="Evaluation loops reseed the same instance; state that survives a seeded reset (a step counter, an RNG created once) makes the evaluation depend on what ran before.",
     families=FAMILIES,
@@ -439,6 +443,7 @@ def env_reset_reproducible(run: EnvRun) -> Outcome:
 
 @spec(
     "env.no_aliasing",
+    impact="training-data",
     statement="The env neither modifies an observation after returning it nor modifies the action it is given.",
     rationale="Buffers keep returned observations and callers reuse action arrays; an env that writes into either corrupts stored data without an error.",
     families=FAMILIES,
@@ -468,6 +473,7 @@ def env_no_aliasing(run: EnvRun) -> Outcome:
 
 @spec(
     "env.step_after_end",
+    impact="reproducibility",
     statement="Stepping an episode past its end (which Gymnasium leaves undefined) leaves nothing behind: reset(seed=s) afterwards returns what a fresh env's reset(seed=s) returns.",
     rationale="Vectorizers and buggy loops do step ended episodes; an env whose state leaks through the next seeded reset turns one stray step into an irreproducible run.",
     families=FAMILIES,
@@ -492,6 +498,7 @@ def env_step_after_end(run: EnvRun) -> Outcome:
 
 @spec(
     "env.stack_equivalence",
+    impact="training-data",
     statement="Through every installed stack (Gymnasium Sync/Async vector envs in each autoreset mode, SB3 Dummy/Subproc VecEnvs, TorchRL GymWrapper/SerialEnv/ParallelEnv), the transitions extracted with that stack's documented recipe equal the bare env's, from the seeds the stack gave each copy and the actions the stack delivered.",
     rationale="An env that works bare can break inside a vectorizer: shared class state between copies, observations the stack converts, info keys that collide with the stack's own, flags the stack re-encodes.",
     families=FAMILIES,

@@ -152,9 +152,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="rlconform_xfail_strict",
         help="an expected failure that passes fails the run (XPASS(strict))",
     )
+    group.addoption(
+        "--rlconform-fail-on",
+        default=None,
+        dest="rlconform_fail_on",
+        metavar="CLASS",
+        type=_impact_option,
+        help="fail only the checks whose spec's impact class is CLASS or more severe (training-data, "
+        "reproducibility, api-contract, robustness; default: every failure fails); the others are reported "
+        "as xfail with their class",
+    )
     parser.addini("rlconform_profile", "rlconform's Hypothesis profile: fast, ci or thorough", default="")
     parser.addini("rlconform_xfail", "path of the expected-failures file (relative to the ini file)", default="")
     parser.addini("rlconform_xfail_strict", "an expected failure that passes fails the run", type="bool", default=False)
+
+
+def _impact_option(value: str) -> str:
+    """--rlconform-fail-on's value, checked when the command line is parsed (a usage error)."""
+    import argparse
+
+    from rlconform.impact import check_impact
+
+    try:
+        return check_impact(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -302,6 +324,13 @@ class ConformanceFailure(AssertionError):
                 details.append(f"minimal case: {len(ops)} calls on {verdict.case.num_envs} sub-env(s)")
             else:  # a case of its own kind (env-author mode, Isaac Lab): its repr says what it is
                 details.append(f"minimal case: {verdict.case!r}")
+        from rlconform.impact import title as impact_title
+        from rlconform.report import impact_of
+
+        impact = impact_of(verdict)
+        details.append(f"impact: {impact_title(impact)} ({impact})" if impact else f"impact: {impact_title(impact)}")
+        if verdict.signature:
+            details.append(f"signature: {verdict.signature}")
         if verdict.profile:
             seed = "derandomized" if verdict.seed is None else f"seed {verdict.seed} (RLCONFORM_SEED={verdict.seed})"
             details.append(f"search: profile {verdict.profile}, {verdict.examples} examples, {seed}")
@@ -371,6 +400,14 @@ def enforce_verdict(
         return
     if verdict.status == "fail" and verdict.known:
         pytest.xfail(f"known violation: {verdict.known}")
+    fail_on = item.config.getoption("rlconform_fail_on", None)
+    if verdict.status in ("fail", "not_exercised") and not verdict.expected:
+        from rlconform.impact import at_least, title
+        from rlconform.report import impact_of
+
+        impact = impact_of(verdict)
+        if not at_least(impact, fail_on):
+            pytest.xfail(f"{title(impact)} ({impact}) is below --rlconform-fail-on {fail_on}: {first_line}")
     if verdict.status == "not_applicable":
         pytest.skip(f"not applicable: {first_line}")
     if verdict.status == "skipped":
@@ -645,6 +682,24 @@ class RlconformSession:
         counts = Counter(table_status(r["status"], r["known"], r.get("expected")) for r in self.verdicts.values())
         return {status: counts[status] for status in (*STATUSES, *sorted(counts)) if counts[status]}
 
+    def failures_by_impact(self) -> str:
+        """'6 training-data, 1 api-contract (4 groups of one minimal case)': the failures that count,
+        most severe class first, and how many groups sharing a minimal case they form."""
+        from rlconform.grouping import failing_from_json, groups
+        from rlconform.impact import IMPACTS, UNCLASSIFIED
+
+        counted = [r for r in self.ordered_results() if not (r.get("known") or r.get("expected"))]
+        found = groups(failing_from_json(counted, [s.id for s in self.specs]))
+        members = [m for g in found for m in g]
+        if not members:
+            return ""
+        parts = []
+        for impact in (*IMPACTS, None):
+            n = sum(m.impact == impact for m in members)
+            if n:
+                parts.append(f"{n} {impact or UNCLASSIFIED}")
+        return f"{', '.join(parts)} ({len(found)} group{'' if len(found) == 1 else 's'} of one minimal case)"
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
             handed = {
@@ -661,6 +716,7 @@ class RlconformSession:
     def write_json(self) -> None:
         if self.json_path is None or self.profile is None or (self.passive and not self.verdicts):
             return
+        from rlconform.grouping import annotate
         from rlconform.report import Results
 
         results = Results(
@@ -674,6 +730,7 @@ class RlconformSession:
         document["systems"] += [self.extra_systems[k] for k in sorted(self.extra_systems)]
         document["specs"] += [self.extra_specs[k] for k in sorted(self.extra_specs)]
         document["results"] = self.ordered_results()
+        annotate(document["results"], [spec["id"] for spec in document["specs"]])
         document["summary"] = self.summary()
         self.json_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.json_path, "w", encoding="utf-8") as handle:
@@ -688,5 +745,8 @@ class RlconformSession:
         terminalreporter.write_sep("-", "rlconform")
         text = ", ".join(f"{n} {status}" for status, n in counts.items()) if counts else "no checks ran"
         terminalreporter.write_line(f"rlconform ({self.profile.name} profile): {text}")
+        by_impact = self.failures_by_impact()
+        if by_impact:
+            terminalreporter.write_line(f"rlconform failures by impact: {by_impact}")
         if self.json_written:
             terminalreporter.write_line(f"rlconform: results written to {self.json_path}")

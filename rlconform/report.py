@@ -16,11 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlconform import __version__
+from rlconform.grouping import Failing, annotate, groups
+from rlconform.impact import rank, title
 from rlconform.profiles import Profile
 from rlconform.reports.document import SYMBOLS as REPORT_SYMBOLS
 from rlconform.reports.document import table_status
 from rlconform.search import Verdict
-from rlconform.specs.registry import Spec
+from rlconform.specs.registry import Spec, registered_impact
 from rlconform.systems import System, library_version
 
 SCHEMA = "rlconform/results"
@@ -69,6 +71,8 @@ class Results:
         return dict(Counter(cell_status(v) for v in self.verdicts))
 
     def to_json(self) -> dict[str, Any]:
+        results = [verdict_json(v) for v in self.verdicts]
+        annotate(results, [s.id for s in self.specs])
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -83,7 +87,7 @@ class Results:
             "notes": self.notes,
             "specs": [spec_json(s) for s in self.specs],
             "systems": [system_json(s) for s in self.systems],
-            "results": [verdict_json(v) for v in self.verdicts],
+            "results": results,
             "summary": self.summary(),
             "interrupted": self.interrupted,
         }
@@ -104,6 +108,7 @@ def spec_json(spec: Spec) -> dict[str, Any]:
         "rationale": spec.rationale,
         "families": sorted(spec.families),
         "scenario": spec.scenario,
+        "impact": spec.impact,
     }
 
 
@@ -125,7 +130,13 @@ def cell_status(verdict: Verdict) -> str:
     return table_status(verdict.status, verdict.known, verdict.expected)
 
 
+def impact_of(verdict: Verdict) -> str | None:
+    """The verdict's impact class: its own, else its spec's (a verdict made outside a search)."""
+    return verdict.impact or registered_impact(verdict.spec_id)
+
+
 def verdict_json(verdict: Verdict) -> dict[str, Any]:
+    """One result of the document; ``group`` is set by ``grouping.annotate`` over all of them."""
     return {
         "system": verdict.system_id,
         "spec": verdict.spec_id,
@@ -141,6 +152,10 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         "seconds": round(verdict.seconds, 3),
         "profile": verdict.profile,
         "seed": verdict.seed,
+        "impact": impact_of(verdict),
+        "signature": verdict.signature,
+        "violation_kinds": list(verdict.violation_kinds),
+        "group": None,
     }
 
 
@@ -181,7 +196,7 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
     specs = list(specs or results.specs)
     width = max([len(s.id) for s in systems] + [6])
     cell = 6
-    lines = ["specs: " + "  ".join(f"[{i + 1}] {spec.id}" for i, spec in enumerate(specs))]
+    lines = ["specs: " + "  ".join(f"[{i + 1}] {spec.id} ({spec.impact})" for i, spec in enumerate(specs))]
     lines.append(" " * width + " " + "".join(f"{i + 1:>{cell}}" for i in range(len(specs))))
     for system in systems:
         row = []
@@ -194,30 +209,90 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
         ". not applicable | n/e not exercised by any example | skip not installed or not in this release | "
         "n/r not run (the system hung or crashed first) | ERR error"
     )
+    lines.append(
+        "impact (most severe first): training-data corrupts training data | reproducibility breaks reproducibility "
+        "| api-contract breaks the API contract | robustness"
+    )
     return "\n".join(lines)
 
 
-def render_failures(verdicts: Iterable[Verdict], *, with_reproducers: bool = False) -> str:
-    lines = []
+def _label(verdict: Verdict) -> str:
+    return "KNOWN" if verdict.known else "EXPECTED" if verdict.expected else verdict.status.upper()
+
+
+def _case_line(case: Any) -> str:
+    ops = getattr(case, "ops", None)
+    if ops is not None:
+        return f"    minimal case: {len(ops)} calls on {case.num_envs} sub-env(s)"
+    return f"    minimal case: {case!r}"
+
+
+def failure_groups(verdicts: Sequence[Verdict], specs: Sequence[Spec] | None = None) -> list[list[Verdict]]:
+    """The reported verdicts (failures, errors, unexercised specs) in listing order, failures that
+    share a minimal case in one group headed by its most specific spec (``rlconform.grouping``).
+
+    Order: failures that count, by the impact class of their group's head, then spec id; then
+    errors and unexercised specs (no verdict on the system: they are not ranked below any
+    failure they might hide); then the known and expected ones, grouped the same way.
+    """
+    spec_order = {spec.id: i for i, spec in enumerate(specs or ())}
     for verdict in verdicts:
-        if verdict.status not in ("fail", "error", "not_exercised"):
-            continue
-        label = "KNOWN" if verdict.known else "EXPECTED" if verdict.expected else verdict.status.upper()
-        lines.append(f"{label} {verdict.system_id} :: {verdict.spec_id}")
+        spec_order.setdefault(verdict.spec_id, len(spec_order))
+    system_order: dict[str, int] = {}
+    for verdict in verdicts:
+        system_order.setdefault(verdict.system_id, len(system_order))
+    failed = [v for v in verdicts if v.status == "fail"]
+    by_pair = {(v.system_id, v.spec_id): v for v in failed}
+    failing = [
+        Failing(
+            system=v.system_id,
+            spec=v.spec_id,
+            case=None if v.case is None else repr(v.case),
+            excused=bool(v.known or v.expected),
+            impact=impact_of(v),
+            violations=len(v.violations),
+            spec_order=spec_order[v.spec_id],
+            system_order=system_order[v.system_id],
+        )
+        for v in failed
+    ]
+    grouped = [[by_pair[(f.system, f.spec)] for f in group] for group in groups(failing)]
+    others = [[v] for v in verdicts if v.status in ("error", "not_exercised")]
+
+    def key(group: list[Verdict]) -> tuple[int, int, str, int]:
+        head = group[0]
+        category = 3 if head.known or head.expected else {"fail": 0, "error": 1}.get(head.status, 2)
+        return (category, rank(impact_of(head)), head.spec_id, system_order[head.system_id])
+
+    return sorted(grouped + others, key=key)
+
+
+def render_failures(
+    verdicts: Iterable[Verdict], *, with_reproducers: bool = False, specs: Sequence[Spec] | None = None
+) -> str:
+    """The failures, errors and unexercised specs: one entry per group, ranked by impact, each
+    with its impact class, its signature, the specs that also fail on its minimal case, and (with
+    ``with_reproducers``) one reproducer."""
+    lines = []
+    for group in failure_groups(list(verdicts), specs):
+        verdict = group[0]
+        impact = impact_of(verdict)
+        lines.append(f"{_label(verdict)} [{title(impact)}] {verdict.system_id} :: {verdict.spec_id}")
         lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
         if NATIVE_TRACEBACK in verdict.message:
             # a crashed or stuck worker's native traceback, told once (its other specs are "not run")
             lines.extend("    " + line for line in verdict.message.split("\n\n", 1)[1].splitlines())
+        if len(group) > 1:
+            also = ", ".join(f"{v.spec_id} ({impact_of(v)})" for v in group[1:])
+            lines.append(f"    also fails on the same minimal case: {also}")
+        if verdict.signature:
+            lines.append(f"    signature: {verdict.signature}")
         if verdict.known:
             lines.append(f"    known because: {verdict.known}")
         if verdict.expected:
             lines.append(f"    expected by the project: {verdict.expected}")
         if verdict.case is not None:
-            ops = getattr(verdict.case, "ops", None)
-            if ops is not None:
-                lines.append(f"    minimal case: {len(ops)} calls on {verdict.case.num_envs} sub-env(s)")
-            else:
-                lines.append(f"    minimal case: {verdict.case!r}")
+            lines.append(_case_line(verdict.case))
         if with_reproducers and verdict.reproducer:
             lines.append("    reproducer:")
             lines.extend("        " + line for line in verdict.reproducer.splitlines())

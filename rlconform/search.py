@@ -31,6 +31,7 @@ from rlconform.hypothesis_isolation import without_local_constants
 from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
 from rlconform.reproducer import reproducer_source
 from rlconform.runner import RUN_CACHE, RunCache
+from rlconform.signature import signature
 from rlconform.specs.registry import Spec, Violation
 from rlconform.systems import System
 
@@ -66,6 +67,12 @@ class Verdict:
     known: str | None = None
     #: why the downstream project expects this check to fail (its expected-failures file)
     expected: str | None = None
+    #: the spec's impact class (rlconform.impact): how failures are ranked and gated
+    impact: str | None = None
+    #: a failure's spec and kinds of violation, values left out (rlconform.signature)
+    signature: str | None = None
+    #: the distinct kinds of violation of a failure, sorted (what its signature hashes)
+    violation_kinds: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -121,7 +128,13 @@ def check_spec(
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     start = time.perf_counter()
     seed = None if prof.derandomize else session_seed()
-    base: dict[str, Any] = {"system_id": system.id, "spec_id": spec.id, "profile": prof.name, "seed": seed}
+    base: dict[str, Any] = {
+        "system_id": system.id,
+        "spec_id": spec.id,
+        "profile": prof.name,
+        "seed": seed,
+        "impact": spec.impact,
+    }
     reason = spec.not_applicable_reason(system)
     if reason is not None:
         return Verdict(status="not_applicable", message=reason, **base)
@@ -194,6 +207,7 @@ def check_spec(
             )
         return _hung_verdict(system, spec, hung.hang, base, time.perf_counter() - start, tally.examples)
     except SpecFailure as failure:
+        kinds = sorted({v.kind for v in failure.violations})
         return Verdict(
             status="fail",
             message=failure.message,
@@ -204,6 +218,8 @@ def check_spec(
             checked=tally.checked,
             seconds=time.perf_counter() - start,
             known=system.known_violation(spec.id),
+            signature=signature(spec.id, kinds),
+            violation_kinds=kinds,
             **base,
         )
     except Exception as exc:

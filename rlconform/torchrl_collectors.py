@@ -222,6 +222,7 @@ def _raw_pickling(record: CallRecord) -> bool:
 
 @spec(
     "collector.frame_accounting",
+    impact="api-contract",
     statement="Every batch a collector yields holds exactly frames_per_batch frames and the batches add up to exactly total_frames; a request it cannot meet is refused at construction with an error that names it.",
     rationale="Training schedules, learning-rate annealing and logged sample counts are written in frames; a collector that silently rounds total_frames up or frames_per_batch to its number of envs trains on a different budget than the one asked for.",
     families=FAMILIES,
@@ -256,6 +257,7 @@ def frame_accounting(run: Run) -> Outcome:
 
 @spec(
     "collector.transitions",
+    impact="training-data",
     statement="Every frame a collector delivers is a transition its env really made (never a reset step), with that env's terminal next observation and its terminated/truncated flags, and the frames of one env within a batch are consecutive transitions, none missing, none delivered twice.",
     rationale="A collector sits between the envs and the loss: a reset observation stored as a next observation, a lost truncation flag or a dropped step corrupts bootstrapping silently.",
     families=FAMILIES,
@@ -316,6 +318,7 @@ def collector_transitions(run: Run) -> Outcome:
 
 @spec(
     "collector.policy_updates",
+    impact="training-data",
     statement="After the policy's weights change in place and update_policy_weights_() is called, the collector's next batch (an async collector: once the batches its workers already had in flight are out) acts with the new weights; a policy the collector cannot copy or send to its workers is refused at construction with an error that says so, never run as a stale copy nor failing with a raw pickling error.",
     rationale="Collectors deep-copy or pickle policies to cast devices or reach workers; a policy bound to hardware or holding a handle, or whose copy silently detaches its weights, then trains one network while collecting with another.",
     families=FAMILIES,

@@ -183,6 +183,7 @@ register_case_strategy(FAMILY_NAME, replay_cases)
 
 @spec(
     "replay.slices_within_episode",
+    impact="training-data",
     statement="Every slice a slice sampler returns lies within one episode of one sub-env and is contiguous in time: its observations are consecutive steps of that episode, each frame's next observation the following frame's observation.",
     rationale="Sequence models and n-step returns read a slice as one stretch of experience; a slice that crosses an episode end (by termination or truncation only), the storage's wrap-around point or a boundary between sub-envs teaches the model a transition that never happened.",
     families=FAMILIES,

@@ -350,7 +350,8 @@ def test_markdown_has_header_table_legend_and_reproducers(
     assert f"| `{PLANTED}` | **FAIL** | skip | **FAIL** |" in text
     assert f"| `{KNOWN_SYSTEM}` | n/r | known | . |" in text
     assert "Legend: `ok` pass" in text
-    assert f"1. `{PLANTED_SPEC}`: " in text
+    # the spec list names each spec's impact class (rlconform.impact) before its statement
+    assert f"1. `{PLANTED_SPEC}` (corrupts training data): " in text
     blocks = _fenced_blocks(text)
     fail = _verdict(planted_document, PLANTED, PLANTED_SPEC)
     assert ("python", fail["reproducer"].rstrip("\n")) in blocks

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rlconform.impact import Impact
 from rlconform.isaaclab import monitor as mon
 from rlconform.isaaclab import wrappers as wr
 from rlconform.isaaclab.session import PATTERNS, Target, TorchCase, TorchRun, drive
@@ -186,6 +187,23 @@ _TEXTS: dict[str, tuple[str, str, Any]] = {
 }
 
 
+#: each spec's impact class (rlconform.impact), read from its statement and rationale above
+_IMPACTS: dict[str, Impact] = {
+    mon.API: "api-contract",
+    mon.TIME_LIMIT: "training-data",
+    mon.AUTORESET: "training-data",
+    mon.FINAL_OBS: "training-data",
+    mon.STABLE: "training-data",
+    wr.OBS: "training-data",
+    wr.REWARDS: "training-data",
+    wr.FLAGS: "training-data",
+    wr.TERMINAL: "training-data",
+    MODEL_RESET: "reproducibility",
+    TRANSITIONS: "training-data",
+    MODEL_FLAGS: "training-data",
+}
+
+
 def _register(spec_id: str) -> None:
     statement, rationale, applies = _TEXTS[spec_id]
 
@@ -193,7 +211,14 @@ def _register(spec_id: str) -> None:
         return outcome(spec_id, run)
 
     check.__qualname__ = f"check_{spec_id.replace('.', '_')}"
-    spec(spec_id, statement=statement, rationale=rationale, families=frozenset({NAME}), applies=applies)(check)
+    spec(
+        spec_id,
+        statement=statement,
+        rationale=rationale,
+        impact=_IMPACTS[spec_id],
+        families=frozenset({NAME}),
+        applies=applies,
+    )(check)
 
 
 #: registered by rlconform.specs.isaaclab_device for both Isaac Lab families

@@ -7,6 +7,13 @@ the (system, spec) pairs only one document has (a spec added or removed, a syste
 missing). Statuses are the table's statuses (``Result.cell``), so a failure that became documented
 as known is a change, not a fix. The header names both documents' library versions, and which ones
 differ, because a verdict change between releases is read against the release that caused it.
+
+A check that fails in both documents but with another signature (``rlconform.signature``: the spec
+and its kinds of violation) fails in another way: a release that fixes one defect and brings
+another under the same spec. That is listed in a section of its own, right after the regressions.
+It does not make ``rlconform diff`` exit 1 (only a regression does): the check was already failing
+in the baseline, so the gate's answer is unchanged, but the change is visible in the listing. A
+document written before signatures has none, and a missing signature is never a change.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ BAD = ("fail", "error", "not_exercised")
 #: change kinds in report order, with their section titles
 KINDS = {
     "regression": "Regressions",
+    "signature": "Failing differently (same status, another kind of violation)",
     "fix": "Fixes",
     "changed": "Other changes",
     "added": "Added",
@@ -39,9 +47,14 @@ class Change:
     new: str | None
     #: the first line of the new message (of the old one for a removed pair)
     headline: str
+    #: the failure signatures, for a "signature" change
+    old_signature: str | None = None
+    new_signature: str | None = None
 
     @property
     def transition(self) -> str:
+        if self.kind == "signature":
+            return f"{self.old} {self.old_signature} -> {self.new} {self.new_signature}"
         return f"{self.old or '(absent)'} -> {self.new or '(absent)'}"
 
 
@@ -60,6 +73,15 @@ def classify(old: str | None, new: str | None) -> str | None:
     return "changed"
 
 
+def signature_changed(before: Result | None, after: Result | None) -> bool:
+    """Both failed (the same table status) and both say how, differently."""
+    if before is None or after is None or before.cell != after.cell or before.status != "fail":
+        return False
+    if after.status != "fail" or before.signature is None or after.signature is None:
+        return False
+    return before.signature != after.signature
+
+
 def _pairs(document: ResultsDocument) -> list[tuple[str, str]]:
     return [(r.system, r.spec) for r in document.results]
 
@@ -72,6 +94,8 @@ def changes(old: ResultsDocument, new: ResultsDocument) -> list[Change]:
         before: Result | None = old.result(*pair)
         after: Result | None = new.result(*pair)
         kind = classify(before.cell if before else None, after.cell if after else None)
+        if kind is None and signature_changed(before, after):
+            kind = "signature"
         if kind is None:
             continue
         shown = after or before
@@ -83,6 +107,8 @@ def changes(old: ResultsDocument, new: ResultsDocument) -> list[Change]:
                 before.cell if before else None,
                 after.cell if after else None,
                 shown.headline if shown else "",
+                before.signature if before else None,
+                after.signature if after else None,
             )
         )
     rank = list(KINDS)
@@ -119,11 +145,19 @@ class Diff:
         return {kind: sum(c.kind == kind for c in self.changes) for kind in KINDS}
 
     def count_text(self) -> str:
-        words = {"regression": "regression", "fix": "fix", "changed": "other change"}
+        words = {
+            "regression": "regression",
+            "signature": "failing differently",
+            "fix": "fix",
+            "changed": "other change",
+        }
         parts = []
         for kind, n in self.counts().items():
+            if kind == "signature" and not n:
+                continue  # shown only when there is one: the line reads as before signatures existed
             word = words.get(kind)
-            parts.append(f"{n} {word}{'es' if word == 'fix' else 's'}" if word and n != 1 else f"{n} {word or kind}")
+            plural = "" if kind == "signature" else "es" if word == "fix" else "s"
+            parts.append(f"{n} {word}{plural}" if word and n != 1 else f"{n} {word or kind}")
         return f"{len(self.changes)} changed: " + ", ".join(parts)
 
     def versions_text(self) -> str:
@@ -179,6 +213,8 @@ def render_markdown(diff: Diff) -> str:
         ]
         for c in group:
             old, new = (code(s) if s else "(absent)" for s in (c.old, c.new))
+            if c.kind == "signature":
+                old, new = f"{old} {code(c.old_signature or '')}", f"{new} {code(c.new_signature or '')}"
             lines.append(f"| {code(c.system)} | {code(c.spec)} | {old} | {new} | {inline(c.headline)} |")
     if not diff.changes:
         lines += ["", "No verdict changed."]

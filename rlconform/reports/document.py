@@ -12,6 +12,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlconform.grouping import failing_from_json, groups
+from rlconform.impact import rank
+
 #: table statuses in report order; "known" is a failure that is known (documented) or expected
 STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error")
 #: the symbols of the text table printed by ``rlconform run`` (rlconform.report uses these)
@@ -56,6 +59,8 @@ class SpecInfo:
     statement: str = ""
     rationale: str = ""
     families: tuple[str, ...] = ()
+    #: None in a document written before impact classes
+    impact: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,12 @@ class Result:
     checked: int
     seconds: float
     seed: int | None
+    #: the spec's impact class (rlconform.impact); None in a document that predates them
+    impact: str | None = None
+    #: spec and kinds of violation of a failure (rlconform.signature); None: not a failure, or a
+    #: document that predates signatures (never compared as a change)
+    signature: str | None = None
+    violation_kinds: tuple[str, ...] = ()
 
     @property
     def cell(self) -> str:
@@ -116,9 +127,32 @@ class ResultsDocument:
     results: list[Result]
     summary: dict[str, int]
     _index: dict[tuple[str, str], Result] = field(default_factory=dict, repr=False)
+    #: (system, spec) of a failure -> the spec heading its group (rlconform.grouping)
+    group_heads: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._index = {(r.system, r.spec): r for r in self.results}
+        if not self.group_heads:
+            self.group_heads = {pair: group[0] for group in self._grouped() for pair in group[1]}
+
+    def _grouped(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """(head spec, members' (system, spec)) per group, recomputed from the results (so that a
+        document written before groups is grouped by the same rule)."""
+        rows = [
+            {
+                "system": r.system,
+                "spec": r.spec,
+                "status": r.status,
+                "case": r.case,
+                "known": r.known,
+                "expected": r.expected,
+                "impact": self.impact_of(r),
+                "violations": r.violations,
+            }
+            for r in self.results
+        ]
+        found = groups(failing_from_json(rows, [s.id for s in self.specs]))
+        return [(g[0].spec, [(m.system, m.spec) for m in g]) for g in found]
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ResultsDocument:
@@ -129,7 +163,10 @@ class ResultsDocument:
             profile=dict(data["profile"]),
             environment=dict(data["environment"]),
             notes=list(data["notes"]),
-            specs=[SpecInfo(s["id"], s["statement"], s["rationale"], tuple(s["families"])) for s in data["specs"]],
+            specs=[
+                SpecInfo(s["id"], s["statement"], s["rationale"], tuple(s["families"]), s.get("impact"))
+                for s in data["specs"]
+            ],
             systems=[SystemInfo(s["id"], s["family"], s["title"], s["kind"]) for s in data["systems"]],
             results=[
                 Result(
@@ -146,6 +183,9 @@ class ResultsDocument:
                     checked=int(r["checked"]),
                     seconds=float(r["seconds"]),
                     seed=r["seed"],
+                    impact=r.get("impact"),
+                    signature=r.get("signature"),
+                    violation_kinds=tuple(r.get("violation_kinds") or ()),
                 )
                 for r in data["results"]
             ],
@@ -210,6 +250,41 @@ class ResultsDocument:
         order = {s.id: i for i, s in enumerate(self.rows())}
         spec_order = {s.id: i for i, s in enumerate(self.columns())}
         return sorted((r for r in self.results if r.reported), key=lambda r: (order[r.system], spec_order[r.spec]))
+
+    def impact_of(self, result: Result) -> str | None:
+        """The result's impact class, else its spec's as the document lists it."""
+        if result.impact:
+            return result.impact
+        for spec in self.specs:
+            if spec.id == result.spec:
+                return spec.impact
+        return None
+
+    def group_head(self, result: Result) -> str | None:
+        """The spec heading the group of a failure; None for any other result."""
+        return self.group_heads.get((result.system, result.spec))
+
+    def failure_groups(self, results: list[Result] | None = None) -> list[list[Result]]:
+        """The reported results (or ``results``) as groups in listing order: a group of failures
+        sharing a minimal case (head first, ``rlconform.grouping``), or one error or unexercised
+        spec. Failures by their head's impact class then spec id; errors and unexercised specs
+        after them, each kind by impact then spec id."""
+        chosen = self.reported() if results is None else results
+        chosen_pairs = {(r.system, r.spec) for r in chosen}
+        system_order = {s.id: i for i, s in enumerate(self.rows())}
+        found: list[list[Result]] = []
+        for _head, members in self._grouped():
+            group = [self._index[pair] for pair in members if pair in chosen_pairs]
+            if group:
+                found.append(group)
+        found += [[r] for r in chosen if r.status != "fail"]
+
+        def key(group: list[Result]) -> tuple[int, int, str, int]:
+            head = group[0]
+            category = {"fail": 0, "error": 1}.get(head.status, 2)
+            return (category, rank(self.impact_of(head)), head.spec, system_order.get(head.system, 0))
+
+        return sorted(found, key=key)
 
     def statement(self, spec_id: str) -> str:
         for spec in self.specs:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 
+from rlconform.impact import title
 from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, Result, ResultsDocument, SpecInfo
 from rlconform.reports.text import anchor, clean
 
@@ -61,6 +62,9 @@ article.failure { border: 1px solid #d0d7de; border-left: 6px solid #c62828; bor
 article.failure.known { border-left-color: #d49b00; }
 article.failure:target { box-shadow: 0 0 0 3px #0969da55; }
 .badge { padding: 0 .4rem; border-radius: 3px; }
+.impact { font-size: .8rem; font-weight: normal; color: #555; }
+h3 .impact { margin-left: .5rem; padding: 0 .35rem; border: 1px solid #bbb; border-radius: 3px; }
+ul.also { margin: .2rem 0 .6rem; }
 .statement { color: #444; font-style: italic; margin: 0 0 .3rem; }
 .excuse { font-weight: 600; color: #5c4000; }
 .stats, .back { color: #666; font-size: 12px; margin: .5rem 0 0; }
@@ -179,19 +183,38 @@ def grid(document: ResultsDocument, anchors: _Anchors) -> str:
     )
 
 
-def failure(result: Result, document: ResultsDocument, anchors: _Anchors) -> str:
+def _also(members: list[Result], document: ResultsDocument, anchors: _Anchors) -> str:
+    """The specs that also fail on the group's minimal case: named, each with its headline, its
+    own anchor (the grid links to it) and no reproducer of its own."""
+    items = "".join(
+        f'<li id="{esc(anchors.get(m) or "")}"><code>{esc(m.spec)}</code> '
+        f'<span class="impact">({esc(title(document.impact_of(m)))})</span>: {esc(m.headline)}'
+        + (f" <small>signature <code>{esc(m.signature)}</code></small>" if m.signature else "")
+        + "</li>"
+        for m in members
+    )
+    return f'<h4>Also fails on the same minimal case ({len(members)})</h4><ul class="also">{items}</ul>'
+
+
+def failure(result: Result, document: ResultsDocument, anchors: _Anchors, also: list[Result] | None = None) -> str:
     status = result.cell
     label = "KNOWN" if result.known else "EXPECTED" if result.expected else result.status.upper()
     classes = "failure known" if status == "known" else "failure"
+    impact = document.impact_of(result)
     parts = [
         f'<article class="{classes}" id="{esc(anchors.get(result) or "")}">',
         f'<h3><span class="badge s-{esc(status)}">{esc(label)}</span> '
-        f"<code>{esc(result.system)}</code> :: <code>{esc(result.spec)}</code></h3>",
+        f"<code>{esc(result.system)}</code> :: <code>{esc(result.spec)}</code> "
+        f'<span class="impact i-{esc(impact or "none")}">{esc(title(impact))}</span></h3>',
     ]
     statement = document.statement(result.spec)
     if statement:
         parts.append(f'<p class="statement">{esc(statement)}</p>')
     parts.append(f'<h4>Message</h4><pre class="message">{esc(result.message or "(no message)")}</pre>')
+    if also:
+        parts.append(_also(also, document, anchors))
+    if result.signature:
+        parts.append(f'<p class="signature">signature <code>{esc(result.signature)}</code></p>')
     if result.excuse:
         parts.append(f'<p class="excuse">{esc(result.excuse)}</p>')
     if result.violations:
@@ -216,21 +239,23 @@ def failure(result: Result, document: ResultsDocument, anchors: _Anchors) -> str
 def failures(document: ResultsDocument, anchors: _Anchors) -> str:
     reported = document.reported()
     sections = []
-    for section_id, title, results in (
+    for section_id, heading, results in (
         ("failures", "Failures", [r for r in reported if r.cell != "known"]),
         ("known", "Known and expected failures", [r for r in reported if r.cell == "known"]),
     ):
         if not results and section_id == "known":
             continue
-        body = "\n".join(failure(r, document, anchors) for r in results) or "<p>No failures.</p>"
-        sections.append(f'<section id="{section_id}"><h2>{title} ({len(results)})</h2>\n{body}</section>')
+        body = "\n".join(failure(group[0], document, anchors, group[1:]) for group in document.failure_groups(results))
+        body = body or "<p>No failures.</p>"
+        sections.append(f'<section id="{section_id}"><h2>{heading} ({len(results)})</h2>\n{body}</section>')
     return "\n".join(sections)
 
 
 def specs(document: ResultsDocument) -> str:
     items = "".join(
         f'<dt id="{esc(_spec_anchor(s.id))}"><code>{esc(s.id)}</code></dt>'
-        f'<dd>{esc(s.statement)}<br><span class="rationale">{esc(s.rationale)}</span></dd>'
+        f'<dd><span class="impact">{esc(title(s.impact))}</span>: {esc(s.statement)}<br>'
+        f'<span class="rationale">{esc(s.rationale)}</span></dd>'
         for s in document.columns()
     )
     return f'<section id="specs"><h2>Specs</h2><dl class="specs">{items}</dl></section>'

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import xml.etree.ElementTree as ET
 
+from rlconform.impact import title
 from rlconform.reports.document import Result, ResultsDocument, SystemInfo
 from rlconform.reports.text import clean
 
@@ -41,9 +42,17 @@ def _timestamp(created: str) -> str | None:
     return moment.isoformat(timespec="seconds")
 
 
-def _details(result: Result) -> str:
-    """The body of a failure or error: the full message, every violation and the reproducer."""
+def _details(result: Result, document: ResultsDocument | None = None) -> str:
+    """The body of a failure or error: the full message, its impact class, signature and group,
+    every violation and the reproducer."""
     parts = [result.message.rstrip()]
+    if document is not None:
+        parts.append(f"impact: {title(document.impact_of(result))}")
+        head = document.group_head(result)
+        if head is not None and head != result.spec:
+            parts.append(f"same minimal case as {head} (the group's head, listed first in the reports)")
+    if result.signature:
+        parts.append(f"signature: {result.signature}")
     if result.excuse:
         parts.append(result.excuse)
     if result.violations:
@@ -74,17 +83,44 @@ def _skip_reason(result: Result) -> str:
     return f"{prefix}: {result.headline}" if result.headline else prefix
 
 
-def testcase(result: Result) -> ET.Element:
+def _case_properties(result: Result, document: ResultsDocument | None) -> ET.Element | None:
+    """A testcase's own properties (read by GitLab, Jenkins' JUnit plugin and pytest's format):
+    the impact class of its spec and, for a failure, its signature and group head. Only on the
+    results the reports list (failures, errors, unexercised specs): a pass stays an empty case."""
+    if not result.reported:
+        return None
+    values: dict[str, str] = {}
+    impact = document.impact_of(result) if document is not None else result.impact
+    if impact:
+        values["rlconform.impact"] = impact
+    if result.signature:
+        values["rlconform.signature"] = result.signature
+    head = document.group_head(result) if document is not None else None
+    if head is not None:
+        values["rlconform.group"] = head
+    if not values:
+        return None
+    properties = ET.Element("properties")
+    for name, value in values.items():
+        properties.append(_element("property", {"name": name, "value": value}))
+    return properties
+
+
+def testcase(result: Result, document: ResultsDocument | None = None) -> ET.Element:
     case = _element(
         "testcase", {"classname": result.system, "name": result.spec, "time": f"{max(result.seconds, 0.0):.3f}"}
     )
+    properties = _case_properties(result, document)
+    if properties is not None:
+        case.append(properties)
     kind = outcome(result)
+    details = _details(result, document)
     if kind == "failure":
-        case.append(_element("failure", {"message": result.headline, "type": result.status}, _details(result)))
+        case.append(_element("failure", {"message": result.headline, "type": result.status}, details))
     elif kind == "error":
-        case.append(_element("error", {"message": result.headline, "type": "error"}, _details(result)))
+        case.append(_element("error", {"message": result.headline, "type": "error"}, details))
     elif kind == "skipped":
-        body = _details(result) if result.status in ("fail", "not_exercised", "error") else None
+        body = details if result.status in ("fail", "not_exercised", "error") else None
         case.append(_element("skipped", {"message": _skip_reason(result)}, body))
     return case
 
@@ -135,7 +171,7 @@ def render_junit(document: ResultsDocument) -> str:
         suite.append(_properties(document, system))
         columns = {spec.id: i for i, spec in enumerate(document.columns())}
         for result in sorted(results, key=lambda r: columns[r.spec]):
-            suite.append(testcase(result))
+            suite.append(testcase(result, document))
         root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

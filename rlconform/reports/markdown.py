@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from rlconform.impact import title
 from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, Result, ResultsDocument
 from rlconform.reports.text import clean
 
@@ -88,17 +89,32 @@ def table(document: ResultsDocument) -> list[str]:
         lines.append(f"| {code(system.id)} | " + " | ".join(cells) + " |")
     legend = " · ".join(f"{code(SYMBOLS[s])} {LABELS[s]}" for s in STATUSES)
     lines += ["", f"Legend: {legend}", "", "Specs:", ""]
-    lines += [f"{i + 1}. {code(spec.id)}: {inline(spec.statement)}" for i, spec in enumerate(columns)]
+    lines += [
+        f"{i + 1}. {code(spec.id)} ({inline(title(spec.impact))}): {inline(spec.statement)}"
+        for i, spec in enumerate(columns)
+    ]
     return lines
 
 
-def section(index: int, result: Result, document: ResultsDocument) -> list[str]:
+def section(index: int, result: Result, document: ResultsDocument, also: list[Result] | None = None) -> list[str]:
+    """One group: its head in full (one reproducer), the specs that also fail on its case by name."""
     label = "KNOWN" if result.known else "EXPECTED" if result.expected else result.status.upper()
-    lines = [f"### {index}. {label} {code(result.system)} :: {code(result.spec)}", ""]
+    impact = title(document.impact_of(result))
+    lines = [f"### {index}. {label} {code(result.system)} :: {code(result.spec)} ({inline(impact)})", ""]
     statement = document.statement(result.spec)
     if statement:
         lines += [f"Spec: {inline(statement)}", ""]
     lines += [fence(result.message or "(no message)", "text"), ""]
+    if also:
+        lines += ["Also fails on the same minimal case:", ""]
+        lines += [
+            f"- {code(m.spec)} ({inline(title(document.impact_of(m)))}): {inline(m.headline)}"
+            + (f" (signature {code(m.signature)})" if m.signature else "")
+            for m in also
+        ]
+        lines.append("")
+    if result.signature:
+        lines += [f"Signature: {code(result.signature)}", ""]
     if result.excuse:
         lines += [f"**{inline(result.excuse)}**", ""]
     if len(result.violations) > 1 or (result.violations and result.violations[0] != result.message):
@@ -124,10 +140,10 @@ def render_markdown(document: ResultsDocument) -> str:
     known = [r for r in reported if r.cell == "known"]
     if not failures:
         lines += ["", "No failures."]
-    for title, results in (("Failures", failures), ("Known and expected failures", known)):
+    for heading, results in (("Failures", failures), ("Known and expected failures", known)):
         if not results:
             continue
-        lines += ["", f"## {title} ({len(results)})", ""]
-        for index, result in enumerate(results, 1):
-            lines += section(index, result, document)
+        lines += ["", f"## {heading} ({len(results)})", ""]
+        for index, group in enumerate(document.failure_groups(results), 1):
+            lines += section(index, group[0], document, group[1:])
     return "\n".join(lines).rstrip("\n") + "\n"

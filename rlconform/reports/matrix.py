@@ -6,6 +6,11 @@ the same in every document and counts the rest: a full systems x specs x release
 the few rows that change. A column is labelled by what distinguishes its document: its Gymnasium
 version and any other library whose version differs between the documents (the file stem when
 they all agree, or when two documents would get the same label).
+
+A failure also shows its signature's hash (``rlconform.signature``), and a row whose status is the
+same everywhere is still kept when its failures' signatures differ: two releases that fail one
+spec in different ways differ in the matrix. A document written before signatures has none there,
+and a missing signature never makes a row differ.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, ResultsDocument
+from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, Result, ResultsDocument
 from rlconform.reports.html import CSS, esc, page
 from rlconform.reports.load import ResultsError, load_results
 from rlconform.reports.markdown import code, inline, symbol
+from rlconform.signature import short
 
 #: the library every column names, whether or not its version differs
 PRIMARY = "gymnasium"
@@ -36,6 +42,24 @@ class Row:
     spec: str
     #: the table status in each column; None where that document has no such result
     cells: tuple[str | None, ...]
+    #: the failure signature in each column; None where it did not fail or recorded none
+    signatures: tuple[str | None, ...] = ()
+
+    def signature(self, column: int) -> str | None:
+        return self.signatures[column] if column < len(self.signatures) else None
+
+
+def signatures_differ(results: list[Result | None]) -> bool:
+    """Failures in several documents whose recorded signatures are not all the same."""
+    found = {r.signature for r in results if r is not None and r.status == "fail" and r.signature is not None}
+    return len(found) > 1
+
+
+def _shown(cell: str | None, signature_text: str | None) -> str:
+    """A Markdown cell: the status symbol, and a failure's signature hash after it."""
+    if cell is None:
+        return ""
+    return symbol(cell) + (f" {code(short(signature_text))}" if signature_text else "")
 
 
 def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
@@ -113,13 +137,14 @@ class Matrix:
         for system, spec in pairs:
             results = [doc.result(system, spec) for _, doc in documents]
             cells = tuple(r.cell if r else None for r in results)
+            signatures = tuple(r.signature if r is not None and r.status == "fail" else None for r in results)
             for i, result in enumerate(results):
                 if result is not None and result.cell == "skipped":
                     skipped.setdefault(system, [None] * len(documents))[i] = result.headline or "skipped"
             # a system that a release lacks (or whose library is missing there) is listed once under
             # availability; its pairs differ only where the releases that ran it disagree
-            if len({cell for cell in cells if cell not in (None, "skipped")}) > 1:
-                rows.append(Row(system, spec, cells))
+            if len({cell for cell in cells if cell not in (None, "skipped")}) > 1 or signatures_differ(results):
+                rows.append(Row(system, spec, cells, signatures))
             else:
                 unchanged += 1
         systems_in = [{r.system for r in doc.results} for _, doc in documents]
@@ -147,12 +172,14 @@ class Matrix:
         return list(dict.fromkeys(r for a in self.availability for r in a.reasons if r is not None))
 
 
-def grouped_rows(matrix: Matrix) -> list[tuple[str, tuple[str | None, ...], list[str]]]:
-    """(spec, statuses per column, systems): the rows that share a spec and a pattern of statuses,
-    in first-seen order. A change a release brought to many systems at once reads as one line."""
-    groups: dict[tuple[str, tuple[str | None, ...]], list[str]] = {}
+def grouped_rows(matrix: Matrix) -> list[tuple[str, tuple[str, ...], list[str]]]:
+    """(spec, Markdown cells per column, systems): the rows that share a spec and a pattern of
+    statuses and signatures, in first-seen order. A change a release brought to many systems at
+    once reads as one line."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for row in matrix.rows:
-        groups.setdefault((row.spec, row.cells), []).append(row.system)
+        shown = tuple(_shown(cell, row.signature(i)) for i, cell in enumerate(row.cells))
+        groups.setdefault((row.spec, shown), []).append(row.system)
     return [(spec, cells, systems) for (spec, cells), systems in groups.items()]
 
 
@@ -168,7 +195,7 @@ def render_markdown(matrix: Matrix, *, grouped: bool = False) -> str:
             "|:--|" + ":-:|" * len(matrix.columns) + ":--|",
         ]
         for spec, cells, systems in grouped_rows(matrix):
-            statuses = " | ".join(symbol(cell) if cell else "" for cell in cells)
+            statuses = " | ".join(cells)
             lines.append(f"| {code(spec)} | {statuses} | {', '.join(code(s) for s in systems)} |")
     elif matrix.rows:
         lines += [
@@ -176,11 +203,15 @@ def render_markdown(matrix: Matrix, *, grouped: bool = False) -> str:
             "|:--|:--|" + ":-:|" * len(matrix.columns),
         ]
         for row in matrix.rows:
-            shown = " | ".join(symbol(cell) if cell else "" for cell in row.cells)
+            shown = " | ".join(_shown(cell, row.signature(i)) for i, cell in enumerate(row.cells))
             lines.append(f"| {code(row.system)} | {code(row.spec)} | {shown} |")
     if matrix.rows:
         legend = " · ".join(f"{code(SYMBOLS[s])} {LABELS[s]}" for s in STATUSES)
-        lines += ["", f"Legend: {legend} · blank: not in that document"]
+        lines += [
+            "",
+            f"Legend: {legend} · blank: not in that document · after a failure: its signature's hash (the same "
+            "hash: failing the same way)",
+        ]
     if not matrix.rows:
         lines.append("Every (system, spec) pair has the same status in every document that ran it.")
     if matrix.availability:
@@ -201,13 +232,19 @@ table.grid thead th.release { white-space: normal; min-width: 7rem; font-weight:
 """
 
 
-def _html_cell(cell: str | None, column: Column, row: Row) -> str:
+def _html_cell(cell: str | None, column: Column, row: Row, index: int) -> str:
     if cell is None:
         return '<td class="none" title="not in this document"></td>'
     result = column.document.result(row.system, row.spec)
     headline = result.headline if result else ""
     tooltip = f"{LABELS.get(cell, cell)}: {headline}" if headline else LABELS.get(cell, cell)
-    return f'<td class="s-{esc(cell)}" title="{esc(tooltip)}">{esc(SYMBOLS.get(cell, cell))}</td>'
+    signature_text = row.signature(index)
+    if signature_text:
+        tooltip += f" (signature {signature_text})"
+        text = f"{esc(SYMBOLS.get(cell, cell))} <small>{esc(short(signature_text))}</small>"
+    else:
+        text = esc(SYMBOLS.get(cell, cell))
+    return f'<td class="s-{esc(cell)}" title="{esc(tooltip)}">{text}</td>'
 
 
 def render_html(matrix: Matrix) -> str:
@@ -217,7 +254,10 @@ def render_html(matrix: Matrix) -> str:
     )
     body = "".join(
         f'<tr><th scope="row">{esc(row.system)}</th><th scope="row">{esc(row.spec)}</th>'
-        + "".join(_html_cell(cell, column, row) for cell, column in zip(row.cells, matrix.columns, strict=True))
+        + "".join(
+            _html_cell(cell, column, row, i)
+            for i, (cell, column) in enumerate(zip(row.cells, matrix.columns, strict=True))
+        )
         + "</tr>"
         for row in matrix.rows
     )

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 @spec(
     "aliasing.returned_objects",
+    impact="training-data",
     statement="An object returned by one call is not modified by any later call.",
     rationale=(
         "Rollout buffers keep the arrays a step returns; a library that hands out its internal buffer and "
@@ -46,6 +47,7 @@ def returned_objects(run: Run) -> Outcome:
 
 @spec(
     "aliasing.caller_arguments",
+    impact="training-data",
     statement="A call never modifies the objects the caller passed in (actions, options).",
     rationale=(
         "Callers reuse their action buffers and option dicts; a library that pops keys from options or writes "
@@ -70,6 +72,7 @@ def caller_arguments(run: Run) -> Outcome:
 
 @spec(
     "aliasing.torchrl_returned_data",
+    impact="training-data",
     statement=(
         "Every tensor leaf of a TensorDict a TorchRL env returned (reset's root, step_and_maybe_reset's data "
         "and root) keeps the value it had when returned until the end of the run, apart from the action the "

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 @spec(
     "api.shape",
+    impact="api-contract",
     statement="Every call returns the structure the family documents, and the object declares the documented attributes.",
     rationale=(
         "Generic training code unpacks tuples and indexes infos by the documented structure; a 4-tuple where a "
@@ -47,6 +48,7 @@ def api_shape(run: Run) -> Outcome:
 
 @spec(
     "api.wrong_size_batch_rejected",
+    impact="robustness",
     statement="A step with more or fewer actions than sub-envs raises an error.",
     rationale=(
         "An action batch of the wrong size is a caller bug (a stale num_envs, a dropped env); silently using "
@@ -71,6 +73,7 @@ def wrong_size_rejected(run: Run) -> Outcome:
 
 @spec(
     "api.failed_call_no_side_effect",
+    impact="robustness",
     statement="A call that raises leaves the system as it was: no env is stepped or reset, and the next call returns what it would have returned without the failed one.",
     rationale=(
         "Callers catch errors and carry on; a step that advances some sub-envs before raising (or leaves worker "
@@ -128,6 +131,7 @@ def _next_successful_step(run: Run, position: int):  # type: ignore[no-untyped-d
 
 @spec(
     "api.valid_calls_succeed",
+    impact="api-contract",
     statement="Every well-formed call (building the system, a reset, a step with one action from the action space per sub-env) returns without raising.",
     rationale=(
         "Every other spec reads the calls that returned, so a system that raises on valid input (an action it "

@@ -85,6 +85,7 @@ def _type_of(value: Any) -> str:
 
 @spec(
     "dtype.observations",
+    impact="api-contract",
     statement="Every observation returned, terminal observations included, is an element of the declared observation space with its dtype and shape.",
     rationale=(
         "Networks and buffers are built from the declared space; an observation that silently changes dtype "
@@ -138,6 +139,7 @@ def _rewards_flags_applies(system: System) -> str | None:
 
 @spec(
     "dtype.rewards_flags",
+    impact="api-contract",
     statement="Rewards and terminated/truncated flags have the family's documented types, dtypes and shapes.",
     rationale=(
         "Gymnasium vector envs document float64 rewards and bool flags; a float32 reward array loses precision "
@@ -247,6 +249,7 @@ def _numpy_env(system: System) -> str | None:
 
 @spec(
     "dtype.actions_received",
+    impact="api-contract",
     statement="Each env receives its action as an element of its own action space, with the space's type, dtype and shape.",
     rationale=(
         "Vectorizers split and convert action batches; a Box action that arrives as float64 or a Discrete action "

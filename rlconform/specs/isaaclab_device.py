@@ -38,6 +38,7 @@ FLAG_DTYPE = torch.bool
 
 @spec(
     ACTIONS_SPEC,
+    impact="api-contract",
     statement=(
         "Every action reaches the env's _pre_physics_step as a torch.Tensor on env.device with the action space's "
         "dtype and shape (num_envs, action_dim), and, when the caller's tensor already was one, as that very "
@@ -101,6 +102,7 @@ def actions_on_device(run: Run) -> Outcome:
 
 @spec(
     OUTPUTS_SPEC,
+    impact="api-contract",
     statement=(
         "reset and step return torch tensors on env.device: obs['policy'] (and extras['final_obs']['policy']) of "
         "the observation space's dtype and shape (num_envs, *obs_shape), reward float32 and terminated/time_outs "

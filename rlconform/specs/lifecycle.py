@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 @spec(
     "lifecycle.responsive",
+    impact="robustness",
     statement="Every call returns or raises within the per-call time limit, close() returns, and no worker process outlives close().",
     rationale=(
         "A vectorizer whose worker protocol falls out of step (a reply left unread after a failed call) hangs "

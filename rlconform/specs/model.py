@@ -46,6 +46,7 @@ def _decoded_difference(run: Run, real: CallRecord, model: CallRecord) -> str | 
 
 @spec(
     "model.outputs_match",
+    impact="api-contract",
     statement="Every call returns what the reference model of the family's documented semantics returns for the same calls on identical envs (wall-clock fields excepted).",
     rationale=(
         "The specs check properties; the model checks everything else the documentation promises, call by call, "

@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from rlconform.impact import IMPACTS, Impact
+from rlconform.signature import violation_kind
+
 if TYPE_CHECKING:
     from rlconform.systems import System
 
@@ -36,6 +39,12 @@ class Violation:
             where.append(f"call {self.call}")
         prefix = ", ".join(where)
         return f"{prefix}: {self.message}" if prefix else self.message
+
+    @property
+    def kind(self) -> str:
+        """What kind of violation this is, without the values (env indices, steps, numbers) that
+        change with the case: two cases breaking the spec the same way have the same kind."""
+        return violation_kind(self.message)
 
 
 @dataclass
@@ -99,6 +108,8 @@ class Spec:
     rationale: str
     families: frozenset[str]
     check: SpecFn
+    #: what a failure costs the user (rlconform.impact): failures are ranked and gated by it
+    impact: Impact
     scenario: Scenario = "standard"
     #: static applicability: returns why the spec cannot apply to a system, or None
     applies: Callable[[System], str | None] | None = None
@@ -135,19 +146,26 @@ def spec(
     *,
     statement: str,
     rationale: str,
+    impact: Impact,
     families: frozenset[str] = ALL_FAMILIES,
     scenario: Scenario = "standard",
     applies: Callable[[System], str | None] | None = None,
     expensive: bool = False,
 ) -> Callable[[SpecFn], SpecFn]:
-    """Register the decorated function as the spec ``id``."""
+    """Register the decorated function as the spec ``id``.
+
+    ``impact`` is required (one of :data:`rlconform.impact.IMPACTS`): a spec whose failure nobody
+    classified could not be ranked or gated, so registering one is an error.
+    """
+    if impact not in IMPACTS:
+        raise ValueError(f"spec {id!r}: impact must be one of {', '.join(IMPACTS)}, not {impact!r}")
 
     def decorate(fn: SpecFn) -> SpecFn:
         existing = _SPECS.get(id)
         if existing is not None and _origin(existing.check) != _origin(fn):
             raise ValueError(f"duplicate spec id {id!r}")
         # the same definition seen again (its module was re-imported) replaces the old one
-        _SPECS[id] = Spec(id, statement, rationale, families, fn, scenario, applies, expensive)
+        _SPECS[id] = Spec(id, statement, rationale, families, fn, impact, scenario, applies, expensive)
         return fn
 
     return decorate
@@ -188,3 +206,10 @@ def get_spec(spec_id: str) -> Spec:
         return _SPECS[spec_id]
     except KeyError:
         raise KeyError(f"unknown spec {spec_id!r}; known: {sorted(_SPECS)}") from None
+
+
+def registered_impact(spec_id: str) -> Impact | None:
+    """The impact class of a spec already registered (None for an id this process never
+    registered, e.g. a result merged from another rlconform); never imports the spec modules."""
+    found = _SPECS.get(spec_id)
+    return found.impact if found is not None else None

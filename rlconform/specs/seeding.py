@@ -34,6 +34,7 @@ def _touched(call: CallRecord, env: int) -> bool:
 
 @spec(
     "seeding.seed_plus_i",
+    impact="reproducibility",
     statement="reset(seed=s) on a vector env resets sub-env i with seed s + i, exactly once.",
     rationale=(
         "Gymnasium and SB3 document seed + i; experiment scripts rely on it to reproduce runs. A vectorizer that "
@@ -64,6 +65,7 @@ def seed_plus_i(run: Run) -> Outcome:
 
 @spec(
     "seeding.distinct_subenv_seeds",
+    impact="training-data",
     statement="One seeded reset gives every sub-env a different seed.",
     rationale="Sub-envs that share a seed produce identical trajectories: the batch holds copies, not samples.",
     families=VECTOR_FAMILIES,
@@ -109,6 +111,7 @@ def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
 
 @spec(
     "seeding.reset_determinism",
+    impact="reproducibility",
     statement="After reset(seed=s), the same actions give the same observations, rewards and flags, every time.",
     rationale=(
         "Reproducibility is the point of seeding; a vectorizer that keeps state across a seeded reset (a pending "

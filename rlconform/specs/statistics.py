@@ -20,6 +20,7 @@ RMS_EPSILON = 1e-4
 
 @spec(
     "statistics.episode",
+    impact="api-contract",
     statement="Episode statistics (return and length) are reported exactly once per ended episode, on the step that ends it, and equal the sum of its real rewards and the number of its real transitions.",
     rationale=(
         "Learning curves are drawn from these numbers; counting the reset step of next-step autoreset, or losing "
@@ -101,6 +102,7 @@ def _short(stats: Any) -> str:
 
 @spec(
     "statistics.normalizer",
+    impact="training-data",
     statement=(
         "Running normalizers count one sample per real transition (returns) or per returned observation, "
         "accumulate discounted returns within an episode only, and agree with the reference model's statistics."

@@ -70,6 +70,7 @@ def action_problem(space: Any, receipt: Any, device: str) -> str | None:
 
 @spec(
     SPEC_ID,
+    impact="api-contract",
     statement=(
         "A torch-native env receives every action as a torch.Tensor on its own device, with its action space's "
         "dtype and shape: no NumPy round trip, no wrapper-internal encoding."

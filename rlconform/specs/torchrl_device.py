@@ -41,6 +41,7 @@ def expected_device(run: Run, key: str) -> str:
 
 @spec(
     "torchrl.device",
+    impact="api-contract",
     statement="Every tensor leaf a TorchRL env returns is on the device the env (or, without one, the leaf's spec) declares.",
     rationale=(
         "Policies, losses and replay buffers are placed on the env's declared device; a leaf elsewhere makes the "

@@ -41,6 +41,7 @@ def _unusable(ck: Checker, run: Run) -> Outcome | None:
 
 @spec(
     "transitions.exact",
+    impact="training-data",
     statement=(
         "The transitions extracted with the library's documented recipe are exactly the transitions the "
         "environments made: none missing, none invented, in order, with the same observations, actions, "
@@ -129,6 +130,7 @@ def _close(a: float, b: float, precision: str) -> bool:
 
 @spec(
     "counts.env_steps",
+    impact="training-data",
     statement="Each sub-env receives exactly one step call per transition the recipe extracts for it, in the same agent step.",
     rationale=(
         "Step budgets, frame counters and schedules count agent steps; a library that steps an env during a reset "
@@ -160,6 +162,7 @@ def env_step_counts(run: Run) -> Outcome:
 
 @spec(
     "continuity.no_discarded_episode",
+    impact="training-data",
     statement="An episode is only ever cut short by a reset the agent asked for; no autoreset discards a running episode.",
     rationale=(
         "A library that resets an env again after the agent already reset it, or resets every env when one ends, "
@@ -203,6 +206,7 @@ def _user_reset_touches(call: object, env: int) -> bool:
 
 @spec(
     "continuity.fresh_first_obs",
+    impact="training-data",
     statement="The first transition of every episode starts from that episode's reset observation, never from an observation of the previous episode.",
     rationale=(
         "Recording the last observation of the old episode as the first of the new one splices two trajectories "
@@ -243,6 +247,7 @@ _NO_TERMINAL_OBS = (
 
 @spec(
     "terminal.final_obs",
+    impact="training-data",
     statement="The last transition of every episode that ended has the true terminal observation as next observation, for every observation key.",
     rationale=(
         "With same-step autoreset the returned observation already belongs to the next episode; the terminal one "
@@ -308,7 +313,13 @@ def _flag_spec(name: str) -> None:
         ),
     }
     statement, rationale = statements[name]
-    spec(f"flags.{name}", statement=statement, rationale=rationale, families=TRANSITION_FAMILIES)(check)
+    spec(
+        f"flags.{name}",
+        statement=statement,
+        rationale=rationale,
+        impact="training-data",
+        families=TRANSITION_FAMILIES,
+    )(check)
 
 
 _flag_spec("terminated")
@@ -321,6 +332,7 @@ def _has_reset_step(run: Run) -> bool:
 
 @spec(
     "reset_step.neutral",
+    impact="training-data",
     statement=(
         "Where a mode has reset steps (next-step autoreset), a reset step resets the env without stepping it: "
         "the action is ignored, the reward is 0, both flags are False and the observation is the new episode's first."
@@ -374,6 +386,7 @@ def reset_step_neutral(run: Run) -> Outcome:
 
 @spec(
     "infos.aligned",
+    impact="training-data",
     statement="Every info a sub-env returned reaches the caller at that sub-env's index, beside the observation it belongs to, and no sub-env is given another's info.",
     rationale=(
         "Vector infos are batched with masks (Gymnasium) or listed (SB3); an index or mask error attributes episode "
@@ -448,6 +461,7 @@ def _describe_info(stamp: object) -> str:
 
 @spec(
     "lifecycle.no_step_after_end",
+    impact="training-data",
     statement="No env is stepped on an episode that already ended, nor before its first reset.",
     rationale=(
         "Stepping a terminated episode is undefined behaviour in Gymnasium; a vectorizer that does it (for example "
