@@ -472,3 +472,20 @@ def test_a_hang_the_alarm_cannot_interrupt_is_ended_by_the_parent(module_dir: Pa
     responsive = next(r for r in results if r["spec"] == hangs.RESPONSIVE)
     assert "could not be interrupted" in responsive["message"]
     assert 'hangers.py", line' in responsive["message"] and " in step" in responsive["message"]
+
+
+def test_the_plugin_fails_responsive_and_skips_the_specs_not_run(pytester: pytest.Pytester) -> None:
+    """pytest: one failure (the hang), the specs not run are skipped with the reason, none passes."""
+    pytester.makepyfile(hangers=HANGERS)
+    result = pytester.runpytest_subprocess(
+        "-rs",
+        *("--rlconform-check", "hangers:sleeping", "--rlconform-api", "gymnasium.vector"),
+        *("--rlconform-specs", "lifecycle.*", "--rlconform-specs", "transitions.exact"),
+        *("--rlconform-profile", "ci", "--rlconform-json", "plugin.json"),
+    )
+    result.assert_outcomes(failed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*not run: system hung (envs.step(*) did not answer within 2 s*"])
+    document = json.loads((pytester.path / "plugin.json").read_text())
+    assert sorted(r["status"] for r in document["results"]) == ["fail", "not_run", "not_run"]
+    for noise in HYPOTHESIS_NOISE:
+        assert noise not in result.stdout.str() + result.stderr.str()
