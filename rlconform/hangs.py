@@ -1,11 +1,19 @@
-"""Systems that hung in this process, remembered per system so that one hang costs one deadline.
+"""Systems that hung in this process, and the bound on the time a hanging system may cost.
 
 A call that does not answer is stopped by its deadline (:mod:`rlconform.watchdog`), but every
-further case drawn for the same system would wait for the deadline again: forty cases of thirty
+further case drawn for the same system may wait for the deadline again: forty cases of thirty
 specs of a vectorizer that hangs on one step in five took minutes, and one that sleeps forever in
-``step`` never finished its shrinking. So the first run in which a system hangs is recorded here;
-``lifecycle.responsive`` fails on that run (its hung call named, its case replayable) and every
-other spec of the system is "not run: system hung" instead of drawing more hanging cases.
+``step`` never finished shrinking. So:
+
+* ``lifecycle.responsive`` fails on the first hung run its search meets, without shrinking (every
+  shrink step would wait for a deadline again);
+* the other specs skip hung runs: a run stopped at a hang is not evidence about transitions, and
+  ``lifecycle.responsive`` already reports it;
+* the hung calls of a system cost at most :data:`HANG_BUDGET_SECONDS` in one process: once they
+  did, its remaining searches stop, and their specs are "not run: system hung".
+
+A system that hangs only after a rare call sequence (Gymnasium's AsyncVectorEnv, FINDINGS G3)
+keeps its other verdicts; one that hangs on every step is done in about the budget.
 """
 
 from __future__ import annotations
@@ -19,12 +27,16 @@ RESPONSIVE = "lifecycle.responsive"
 TIMEOUT_ERROR = "CallTimeout"
 
 
+#: seconds of hung calls (deadlines waited for) one system may cost in one process
+HANG_BUDGET_SECONDS = 10.0
+
+
 @dataclass(frozen=True)
 class Hang:
-    """The first run in which a system hung, and the call that did not answer."""
+    """A run in which a system hung, and the call that did not answer."""
 
     system_id: str
-    #: which call hung, in words ("step (agent step 3) did not answer within 2 s")
+    #: which call hung, in words ("env.step(1) did not answer within 2 s (agent step 3)")
     description: str
     case: Any
     run: Any
@@ -33,7 +45,14 @@ class Hang:
         return f"not run: system hung ({self.description}; see {RESPONSIVE})"
 
 
-_HUNG: dict[str, Hang] = {}
+@dataclass
+class _Record:
+    first: Hang
+    #: seconds spent waiting for hung calls of this system
+    spent: float = 0.0
+
+
+_HUNG: dict[str, _Record] = {}
 
 
 def hung_call(run: Any) -> str | None:
@@ -62,23 +81,44 @@ def hung_call(run: Any) -> str | None:
     return None
 
 
-def note_run(system_id: str, case: Any, run: Any) -> Hang | None:
-    """Remember ``system_id`` as hung if ``run`` hung and it is the first such run; return the
-    system's hang (the first one recorded), or None while it has not hung."""
-    if system_id not in _HUNG:
-        description = hung_call(run)
-        if description is not None:
-            _HUNG[system_id] = Hang(system_id, description, case, run)
-    return _HUNG.get(system_id)
+def hang_in(system_id: str, case: Any, run: Any) -> Hang | None:
+    """``run`` as a :class:`Hang` if one of its calls hung; None otherwise."""
+    description = hung_call(run)
+    return None if description is None else Hang(system_id, description, case, run)
+
+
+def note_run(system_id: str, case: Any, run: Any) -> None:
+    """Count a freshly executed run against its system's hang budget if it hung (the run cache
+    calls this once per execution: a hung run read again from the cache costs nothing)."""
+    hang = hang_in(system_id, case, run)
+    if hang is None:
+        return
+    record = _HUNG.setdefault(system_id, _Record(hang))
+    record.spent += _deadline_of(run)
+
+
+def _deadline_of(run: Any) -> float:
+    """Seconds the hung call waited: its run's deadline (an env-author run: its bare run's)."""
+    limit = getattr(run, "call_timeout", None)
+    if limit is None:
+        limit = getattr(getattr(run, "first", None), "call_timeout", 0.0)
+    return float(limit or 1.0)
 
 
 def hang_of(system_id: str) -> Hang | None:
-    """The recorded hang of ``system_id`` in this process, if it hung."""
-    return _HUNG.get(system_id)
+    """The first recorded hang of ``system_id`` in this process, if it hung."""
+    record = _HUNG.get(system_id)
+    return record.first if record is not None else None
+
+
+def budget_spent(system_id: str) -> Hang | None:
+    """The system's first hang once its hung calls have cost :data:`HANG_BUDGET_SECONDS`."""
+    record = _HUNG.get(system_id)
+    return record.first if record is not None and record.spent >= HANG_BUDGET_SECONDS else None
 
 
 def forget(system_id: str | None = None) -> None:
-    """Forget one system's hang (all of them with no argument): a fresh check re-draws its cases."""
+    """Forget one system's hangs (all of them with no argument): a fresh check re-draws its cases."""
     if system_id is None:
         _HUNG.clear()
     else:

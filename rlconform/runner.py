@@ -24,6 +24,7 @@ from typing import Any
 from rlconform.adapters.base import Family, get_family
 from rlconform.crashlog import announce
 from rlconform.fixtures.calllog import FileSink, LogSink, MemorySink
+from rlconform.hangs import note_run
 from rlconform.plan import Case, Op, Step
 from rlconform.systems import System, get_system
 from rlconform.trace import CallRecord, CallView, Slot, snapshot
@@ -398,6 +399,7 @@ class RunCache:
             return run
         self.misses += 1
         run = execute(system, case)
+        note_run(system.id, case, run)  # a fresh hang counts against the system's hang budget
         self._runs[key] = run
         if len(self._runs) > self.size:
             self._runs.popitem(last=False)

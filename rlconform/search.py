@@ -2,10 +2,10 @@
 
 Hypothesis draws cases, the run cache executes them (shared across the specs of a system), the
 spec checks each run, and the first violation is shrunk to a minimal case with a standalone
-reproducer. A search that checked nothing is "not exercised", never "pass". Once a system hangs
-(:mod:`rlconform.hangs`), its searches stop drawing cases: ``lifecycle.responsive`` fails on the
-hung run and the other specs are "not run", a status of its own that is neither a pass nor a
-failure of a spec that never checked anything.
+reproducer. A search that checked nothing is "not exercised", never "pass". Hung runs are
+handled as :mod:`rlconform.hangs` says: ``lifecycle.responsive`` fails on the first one, other
+specs skip them, and a system that spent its hang budget is "not run" for the specs left, a
+status of its own that is neither a pass nor a failure of a spec that never checked anything.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from hypothesis.strategies import SearchStrategy
 
 from rlconform.config import validate as validate_config
 from rlconform.fixtures.strategies import cases
-from rlconform.hangs import RESPONSIVE, Hang, SystemHung, hang_of, hung_call, note_run
+from rlconform.hangs import RESPONSIVE, Hang, SystemHung, budget_spent, hang_in
 from rlconform.hypothesis_isolation import without_local_constants
 from rlconform.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
 from rlconform.reproducer import reproducer_source
@@ -95,6 +95,9 @@ class _Tally:
     first_failure: int = 0
     #: the specs' notes on what they could not check, in order of first appearance
     notes: list[str] = field(default_factory=list)
+    #: examples skipped because the system hung in them (lifecycle.responsive reports the hang)
+    hung: int = 0
+    hang: Hang | None = None
 
     def note(self, notes: list[str]) -> None:
         self.notes.extend(n for n in notes if n not in self.notes)
@@ -142,9 +145,9 @@ def check_spec(
     if skip:
         return Verdict(status="skipped", message=skip, **base)
 
-    hang = hang_of(system.id)
-    if hang is not None:
-        return _hung_verdict(system, spec, hang, base, time.perf_counter() - start)
+    spent = budget_spent(system.id)
+    if spent is not None:
+        return _hung_verdict(system, spec, spent, base, time.perf_counter() - start)
 
     tally = _Tally()
     expensive = system.expensive or spec.expensive
@@ -160,10 +163,16 @@ def check_spec(
             return
         run = cache.get(system, case)
         tally.examples += 1
-        if hung_call(run) is not None:
-            hung = note_run(system.id, case, run)
-            assert hung is not None
-            raise SystemHung(hung)
+        hang = hang_in(system.id, case, run)
+        if hang is not None:
+            if spec.id == RESPONSIVE:
+                raise SystemHung(hang)  # the failure, as found: shrinking would wait on every hang
+            tally.hung += 1
+            tally.hang = tally.hang or hang
+            spent = budget_spent(system.id)
+            if spent is not None:
+                raise SystemHung(spent)
+            return  # not evidence for this spec: the run was stopped at the hang
         if run.build_error is not None:
             tally.build_errors += 1
             tally.build_error = run.build_error.splitlines()[0]
@@ -232,9 +241,13 @@ def check_spec(
         )
     elapsed = time.perf_counter() - start
     common: dict[str, Any] = {"examples": tally.examples, "checked": tally.checked, "seconds": elapsed, **base}
+    if tally.hang is not None:
+        tally.note([f"{tally.hung} example(s) skipped: the system hung in them (see {RESPONSIVE})"])
     if tally.checked > 0:
-        message = f"{tally.checked} facts checked over {tally.examples} examples"
+        message = f"{tally.checked} facts checked over {tally.examples - tally.hung} examples"
         return Verdict(status="pass", message=tally.with_notes(message), **common)
+    if tally.hang is not None and tally.hung + tally.build_errors + tally.not_applicable == tally.examples:
+        return Verdict(status="not_run", message=tally.hang.not_run_message(), **common)
     if tally.build_errors == tally.examples:
         return Verdict(
             status="error", message=f"the system could not be built for any example: {tally.build_error}", **common

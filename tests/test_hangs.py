@@ -137,6 +137,19 @@ def stuck(env_fns, **kwargs):
     return StuckSync(env_fns, **kwargs)
 
 
+class WrongSizeHangs(gymnasium.vector.SyncVectorEnv):
+    """Correct, except that a batch of the wrong size hangs instead of raising."""
+
+    def step(self, actions):
+        if len(actions) != self.num_envs:
+            time.sleep(3600)
+        return super().step(actions)
+
+
+def wrong_size_hangs(env_fns, **kwargs):
+    return WrongSizeHangs(env_fns, **kwargs)
+
+
 def slow(env_fns, **kwargs):
     return SlowSync(env_fns, **kwargs)
 
@@ -198,8 +211,12 @@ def check_in_process(target: str, api: str) -> tuple[list[Verdict], float]:
     return verdicts, time.monotonic() - start
 
 
-def assert_hang_verdicts(verdicts: list[Verdict] | list[dict[str, Any]], hung_call: str) -> None:
-    """lifecycle.responsive fails naming the hung call; every other spec is not run, saying why."""
+def assert_hang_verdicts(
+    verdicts: list[Verdict] | list[dict[str, Any]], hung_call: str, *, every_step_hangs: bool = True
+) -> None:
+    """lifecycle.responsive fails naming the hung call; the other specs are not run, saying why
+    (a system that answers some steps: a spec whose search ended before the hang budget ran out
+    keeps the verdict it reached on the runs that answered)."""
     rows = [
         v if isinstance(v, dict) else {"spec": v.spec_id, "status": v.status, "message": v.message} for v in verdicts
     ]
@@ -208,10 +225,16 @@ def assert_hang_verdicts(verdicts: list[Verdict] | list[dict[str, Any]], hung_ca
     assert responsive["status"] == "fail", responsive
     assert hung_call in responsive["message"] and "did not answer within" in responsive["message"]
     assert by_spec, "the other specs are listed, each with a verdict"
-    for row in by_spec.values():
-        assert row["status"] == "not_run", row
+    not_run = [row for row in by_spec.values() if row["status"] == "not_run"]
+    assert not_run, "the hang budget stopped the searches"
+    if every_step_hangs:
+        assert not_run == list(by_spec.values())
+    for row in not_run:
         assert row["message"].startswith("not run: system hung ("), row
         assert hung_call in row["message"] and hangs.RESPONSIVE in row["message"]
+    for row in by_spec.values():
+        assert row["status"] in ("not_run", "pass", "not_applicable", "fail"), row
+        assert "CallTimeout" not in row["message"], row  # no other spec judges a run stopped at a hang
 
 
 def test_a_vectorizer_whose_step_never_returns(module_dir: Path) -> None:
@@ -224,7 +247,7 @@ def test_a_vectorizer_whose_step_never_returns(module_dir: Path) -> None:
 
 def test_a_vectorizer_that_hangs_on_one_step_in_five(module_dir: Path) -> None:
     verdicts, seconds = check_in_process("hangers:sometimes", "gymnasium.vector")
-    assert_hang_verdicts(verdicts, "envs.step(")
+    assert_hang_verdicts(verdicts, "envs.step(", every_step_hangs=False)
     assert seconds < BOUND_SECONDS
 
 
@@ -241,6 +264,21 @@ def test_a_user_env_whose_step_never_returns(module_dir: Path, monkeypatch: pyte
     assert_hang_verdicts(verdicts, "env.step(")
     assert "within 1 s" in next(v.message for v in verdicts if v.spec_id == hangs.RESPONSIVE)
     assert seconds < 30
+
+
+def test_specs_whose_cases_answer_keep_their_verdicts(module_dir: Path) -> None:
+    """A hang in some cases is not a verdict on the others: a spec whose search meets no hang
+    (transitions are checked on correct-size batches) passes, one whose cases hang is not run."""
+    from rlconform.search import check_spec
+    from rlconform.specs.registry import get_spec
+
+    system = probe(user_system("hangers:wrong_size_hangs", "gymnasium.vector"))
+    exact = check_spec(system, get_spec("transitions.exact"), "ci")
+    assert exact.status == "pass", exact.message
+    rejected = check_spec(system, get_spec("api.wrong_size_batch_rejected"), "ci")
+    assert rejected.status == "not_run" and "(agent step" in rejected.message, rejected.message
+    responsive = check_spec(system, get_spec(hangs.RESPONSIVE), "ci")
+    assert responsive.status == "fail" and "did not answer within 2 s" in responsive.message
 
 
 def test_a_system_that_answers_still_passes_responsive(module_dir: Path) -> None:
@@ -301,8 +339,7 @@ def test_rlconform_check_of_a_hanging_vectorizer_is_complete_and_fast(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert seconds < BOUND_SECONDS, f"{seconds:.1f} s (target {TARGET_SECONDS:.0f} s)"
     document = json.loads((folder / "out.json").read_text())
-    assert_hang_verdicts(document["results"], "envs.step(")
-    assert document["summary"]["not_run"] == len(document["results"]) - 1
+    assert_hang_verdicts(document["results"], "envs.step(", every_step_hangs=False)
     output = proc.stdout + proc.stderr
     for noise in HYPOTHESIS_NOISE:
         assert noise not in output, output
@@ -435,3 +472,20 @@ def test_a_hang_the_alarm_cannot_interrupt_is_ended_by_the_parent(module_dir: Pa
     responsive = next(r for r in results if r["spec"] == hangs.RESPONSIVE)
     assert "could not be interrupted" in responsive["message"]
     assert 'hangers.py", line' in responsive["message"] and " in step" in responsive["message"]
+
+
+def test_the_plugin_fails_responsive_and_skips_the_specs_not_run(pytester: pytest.Pytester) -> None:
+    """pytest: one failure (the hang), the specs not run are skipped with the reason, none passes."""
+    pytester.makepyfile(hangers=HANGERS)
+    result = pytester.runpytest_subprocess(
+        "-rs",
+        *("--rlconform-check", "hangers:sleeping", "--rlconform-api", "gymnasium.vector"),
+        *("--rlconform-specs", "lifecycle.*", "--rlconform-specs", "transitions.exact"),
+        *("--rlconform-profile", "ci", "--rlconform-json", "plugin.json"),
+    )
+    result.assert_outcomes(failed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*not run: system hung (envs.step(*) did not answer within 2 s*"])
+    document = json.loads((pytester.path / "plugin.json").read_text())
+    assert sorted(r["status"] for r in document["results"]) == ["fail", "not_run", "not_run"]
+    for noise in HYPOTHESIS_NOISE:
+        assert noise not in result.stdout.str() + result.stderr.str()
