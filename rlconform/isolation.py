@@ -143,7 +143,7 @@ def _as_in_parent(start_method: str | None) -> None:
     multiprocessing.set_start_method(start_method, force=True)
     from multiprocessing import forkserver
 
-    server = forkserver._forkserver  # type: ignore[attr-defined]
+    server: Any = forkserver._forkserver  # type: ignore[attr-defined]  # private: what to forget is private
     if server._forkserver_pid is not None:  # the parent's: forget it (the parent keeps it running)
         with contextlib.suppress(OSError):
             os.close(server._forkserver_alive_fd)
