@@ -4,6 +4,20 @@ A user's system may segfault, call ``os._exit``, be killed for memory or hang in
 no signal handler runs. The function runs in a forked child that makes itself the leader of a new
 process group; when the child is done, dies or overruns its time, the whole group is killed, so
 the worker processes and servers the system started go with it and no orphan survives.
+
+Isolation must not change what the libraries under test see. A fork child inherits this
+process's memory, but two pieces of multiprocessing state do not carry over as they are, and the
+child puts them back before it runs the function (:func:`_as_in_parent`):
+
+- the global start method: ``Process._bootstrap`` forces it to the start method of the child's
+  own ``Process`` ('fork'), where the user's process may have none set (TorchRL then defaults to
+  spawn, and importing TorchRL sets it to spawn) or another one. TorchRL's ``ParallelEnv`` and
+  Gymnasium's ``AsyncVectorEnv(context=None)`` read it: under 'fork' they would fork their
+  workers, which copy rather than pickle what they are given;
+- this process's fork server, if it started one: the child cannot use it (``ensure_running``
+  waits on a process that is not the child's and raises ChildProcessError), and the workers it
+  forks would live outside the child's process group. The child starts a fork server of its own
+  when a library asks for one, with the same preloaded modules.
 """
 
 from __future__ import annotations
@@ -49,7 +63,10 @@ class IsolatedCall:
         context = multiprocessing.get_context("fork")
         self.reader, writer = context.Pipe(duplex=False)
         self.crash_log = CrashLog()
-        self.process = context.Process(target=_child, args=(fn, args, writer, self.crash_log), daemon=False)
+        start_method = multiprocessing.get_start_method(allow_none=True)
+        self.process = context.Process(
+            target=_child, args=(fn, args, writer, self.crash_log, start_method), daemon=False
+        )
         self.started = time.perf_counter()
         self.process.start()
         writer.close()
@@ -125,10 +142,15 @@ def run_isolated(fn: Callable[..., Any], *args: Any, timeout: float | None = Non
 
 
 def _child(
-    fn: Callable[..., Any], args: tuple[Any, ...], writer: multiprocessing.connection.Connection, crash_log: CrashLog
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    writer: multiprocessing.connection.Connection,
+    crash_log: CrashLog,
+    start_method: str | None,
 ) -> None:
     os.setpgid(0, 0)  # a group of its own: the parent can kill everything this child starts
     crash_log.install()  # if the system kills this process, the parent can still say where and how
+    _as_in_parent(start_method)
     try:
         message: tuple[str, Any] = ("value", fn(*args))
     except BaseException as exc:  # a crash of rlconform itself, or of the system outside any call
@@ -136,6 +158,18 @@ def _child(
         message = ("failure", f"raised {type(exc).__name__}: {first}")
     writer.send(message)
     writer.close()
+
+
+def _as_in_parent(start_method: str | None) -> None:
+    """Put back the multiprocessing state the parent had (see the module docstring)."""
+    multiprocessing.set_start_method(start_method, force=True)
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver  # type: ignore[attr-defined]  # private: what to forget is private
+    if server._forkserver_pid is not None:  # the parent's: forget it (the parent keeps it running)
+        with contextlib.suppress(OSError):
+            os.close(server._forkserver_alive_fd)
+        server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
 
 
 def kill_group(pid: int | None) -> None:

@@ -162,7 +162,7 @@ def _torchrl_system(fn: Callable[..., Any], reference: str) -> System:
     num_envs = int(outcome.value)
 
     def build(env_fns: Sequence[EnvFn]) -> Any:
-        return fn(torchrl_env.SubEnvFactory(env_fns))
+        return torchrl_env.build_user_env(fn, env_fns)
 
     return System(
         id=f"user:{reference}",

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+import mmap
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -360,14 +362,36 @@ class SubEnvFactory:
     a sub-env closed hands its index back, so the next call builds that sub-env again. Asking for
     more sub-envs at once than rlconform made raises, naming the count.
 
-    Sub-envs are handed out in this process only: a factory whose env_fn is pickled to worker
-    processes (ParallelEnv) is refused with a clear error, since the workers' copies could not
-    agree on which sub-env each builds (the bundled ``torchrl.ParallelEnv.GymWrapper`` system
-    covers ParallelEnv)."""
+    Worker processes: pickling the factory binds the copy to the next free sub-env
+    (:class:`SubEnvFn`). A ``ParallelEnv`` (or an ``AsyncVectorEnv``) started with spawn or
+    forkserver pickles its ``create_env_fn`` once per worker, in worker order, as it starts
+    them, so worker k builds sub-env k, as in the bundled ``torchrl.ParallelEnv.GymWrapper``
+    system. A worker started with fork gets a copy of this object, unpickled, as it was when the
+    worker forked, and could not tell which sub-env is its own: such a copy refuses to build
+    (:class:`ForkedEnvFn`) instead of building a sub-env another worker builds too.
+
+    Envs built while the factory runs and closed before it returns were never handed to
+    rlconform: ``ParallelEnv`` wraps a lambda in an ``EnvCreator``, which builds a "shadow" env in
+    this process, resets it, takes a random step and closes it to read the specs. Their log
+    records are held back until :meth:`built` and dropped when the env closes first, so that
+    the ground truth holds the envs the system runs, not its throwaway copy. A system that
+    returned data from such a copy still fails: its transitions are in no env's log."""
 
     def __init__(self, env_fns: Sequence[EnvFn]) -> None:
         self._env_fns = list(env_fns)
         self._free = list(range(len(self._env_fns)))
+        self._owner = os.getpid()
+        #: one byte shared with forked copies: set when one refused to build (see :meth:`refused_fork`)
+        self._fork_refusals = mmap.mmap(-1, 1)
+        #: logs held back while the factory builds (None once it has returned)
+        self._held: list[_HeldLog] | None = []
+
+    def built(self) -> None:
+        """The factory returned its env: the logs of envs still open are written out, and every
+        record from now on is written as it comes."""
+        for held in self._held or []:
+            held.write_out()
+        self._held = None
 
     def _take(self) -> int:
         if not self._free:
@@ -382,26 +406,147 @@ class SubEnvFactory:
             self._free.append(index)
             self._free.sort()
 
+    def refused_fork(self) -> bool:
+        """Whether a copy of this object in a forked worker was asked for a sub-env: the worker's
+        error reaches this process as whatever the library makes of a dead worker (EOFError)."""
+        return self._fork_refusals[0] != 0
+
     def __call__(self) -> Any:
-        import gymnasium
-
+        if os.getpid() != self._owner:
+            self._fork_refusals[0] = 1
+            raise ForkedEnvFn(FORKED_ENV_FN)
         index = self._take()
-        owner = self
+        env = self._env_fns[index]()
+        held = _HeldLog.hold(env) if self._held is not None else None
+        if held is not None:
+            self._held.append(held)  # type: ignore[union-attr]
+        return _closing_with(env, functools.partial(self._closed, index, held))
 
-        class Released(gymnasium.Wrapper):  # type: ignore[type-arg]
-            """Hands the sub-env's index back when it is closed."""
-
-            def close(self) -> None:
-                super().close()
-                owner.release(index)
-
-        return Released(self._env_fns[index]())
+    def _closed(self, index: int, held: _HeldLog | None) -> None:
+        if held is not None and self._held is not None:
+            held.drop()  # closed before the factory returned: a throwaway copy (see the class)
+            self._held.remove(held)
+        self.release(index)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        raise TypeError(
-            "rlconform's env_fn for torchrl.EnvBase factories builds sub-envs in this process only and cannot be "
-            "sent to worker processes (ParallelEnv); use SerialEnv or GymWrapper in the factory"
-        )
+        """Sent to a worker process: a copy bound to the next free sub-env (see the class)."""
+        if os.getpid() != self._owner:
+            raise ForkedEnvFn(FORKED_ENV_FN)
+        index = self._take()
+        return SubEnvFn, (self._env_fns[index], index)
+
+
+#: why a forked copy of :class:`SubEnvFactory` refuses to build (one line: it is the bad-input reason)
+FORKED_ENV_FN = (
+    "a worker process started with fork called rlconform's env_fn: forked workers get copies of it that cannot "
+    "tell which sub-env is theirs; start the workers with spawn or forkserver (TorchRL's default, "
+    "ParallelEnv(mp_start_method='spawn'))"
+)
+
+
+class ForkedEnvFn(RuntimeError):
+    """A copy of :class:`SubEnvFactory` made by fork was asked for a sub-env."""
+
+
+class SubEnvFn:
+    """The ``env_fn`` a worker process unpickles: it builds sub-env ``index``, one at a time (a
+    worker closing its env and building it again gets the same sub-env)."""
+
+    def __init__(self, env_fn: EnvFn, index: int) -> None:
+        self.env_fn = env_fn
+        self.index = index
+        self._open = False
+
+    def __call__(self) -> Any:
+        if self._open:
+            raise IndexError(
+                f"the worker building sub-env {self.index} asked env_fn for a second env while the first is open"
+            )
+        self._open = True
+        return _closing_with(self.env_fn(), self._closed)
+
+    def _closed(self) -> None:
+        self._open = False
+
+
+class _HeldLog:
+    """A reference env's log sink that keeps its records in memory until :meth:`write_out`."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.records: list[Any] | None = []
+
+    @classmethod
+    def hold(cls, env: Any) -> _HeldLog | None:
+        """Hold back the log of ``env`` if it is a reference env (rlconform's ``env_fns``)."""
+        from rlconform.fixtures.reference_env import ReferenceEnv
+
+        reference = getattr(env, "unwrapped", None)
+        if not isinstance(reference, ReferenceEnv):
+            return None
+        held = cls(reference.sink)
+        reference.sink = held
+        return held
+
+    def write(self, record: Any) -> None:
+        if self.records is None:
+            self.sink.write(record)
+        else:
+            self.records.append(record)
+
+    def read(self) -> list[Any]:
+        return [*self.sink.read(), *(self.records or [])]
+
+    def write_out(self) -> None:
+        for record in self.records or []:
+            self.sink.write(record)
+        self.records = None
+
+    def drop(self) -> None:
+        self.records = []
+
+    def close(self) -> None:
+        close = getattr(self.sink, "close", None)
+        if callable(close):
+            close()
+
+
+def _closing_with(env: Any, on_close: Callable[[], None]) -> Any:
+    """``env`` in a wrapper that calls ``on_close`` after closing it (hands a sub-env back)."""
+    import gymnasium
+
+    class Released(gymnasium.Wrapper):  # type: ignore[type-arg]
+        def close(self) -> None:
+            super().close()
+            on_close()
+
+    return Released(env)
+
+
+def build_user_env(factory: Callable[[SubEnvFactory], Any], env_fns: Sequence[EnvFn]) -> Any:
+    """``factory(env_fn)`` for a user's ``torchrl.EnvBase`` system, its workers started.
+
+    A batched env is started here, as the bundled systems start theirs, so that its workers are
+    built while the runner sends their stderr to a file and a worker that cannot start is a build
+    error, not a failed first reset."""
+    env_fn = SubEnvFactory(env_fns)
+    try:
+        env = factory(env_fn)
+    except Exception:
+        if env_fn.refused_fork():
+            raise ForkedEnvFn(FORKED_ENV_FN) from None
+        raise
+    base = _base(env)
+    if _is_batched_env(base) and base.is_closed:
+        try:
+            base.start()
+        except BaseException as exc:
+            FAMILY.close(env)
+            if env_fn.refused_fork() and isinstance(exc, Exception):
+                raise ForkedEnvFn(FORKED_ENV_FN) from None
+            raise
+    env_fn.built()
+    return env
 
 
 def user_num_envs(factory: Any, max_envs: int = 8) -> int:
@@ -409,16 +554,16 @@ def user_num_envs(factory: Any, max_envs: int = 8) -> int:
     number of sub-envs (run it isolated: the env may start worker processes)."""
     from rlconform.fixtures.reference_env import make_reference_env
     from rlconform.fixtures.script import EnvScript
+    from rlconform.watchdog import stderr_to
 
     script = EnvScript()
-    env = factory(SubEnvFactory([functools.partial(make_reference_env, script, i) for i in range(max_envs)]))
-    try:
-        base = _base(env)
-        if _is_batched_env(base) and base.is_closed:
-            base.start()  # builds the sub-envs now, as a run does (a ParallelEnv is refused here)
-        shape = batch_shape(env)
-    finally:
-        FAMILY.close(env)
+    # the worker processes' tracebacks would bury the one-line reason a failed build gets
+    with stderr_to(os.devnull):
+        env = build_user_env(factory, [functools.partial(make_reference_env, script, i) for i in range(max_envs)])
+        try:
+            shape = batch_shape(env)
+        finally:
+            FAMILY.close(env)
     if len(shape) > 1:
         raise ValueError(f"the env's batch size is {list(shape)}; rlconform drives one batch dimension")
     return shape[0] if shape else 1
