@@ -397,6 +397,13 @@ class SubEnvFactory:
 
         return Released(self._env_fns[index]())
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> SubEnvFactory:
+        """The same factory: a copy handing out the same sub-envs again would build each twice.
+        Gymnasium deep-copies an env's spec, whose ``entry_point`` is this factory when the user
+        registers it (``gymnasium.register(id, entry_point=env_fn)`` then ``GymEnv(id)``); refusing
+        the copy made ``gymnasium.make`` fail its bare ``assert env.spec is not None``."""
+        return self
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         raise TypeError(
             "rlconform's env_fn for torchrl.EnvBase factories builds sub-envs in this process only and cannot be "
