@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rlconform.search import INTERNAL_ERROR, check_spec
+from rlconform.search import check_spec
 from rlconform.specs.registry import Outcome, Spec, get_spec
 from rlconform.systems import System
 from rlconform.user import BadInput, factory_system, probe
@@ -84,7 +84,9 @@ def test_box_only_action_wrapper_is_probed_for_the_kinds_it_accepts_and_not_blam
     assert note.startswith("probed: exercised with") and "box actions" in note
     assert "refused box observations with discrete actions" in note
     found = verdicts(system, *ACTION_SPECS)
-    assert all(v.status == "pass" for v in found.values()), statuses(found)
+    # ground truth: the env's own log; no model of a plain vector env judges a wrapped one
+    assert all(v.status == "pass" for k, v in found.items() if k != "model.outputs_match"), statuses(found)
+    assert found["model.outputs_match"].status in ("pass", "not_applicable"), statuses(found)
 
 
 def test_actions_are_sent_inside_the_declared_box_and_reach_the_env_as_planned() -> None:
@@ -164,7 +166,8 @@ def test_valid_wrapper_configuration_is_driven_without_adapter_crash_or_model_bl
     pytest.importorskip("stable_baselines3")
     system = checked(factory, family)
     found = verdicts(system, *CONFIG_SPECS)
-    assert all(v.status in ("pass", "not_applicable") for v in found.values()), statuses(found)
+    # frozen statistics leave statistics.normalizer nothing to count: not exercised, never a pass
+    assert all(v.status not in ("fail", "error") for v in found.values()), statuses(found)
 
 
 def test_extract_dict_obs_is_drawn_with_dict_observations_only() -> None:
@@ -180,6 +183,8 @@ def _raises_inside_rlconform(run: Any) -> Outcome:
 def test_an_exception_inside_rlconform_is_an_internal_error_with_its_traceback() -> None:
     pytest.importorskip("stable_baselines3")
     from rlconform.systems import get_system
+
+    from rlconform.search import INTERNAL_ERROR
 
     spec = Spec("test.raises", "never holds", "tests the distinction", frozenset({"sb3.VecEnv"}), _raises_inside_rlconform)
     verdict = check_spec(get_system("sb3.DummyVecEnv"), spec, PROFILE)
@@ -206,7 +211,7 @@ def test_a_system_that_cannot_be_built_is_an_error_about_the_system_not_an_inter
 
 
 def _helper_that_asserts() -> None:
-    assert 1 + 1 == 3
+    raise AssertionError  # a bare assert's exception, as gymnasium.make raised it
 
 
 def raising_factory(env_fns: Sequence[Callable[[], Any]]) -> Any:
@@ -219,7 +224,7 @@ def test_a_factory_that_raises_is_bad_input_with_its_own_traceback() -> None:
     first, *rest = str(raised.value).splitlines()
     assert first.startswith("building ")
     assert "raised AssertionError: (no message) at " in first
-    assert f"{__file__}:" in first and "_helper_that_asserts" in first and "assert 1 + 1 == 3" in first
+    assert f"{__file__}:" in first and "_helper_that_asserts" in first and "raise AssertionError" in first
     assert rest and all(line.startswith("    ") for line in rest)
     assert any("raising_factory" in line for line in rest)
 
