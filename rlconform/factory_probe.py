@@ -20,7 +20,6 @@ import glob
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -103,10 +102,6 @@ class Acceptance:
         if self.base is not None:
             return None
         return next((t for t in self.trials if t.outcome == "shared"), None)
-
-    @property
-    def built_once(self) -> bool:
-        return any(t.outcome != "unbuilt" for t in self.trials)
 
     def refusals(self) -> list[str]:
         """The kinds refused, one line each, for the report."""
@@ -239,7 +234,3 @@ def accepted_kinds(system: System, num_envs: int) -> Acceptance:
     if "dict" in obs_kinds and not caps.composite_box_leaves_only:
         box_leaves_only = not attempt(MIXED_DICT, base[1]).ok
     return Acceptance(tuple(trials), frozenset(obs_kinds), frozenset(action_kinds), box_leaves_only)
-
-
-def describe_trials(trials: Sequence[Trial]) -> str:
-    return "; ".join(f"{t.label()}: {t.reason or t.outcome}" for t in trials)

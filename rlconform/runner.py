@@ -91,9 +91,7 @@ class ActionCodec:
         from rlconform.fixtures.spaces import batch_actions
 
         spec = case.script.action
-        return cls(
-            functools.partial(single_action, spec), functools.partial(batch_actions, spec), reference_units=True
-        )
+        return cls(functools.partial(single_action, spec), functools.partial(batch_actions, spec), reference_units=True)
 
 
 class Session:

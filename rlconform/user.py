@@ -297,10 +297,9 @@ def factory_error(what: str, exc: BaseException) -> str:
             where += f" ({innermost.line.strip()})"
         if outside[0] is not innermost:
             where += f", called from {_location(outside[0])}"
-    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    body = "".join(lines[1:]) if len(lines) > 1 else "".join(lines)
-    tail = body.rstrip("\n").splitlines()[-2 * TRACEBACK_FRAMES - 1 :]
-    indented = "\n".join("    " + line for line in tail)
+    # rlconform's own frames (the probe calling the factory) say nothing about the factory
+    shown = traceback.format_list(outside[-TRACEBACK_FRAMES:]) + traceback.format_exception_only(type(exc), exc)
+    indented = "\n".join("    " + line for line in "".join(shown).rstrip("\n").splitlines())
     return f"{what} raised {type(exc).__name__}: {message}{where}\n{indented}"
 
 

@@ -37,7 +37,10 @@ def verdicts(system: System, *spec_ids: str) -> dict[str, Any]:
 
 
 def statuses(found: dict[str, Any]) -> dict[str, str]:
-    return {spec_id: v.status + (f": {v.message.splitlines()[0]}" if v.status != "pass" else "") for spec_id, v in found.items()}
+    return {
+        spec_id: v.status + (f": {v.message.splitlines()[0]}" if v.status != "pass" else "")
+        for spec_id, v in found.items()
+    }
 
 
 # ------------------------------------------------------------------ 1. actions in the system's space
@@ -182,11 +185,12 @@ def _raises_inside_rlconform(run: Any) -> Outcome:
 
 def test_an_exception_inside_rlconform_is_an_internal_error_with_its_traceback() -> None:
     pytest.importorskip("stable_baselines3")
+    from rlconform.search import INTERNAL_ERROR
     from rlconform.systems import get_system
 
-    from rlconform.search import INTERNAL_ERROR
-
-    spec = Spec("test.raises", "never holds", "tests the distinction", frozenset({"sb3.VecEnv"}), _raises_inside_rlconform)
+    spec = Spec(
+        "test.raises", "never holds", "tests the distinction", frozenset({"sb3.VecEnv"}), _raises_inside_rlconform
+    )
     verdict = check_spec(get_system("sb3.DummyVecEnv"), spec, PROFILE)
     assert verdict.status == "error"
     assert verdict.internal_error
@@ -273,7 +277,17 @@ def test_bad_input_from_a_raising_factory_keeps_a_self_contained_first_line_on_t
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), str(tmp_path)])}
     result = subprocess.run(
-        [sys.executable, "-m", "rlconform.cli", "check", "userfac:make", "--api", "gymnasium.vector", "--spec", "flags.terminated"],
+        [
+            sys.executable,
+            "-m",
+            "rlconform.cli",
+            "check",
+            "userfac:make",
+            "--api",
+            "gymnasium.vector",
+            "--spec",
+            "flags.terminated",
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -282,7 +296,9 @@ def test_bad_input_from_a_raising_factory_keeps_a_self_contained_first_line_on_t
     )
     assert result.returncode == 2, result.stdout + result.stderr
     first, *rest = result.stderr.strip().splitlines()
-    assert first.startswith("rlconform: error: building userfac:make as gymnasium.vector raised AssertionError: expected no envs at ")
+    assert first.startswith(
+        "rlconform: error: building userfac:make as gymnasium.vector raised AssertionError: expected no envs at "
+    )
     assert "userfac.py:2" in first
     assert rest and all(line.startswith("    ") for line in rest)
 
