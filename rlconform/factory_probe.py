@@ -55,7 +55,8 @@ ACTION_CANDIDATES: tuple[ActSpec, ...] = (DiscreteAction(), BoxAction(), MultiDi
 #: a Dict with a non-Box leaf: accepted only by stacks that handle every leaf kind
 MIXED_DICT = DictObs((("state", BoxObs()), ("tag", DiscreteObs())))
 
-TrialOutcome = Literal["ok", "refused", "unbuilt", "ignored", "shared"]
+#: internal: rlconform's own code raised while driving the factory (never the factory's fault)
+TrialOutcome = Literal["ok", "refused", "unbuilt", "ignored", "shared", "internal"]
 TORCHRL_FAMILY = "torchrl.EnvBase"
 
 
@@ -105,7 +106,7 @@ class Acceptance:
 
     def refusals(self) -> list[str]:
         """The kinds refused, one line each, for the report."""
-        return [f"{t.label()}: {t.reason}" for t in self.trials if t.outcome in ("refused", "unbuilt")]
+        return [f"{t.label()}: {t.reason}" for t in self.trials if t.outcome in ("refused", "unbuilt", "internal")]
 
     def restrict(self, caps: Capabilities) -> Capabilities:
         """``caps`` narrowed to the accepted kinds, with a note saying which were exercised."""
@@ -117,7 +118,7 @@ class Acceptance:
         )
         refused = self.refusals()
         if refused:
-            note += "; the factory refused " + "; ".join(refused)
+            note += "; not exercised (refused by the factory, or an internal error): " + "; ".join(refused)
         return dataclasses.replace(
             caps,
             obs_kinds=self.obs_kinds,
@@ -170,14 +171,19 @@ def run_trial(system: System, script: EnvScript, num_envs: int) -> Trial:
     once and close it (in the calling process: :func:`rlconform.user.probe` isolates the whole
     probe)."""
     from rlconform.runner import LiveRun, quiet_library_logs
+    from rlconform.search import internal_error_message
 
     action = plain_value(script.action)
     case = Case(script, num_envs, (Reset(seed=0), Step(tuple(action for _ in range(num_envs)))))
     folder = tempfile.mkdtemp(prefix="rlconform-trial-")
     try:
         env_fns = [InstanceLoggedEnv(script, k, folder) for k in range(num_envs)]
-        with quiet_library_logs():
-            run = LiveRun(system, case, env_fns=env_fns).drive(case.ops)
+        try:
+            with quiet_library_logs():
+                run = LiveRun(system, case, env_fns=env_fns).drive(case.ops)
+        except Exception as exc:
+            # the system's own failures are recorded in the run; this one is rlconform's
+            return Trial(script, "internal", internal_error_message(exc).splitlines()[0])
         if run.build_error is not None:
             return Trial(script, "unbuilt", run.build_error.splitlines()[0])
         failed = next((call for call in run.calls if call.failed), None)
