@@ -78,9 +78,14 @@ class ActionCodec:
     """How plan actions become the objects a correct caller passes: one action for a single env,
     a batch (one row per sub-env, the action space's dtype) for a vector env."""
 
-    def __init__(self, single: Callable[[Any], Any], batch: Callable[[Sequence[Any]], Any]) -> None:
+    def __init__(
+        self, single: Callable[[Any], Any], batch: Callable[[Sequence[Any]], Any], *, reference_units: bool = False
+    ) -> None:
         self.single = single
         self.batch = batch
+        #: plan actions are sent as elements of the reference env's own action space; a family
+        #: whose system declares another space re-encodes them into it (adapters.action_space)
+        self.reference_units = reference_units
 
     @classmethod
     def for_script(cls, case: Case) -> ActionCodec:
@@ -88,7 +93,7 @@ class ActionCodec:
         from rlconform.fixtures.spaces import batch_actions
 
         spec = case.script.action
-        return cls(functools.partial(single_action, spec), functools.partial(batch_actions, spec))
+        return cls(functools.partial(single_action, spec), functools.partial(batch_actions, spec), reference_units=True)
 
 
 class Session:

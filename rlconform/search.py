@@ -75,12 +75,33 @@ class Verdict:
     violation_kinds: list[str] = field(default_factory=list)
 
     @property
+    def internal_error(self) -> bool:
+        """The error is rlconform's own, not the system's (see :func:`internal_error_message`)."""
+        return self.status == "error" and self.message.startswith(INTERNAL_ERROR)
+
+    @property
     def ok(self) -> bool:
         return (
             self.status in ("pass", "not_applicable")
             or (self.status == "fail" and self.known is not None)
             or self.expected is not None
         )
+
+
+#: how the message of an error verdict raised by rlconform itself begins
+INTERNAL_ERROR = "internal error in rlconform (please report)"
+#: innermost frames of an internal error's traceback kept in its message
+INTERNAL_ERROR_FRAMES = 12
+
+
+def internal_error_message(exc: BaseException) -> str:
+    """An exception inside rlconform (adapter, spec, model, strategy) while checking: never a
+    verdict on the system, so the message says whose error it is and carries the traceback's
+    innermost frames, where the bug is."""
+    summary = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else '(no message)'}"
+    frames = traceback.extract_tb(exc.__traceback__)[-INTERNAL_ERROR_FRAMES:]
+    trace = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
+    return f"{INTERNAL_ERROR}: {summary}\nTraceback (innermost {len(frames)} frames):\n{trace.rstrip()}"
 
 
 @dataclass
@@ -232,9 +253,11 @@ def check_spec(
             **base,
         )
     except Exception as exc:
+        # the system's own failures are recorded where they happen (a build error, a call that
+        # raised, a close that failed): what reaches here was raised by rlconform's own code
         return Verdict(
             status="error",
-            message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}",
+            message=internal_error_message(exc),
             examples=tally.examples,
             seconds=time.perf_counter() - start,
             **base,

@@ -1,8 +1,9 @@
 """Loading a user's system from ``MODULE:CALLABLE`` for ``rlconform check`` and the plugin.
 
-Every way this can go wrong is a :class:`BadInput` with a one-line reason: the module cannot be
+Every way this can go wrong is a :class:`BadInput` whose first line says why: the module cannot be
 imported, the callable does not exist or is not callable, its signature does not fit the family,
-or it returns something that is not a system of that family.
+it raises while being built (then the last frames of its own traceback follow, indented), it
+returns something that is not a system of that family, or it ignores the envs it is given.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
+from traceback import FrameSummary
 from typing import Any
 
+from rlconform.fixtures.script import EnvScript
 from rlconform.systems import Capabilities, EnvFn, System
 
 #: family -> the factory signature it expects
@@ -35,7 +38,8 @@ USER_ENV_FAMILY = "user.env"
 
 
 class BadInput(Exception):
-    """The user's input cannot be used; the message is one line."""
+    """The user's input cannot be used; the message's first line says why on its own (a factory's
+    traceback may follow on indented lines)."""
 
 
 def load_callable(reference: str) -> Callable[..., Any]:
@@ -156,10 +160,13 @@ def _torchrl_system(fn: Callable[..., Any], reference: str) -> System:
     from rlconform.adapters import torchrl_env
     from rlconform.isolation import run_isolated
 
-    outcome = run_isolated(torchrl_env.user_num_envs, fn, timeout=120.0)
+    outcome = run_isolated(_user_num_envs, fn, reference, timeout=120.0)
     if outcome.failure is not None:
         raise BadInput(f"building {reference} as {TORCHRL_FAMILY}: {outcome.failure}")
-    num_envs = int(outcome.value)
+    kind, value = outcome.value
+    if kind == "bad":
+        raise BadInput(value)
+    num_envs = int(value)
 
     def build(env_fns: Sequence[EnvFn]) -> Any:
         return torchrl_env.build_user_env(fn, env_fns)
@@ -177,8 +184,19 @@ def _torchrl_system(fn: Callable[..., Any], reference: str) -> System:
     )
 
 
+def _user_num_envs(fn: Callable[..., Any], reference: str) -> tuple[str, Any]:
+    """``torchrl_env.user_num_envs`` in the isolated child: a factory that raises is bad input
+    with its own traceback (the child's generic failure line would keep the first line only)."""
+    from rlconform.adapters import torchrl_env
+
+    try:
+        return "ok", torchrl_env.user_num_envs(fn)
+    except Exception as exc:
+        return "bad", factory_error(f"building {reference} as {TORCHRL_FAMILY}", exc)
+
+
 def _build(system: System, env_fns: Sequence[EnvFn]) -> Any:
-    """Build once for the probe; a factory that raises is bad input too, with a one-line reason."""
+    """Build once for the probe; a factory that raises is bad input too, with its traceback."""
     import warnings
 
     try:
@@ -186,8 +204,7 @@ def _build(system: System, env_fns: Sequence[EnvFn]) -> Any:
             warnings.simplefilter("ignore")
             return system.build(env_fns)
     except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        raise BadInput(f"building {system.source} as {system.family} raised {type(exc).__name__}: {first}") from None
+        raise BadInput(factory_error(f"building {system.source} as {system.family}", exc)) from None
 
 
 def probe(system: System) -> System:
@@ -209,7 +226,8 @@ def probe(system: System) -> System:
     kind, value = outcome.value
     if kind == "bad":
         raise BadInput(value)
-    return dataclasses.replace(system, costly=value)
+    spawned, capabilities = value
+    return dataclasses.replace(system, costly=spawned, capabilities=capabilities)
 
 
 def _expected(family: str) -> str:
@@ -219,12 +237,81 @@ def _expected(family: str) -> str:
 
 def _probe_in_process(system: System) -> tuple[str, Any]:
     try:
-        return "ok", _spawns_workers(system)
+        return "ok", _probe(system)
     except BadInput as exc:
         return "bad", str(exc)
 
 
-def _spawns_workers(system: System) -> bool:
+#: families whose factory is given the reference envs to build (env_fns, or TorchRL's env_fn)
+ENV_FN_FAMILIES = ("gymnasium.vector", "sb3.VecEnv", TORCHRL_FAMILY)
+
+
+def _probe(system: System) -> tuple[bool, Capabilities]:
+    """(whether building it starts worker processes, the capabilities to draw its cases with).
+
+    A factory given reference envs is first driven with each observation and action kind
+    (:mod:`rlconform.factory_probe`): its cases are drawn from the kinds it accepts, and one that
+    never used the envs it was given is bad input."""
+    from rlconform.factory_probe import accepted_kinds
+
+    if system.family not in ENV_FN_FAMILIES:
+        return _spawns_workers(system), system.capabilities
+    num_envs = system.capabilities.min_envs if system.family == TORCHRL_FAMILY else 2
+    acceptance = accepted_kinds(system, num_envs)
+    if acceptance.ignored_env_fns:
+        given = "env_fn" if system.family == TORCHRL_FAMILY else "env_fns"
+        raise BadInput(
+            f"{system.source} ignored the {given} it was given (it built its own envs: its reset and step "
+            f"succeeded while no env from {given} saw a call); a {system.family} factory must build its "
+            f"sub-envs by calling {given}"
+        )
+    shared = acceptance.shared_sub_envs
+    if shared is not None:
+        raise BadInput(
+            f"{system.source} builds its sub-envs in worker processes, each with its own copy of env_fn "
+            f"({shared.reason}); rlconform's env_fn hands out distinct sub-envs in this process only, so "
+            "this factory cannot be checked as torchrl.EnvBase: build the sub-envs in this process "
+            "(SerialEnv, GymWrapper over a vector env), or check the vector env it wraps with --api gymnasium.vector"
+        )
+    # no kind ran cleanly: build with the default script, so that a factory that cannot be built
+    # at all is bad input with its traceback, and one whose calls fail is checked (and fails)
+    script = acceptance.base or EnvScript()
+    return _spawns_workers(system, script), acceptance.restrict(system.capabilities)
+
+
+def factory_error(what: str, exc: BaseException) -> str:
+    """A bad-input message for a factory that raised: one self-contained first line (the
+    exception, where it was raised and the factory's own line that led there), then the last
+    frames of the traceback, indented under it, as pytest shows them."""
+    import traceback
+
+    message = str(exc).splitlines()[0] if str(exc) else "(no message)"
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = os.path.dirname(os.path.abspath(__file__))
+    outside = [f for f in frames if not os.path.abspath(f.filename).startswith(ours + os.sep)]
+    where = ""
+    if outside:
+        innermost = outside[-1]
+        where = f" at {_location(innermost)}"
+        if innermost.line:
+            where += f" ({innermost.line.strip()})"
+        if outside[0] is not innermost:
+            where += f", called from {_location(outside[0])}"
+    # rlconform's own frames (the probe calling the factory) say nothing about the factory
+    shown = traceback.format_list(outside[-TRACEBACK_FRAMES:]) + traceback.format_exception_only(type(exc), exc)
+    indented = "\n".join("    " + line for line in "".join(shown).rstrip("\n").splitlines())
+    return f"{what} raised {type(exc).__name__}: {message}{where}\n{indented}"
+
+
+#: frames of a factory's traceback shown under the bad-input line
+TRACEBACK_FRAMES = 8
+
+
+def _location(frame: FrameSummary) -> str:
+    return f"{frame.filename}:{frame.lineno} in {frame.name}"
+
+
+def _spawns_workers(system: System, script: EnvScript | None = None) -> bool:
     from rlconform.watchdog import child_processes, reap
 
     before = child_processes()
@@ -237,12 +324,11 @@ def _spawns_workers(system: System) -> bool:
         required = ("reset", "step", "num_envs", "device")
     else:
         from rlconform.fixtures.calllog import MemorySink
-        from rlconform.fixtures.script import EnvScript
         from rlconform.plan import Case, Reset
         from rlconform.runner import env_fns_for
 
         n = system.capabilities.min_envs if system.family == TORCHRL_FAMILY else 2
-        case = Case(EnvScript(), n, (Reset(),))
+        case = Case(script or EnvScript(), n, (Reset(),))
         sinks = [MemorySink() for _ in range(n)]
         if system.out_of_process:
             import tempfile

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.adapters.base import Contract, Family, find_layer, register_family
+from rlconform.adapters.action_space import send_in_space
+from rlconform.adapters.base import Contract, Family, find_layer, layer_chain, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
 from rlconform.adapters.gym_release import installed as installed_release
 from rlconform.adapters.gym_release import unavailable_unless
@@ -50,6 +51,15 @@ def autoreset_mode_of(obj: Any) -> tuple[str, bool]:
 def find_wrapper(obj: Any, class_name: str) -> Any | None:
     """The vector wrapper ``class_name`` in the stack (or its reference model)."""
     return find_layer(obj, class_name, "env")
+
+
+def wrapper_layers(obj: Any) -> list[str]:
+    """The Gymnasium vector wrappers in the stack, from the outside in."""
+    try:
+        from gymnasium.vector import VectorWrapper
+    except ImportError:  # releases before 1.0 have no vector wrappers
+        return []
+    return [type(layer).__name__ for layer in layer_chain(obj, "env") if isinstance(layer, VectorWrapper)]
 
 
 class GymVectorFamily(Family):
@@ -111,10 +121,16 @@ class GymVectorFamily(Family):
         return problems
 
     def begin(self, session: Any, obj: Any) -> None:
+        send_in_space(session, getattr(obj, "single_action_space", None))
         session.state["mode"] = autoreset_mode_of(obj)[0]
         session.state["done"] = [False] * session.num_envs
 
     def default_model(self, obj: Any) -> str | None:
+        """The plain vector env model of the declared mode, for a vector env; none for a stack of
+        vector wrappers, whose outputs (rescaled, normalised, with added infos) that model does not
+        describe: a verdict must not come from comparing a system with a model of something else."""
+        if wrapper_layers(obj):
+            return None
         mode = autoreset_mode_of(obj)[0]
         return f"reference.gymnasium.vector.{mode}" if mode in MODES else None
 
@@ -164,7 +180,12 @@ class GymVectorFamily(Family):
         obs_norm = find_wrapper(obj, "NormalizeObservation")
         if obs_norm is not None:
             rms = obs_norm.obs_rms
-            record.extra["obs_rms"] = (np.array(rms.mean, copy=True), np.array(rms.var, copy=True), float(rms.count))
+            if _updating(obs_norm):
+                record.extra["obs_rms"] = (
+                    np.array(rms.mean, copy=True),
+                    np.array(rms.var, copy=True),
+                    float(rms.count),
+                )
             if view is not None:
                 scale = np.sqrt(np.asarray(rms.var, dtype=np.float64) + obs_norm.epsilon)
                 mean = np.asarray(rms.mean, dtype=np.float64)
@@ -172,8 +193,9 @@ class GymVectorFamily(Family):
         rew_norm = find_wrapper(obj, "NormalizeReward")
         if rew_norm is not None:
             rms = rew_norm.return_rms
-            record.extra["return_rms"] = (float(rms.mean), float(rms.var), float(rms.count))
-            record.extra["accumulated_reward"] = np.array(rew_norm.accumulated_reward, copy=True)
+            if _updating(rew_norm):
+                record.extra["return_rms"] = (float(rms.mean), float(rms.var), float(rms.count))
+                record.extra["accumulated_reward"] = np.array(rew_norm.accumulated_reward, copy=True)
             if view is not None and view.rewards is not None:
                 scale = float(np.sqrt(rms.var + rew_norm.epsilon))
                 view.env_rewards = [r * scale for r in view.rewards]
@@ -232,6 +254,12 @@ class GymVectorFamily(Family):
                 last_obs[j] = obs[j]
                 prev_done[j] = done
         return slots
+
+
+def _updating(normalizer: Any) -> bool:
+    """Whether a normalizer is updating its statistics: with ``update_running_mean = False`` they
+    are frozen by design, so the normalizer statistics spec has no counts to check."""
+    return bool(getattr(normalizer, "update_running_mean", True))
 
 
 def _view_reset(num_envs: int, mask: tuple[bool, ...] | None, result: Any) -> CallView:

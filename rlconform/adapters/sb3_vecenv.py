@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from rlconform.adapters.action_space import send_in_space
 from rlconform.adapters.base import Contract, Family, find_layer, layer_chain, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, split_batch
 from rlconform.adapters.same_step import same_step_slots
@@ -35,6 +36,15 @@ def venv_chain(obj: Any) -> list[Any]:
 def find_venv_layer(obj: Any, class_name: str) -> Any | None:
     """The VecEnvWrapper ``class_name`` in the stack (or its reference model)."""
     return find_layer(obj, class_name, "venv")
+
+
+def wrapper_layers(obj: Any) -> list[str]:
+    """The SB3 VecEnvWrappers in the stack, from the outside in."""
+    try:
+        from stable_baselines3.common.vec_env import VecEnvWrapper
+    except ImportError:
+        return []
+    return [type(layer).__name__ for layer in venv_chain(obj) if isinstance(layer, VecEnvWrapper)]
 
 
 class SB3Family(Family):
@@ -68,8 +78,13 @@ class SB3Family(Family):
             "layers": [type(layer).__name__ for layer in venv_chain(obj)],
         }
 
+    def begin(self, session: Any, obj: Any) -> None:
+        send_in_space(session, getattr(obj, "action_space", None))
+
     def default_model(self, obj: Any) -> str | None:
-        return "reference.sb3.VecEnv"
+        """The plain VecEnv model, for a VecEnv; none for a stack with VecEnvWrappers, whose outputs
+        (normalised, stacked, transposed, with added infos) that model does not describe."""
+        return None if wrapper_layers(obj) else "reference.sb3.VecEnv"
 
     # ---------------------------------------------------------------------------------- driving
     def execute(self, session: Any, obj: Any, op: Op) -> None:
@@ -115,13 +130,20 @@ class SB3Family(Family):
                 view.env_final_obs = [
                     None if f is None else snapshot(normalize.unnormalize_obs(f)) for f in view.final_obs
                 ]
-        rms = normalize.obs_rms
+        if not getattr(normalize, "training", True):
+            return  # frozen statistics (training=False) are not updated by design: nothing to count
+        # VecNormalize creates obs_rms only with norm_obs=True (and for norm_obs_keys only)
+        rms = getattr(normalize, "obs_rms", None) if getattr(normalize, "norm_obs", True) else None
         if isinstance(rms, dict):
-            rms = rms[sorted(rms)[0]]
-        record.extra["obs_rms"] = (np.array(rms.mean, copy=True), np.array(rms.var, copy=True), float(rms.count))
-        ret = normalize.ret_rms
-        record.extra["return_rms"] = (float(ret.mean), float(ret.var), float(ret.count))
-        record.extra["accumulated_reward"] = np.array(normalize.returns, copy=True)
+            rms = rms[sorted(rms)[0]] if rms else None
+        if rms is not None:
+            record.extra["obs_rms"] = (np.array(rms.mean, copy=True), np.array(rms.var, copy=True), float(rms.count))
+        ret = getattr(normalize, "ret_rms", None)
+        if ret is not None:
+            record.extra["return_rms"] = (float(ret.mean), float(ret.var), float(ret.count))
+            returns = getattr(normalize, "returns", None)
+            if returns is not None:
+                record.extra["accumulated_reward"] = np.array(returns, copy=True)
 
     # ----------------------------------------------------------------------------------- recipe
     def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:

@@ -428,6 +428,13 @@ class SubEnvFactory:
             self._held.remove(held)
         self.release(index)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> SubEnvFactory:
+        """The same factory: a copy handing out the same sub-envs again would build each twice.
+        Gymnasium deep-copies an env's spec, whose ``entry_point`` is this factory when the user
+        registers it (``gymnasium.register(id, entry_point=env_fn)`` then ``GymEnv(id)``); refusing
+        the copy made ``gymnasium.make`` fail its bare ``assert env.spec is not None``."""
+        return self
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Sent to a worker process: a copy bound to the next free sub-env (see the class)."""
         if os.getpid() != self._owner:
