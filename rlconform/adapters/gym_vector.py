@@ -114,9 +114,13 @@ class GymVectorFamily(Family):
         session.state["mode"] = autoreset_mode_of(obj)[0]
         session.state["done"] = [False] * session.num_envs
 
-    def default_model(self, obj: Any) -> str | None:
+    def model_match(self, obj: Any) -> Any:
+        from rlconform.reference.registry import ModelMatch, match_vector_env_model
+
         mode = autoreset_mode_of(obj)[0]
-        return f"reference.gymnasium.vector.{mode}" if mode in MODES else None
+        if mode not in MODES:
+            return ModelMatch(None, f"no reference model of the autoreset mode {mode!r}")
+        return match_vector_env_model(obj, mode)
 
     # ---------------------------------------------------------------------------------- driving
     def execute(self, session: Any, obj: Any, op: Op) -> None:

@@ -68,8 +68,10 @@ class SB3Family(Family):
             "layers": [type(layer).__name__ for layer in venv_chain(obj)],
         }
 
-    def default_model(self, obj: Any) -> str | None:
-        return "reference.sb3.VecEnv"
+    def model_match(self, obj: Any) -> Any:
+        from rlconform.reference.registry import match_vec_env_model
+
+        return match_vec_env_model(obj)
 
     # ---------------------------------------------------------------------------------- driving
     def execute(self, session: Any, obj: Any, op: Op) -> None:

@@ -403,7 +403,14 @@ def _plant(
     capabilities: Capabilities | None = None,
     model: str | None = None,
     source: str | None = None,
+    mode: str = "SameStep",
 ) -> None:
+    # a planted bug is its correct model plus one defect: it names that model, since no stack of
+    # library classes is there to be recognised (a user's system gets the model of its stack)
+    model = model or {
+        "gymnasium.vector": f"reference.gymnasium.vector.{mode}",
+        "sb3.VecEnv": "reference.sb3.VecEnv",
+    }.get(family)
     register(
         System(
             id=f"planted.{name}",
@@ -460,6 +467,7 @@ def _register() -> None:
         _vector(RewardingResetStep, nxt),
         ("reset_step.neutral",),
         RewardingResetStep.__doc__ or "",
+        mode=nxt,
     )
     _plant("reversed_infos", _vector(ReversedInfos, same), ("infos.aligned",), ReversedInfos.__doc__ or "")
     _plant(
