@@ -15,7 +15,7 @@ from rlconform.plan import Op
 from rlconform.trace import CallRecord, Slot
 
 if TYPE_CHECKING:
-    from rlconform.reference.registry import ModelMatch
+    from rlconform.reference.model_selection import ModelMatch
     from rlconform.runner import Session
 
 
@@ -81,7 +81,7 @@ class Family(ABC):
         """The reference system modelling the stack ``obj`` is, or why none does (a user's
         system names no model: the one of the stack it actually built is used, never the
         family's plain one)."""
-        from rlconform.reference.registry import ModelMatch
+        from rlconform.reference.model_selection import ModelMatch
 
         return ModelMatch(None, f"rlconform has no reference model of the {self.name} family")
 

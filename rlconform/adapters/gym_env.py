@@ -63,7 +63,7 @@ class GymEnvFamily(Family):
         }
 
     def model_match(self, obj: Any) -> Any:
-        from rlconform.reference.registry import ModelMatch
+        from rlconform.reference.model_selection import ModelMatch
 
         return ModelMatch("reference.gymnasium.Env.Autoreset" if has_autoreset(obj) else "reference.gymnasium.Env")
 

@@ -115,7 +115,7 @@ class GymVectorFamily(Family):
         session.state["done"] = [False] * session.num_envs
 
     def model_match(self, obj: Any) -> Any:
-        from rlconform.reference.registry import ModelMatch, match_vector_env_model
+        from rlconform.reference.model_selection import ModelMatch, match_vector_env_model
 
         mode = autoreset_mode_of(obj)[0]
         if mode not in MODES:

@@ -69,7 +69,7 @@ class SB3Family(Family):
         }
 
     def model_match(self, obj: Any) -> Any:
-        from rlconform.reference.registry import match_vec_env_model
+        from rlconform.reference.model_selection import match_vec_env_model
 
         return match_vec_env_model(obj)
 
