@@ -56,6 +56,8 @@ class Run:
     semantics: dict[str, Any] = field(default_factory=dict)
     model: Run | None = None
     model_id: str | None = None
+    #: why no reference model describes the system (``model`` is then None)
+    model_reason: str | None = None
     #: derived readings shared by the specs of one run (decoded observations, matches)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -316,10 +318,15 @@ class LiveRun:
         return run
 
     def model_id(self) -> str | None:
+        """The reference system the system names, else the one of the stack it built (a user's
+        system names none); where none describes it, ``run.model_reason`` says why."""
         if self.system.kind == "reference" or not self.built:
             return None
-        model_id = self.system.model or self.family.default_model(self.obj)
-        return None if model_id == self.system.id else model_id
+        if self.system.model is not None:
+            return None if self.system.model == self.system.id else self.system.model
+        match = self.family.model_match(self.obj)
+        self.run.model_reason = match.reason or None
+        return match.model_id
 
     def _cleanup(self) -> None:
         if self._log_dir is not None:

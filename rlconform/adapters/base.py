@@ -15,6 +15,7 @@ from rlconform.plan import Op
 from rlconform.trace import CallRecord, Slot
 
 if TYPE_CHECKING:
+    from rlconform.reference.model_selection import ModelMatch
     from rlconform.runner import Session
 
 
@@ -74,7 +75,15 @@ class Family(ABC):
 
     def default_model(self, obj: Any) -> str | None:
         """Id of the reference system modelling ``obj`` when the system names none."""
-        return None
+        return self.model_match(obj).model_id
+
+    def model_match(self, obj: Any) -> ModelMatch:
+        """The reference system modelling the stack ``obj`` is, or why none does (a user's
+        system names no model: the one of the stack it actually built is used, never the
+        family's plain one)."""
+        from rlconform.reference.model_selection import ModelMatch
+
+        return ModelMatch(None, f"rlconform has no reference model of the {self.name} family")
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
         """What the built object declares about itself: spaces, modes, wrappers present.

@@ -62,8 +62,10 @@ class GymEnvFamily(Family):
             "metadata_type": type(getattr(obj, "metadata", None)).__name__,
         }
 
-    def default_model(self, obj: Any) -> str | None:
-        return "reference.gymnasium.Env.Autoreset" if has_autoreset(obj) else "reference.gymnasium.Env"
+    def model_match(self, obj: Any) -> Any:
+        from rlconform.reference.model_selection import ModelMatch
+
+        return ModelMatch("reference.gymnasium.Env.Autoreset" if has_autoreset(obj) else "reference.gymnasium.Env")
 
     def begin(self, session: Any, obj: Any) -> None:
         session.state["autoreset"] = has_autoreset(obj)

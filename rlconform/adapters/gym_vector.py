@@ -125,14 +125,13 @@ class GymVectorFamily(Family):
         session.state["mode"] = autoreset_mode_of(obj)[0]
         session.state["done"] = [False] * session.num_envs
 
-    def default_model(self, obj: Any) -> str | None:
-        """The plain vector env model of the declared mode, for a vector env; none for a stack of
-        vector wrappers, whose outputs (rescaled, normalised, with added infos) that model does not
-        describe: a verdict must not come from comparing a system with a model of something else."""
-        if wrapper_layers(obj):
-            return None
+    def model_match(self, obj: Any) -> Any:
+        from rlconform.reference.model_selection import ModelMatch, match_vector_env_model
+
         mode = autoreset_mode_of(obj)[0]
-        return f"reference.gymnasium.vector.{mode}" if mode in MODES else None
+        if mode not in MODES:
+            return ModelMatch(None, f"no reference model of the autoreset mode {mode!r}")
+        return match_vector_env_model(obj, mode)
 
     # ---------------------------------------------------------------------------------- driving
     def execute(self, session: Any, obj: Any, op: Op) -> None:

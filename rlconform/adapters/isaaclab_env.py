@@ -131,9 +131,6 @@ class IsaacLabFamily(Family):
             problems.append(f"extras is a {type(result[-1]).__name__}; documented: a dict")
         return problems
 
-    def default_model(self, obj: Any) -> str | None:
-        return None
-
     # ---------------------------------------------------------------------------------- driving
     def execute(self, session: Any, obj: Any, op: Op) -> None:
         if isinstance(op, Reset):

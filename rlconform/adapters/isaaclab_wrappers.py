@@ -46,11 +46,6 @@ _SB3_NO_ENV_INFOS = (
     "Sb3VecEnvWrapper builds each infos[i] from scratch (isaaclab_rl/sb3.py:399) and never sets reset_infos "
     "(SB3's initial [{}] * n, stable_baselines3/common/vec_env/base_vec_env.py:69)"
 )
-_SB3_MODEL = (
-    "Sb3VecEnvWrapper is not a DummyVecEnv: the model's infos carry each sub-env's info, the wrapper's carry "
-    "none of them (isaaclab_rl/sb3.py:399, DirectRLEnv has no per-env infos) and add VecMonitor-like "
-    "'episode' statistics for done envs (isaaclab_rl/sb3.py:403-406)"
-)
 #: TorchRL's IsaacLabWrapper with native_autoreset: NaN terminal observations, documented
 TORCHRL_LIB_NAN = (
     'documented TorchRL behaviour: with native_autoreset=True \'the terminal "next" observation remains '
@@ -132,7 +127,6 @@ for _cfo, _suffix in ((True, ""), (False, ".no_final_obs")):
         ("stable-baselines3",),
         known_violations=(
             ("infos.aligned", _SB3_NO_ENV_INFOS),
-            ("model.outputs_match", _SB3_MODEL),
             *(() if _cfo else (("terminal.final_obs", _SB3_NO_FINAL_OBS), ("transitions.exact", _SB3_NO_FINAL_OBS))),
         ),
         description="Isaac Lab's SB3 VecEnv wrapper around the reference DirectRLEnv",

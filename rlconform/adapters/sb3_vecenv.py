@@ -81,10 +81,10 @@ class SB3Family(Family):
     def begin(self, session: Any, obj: Any) -> None:
         send_in_space(session, getattr(obj, "action_space", None))
 
-    def default_model(self, obj: Any) -> str | None:
-        """The plain VecEnv model, for a VecEnv; none for a stack with VecEnvWrappers, whose outputs
-        (normalised, stacked, transposed, with added infos) that model does not describe."""
-        return None if wrapper_layers(obj) else "reference.sb3.VecEnv"
+    def model_match(self, obj: Any) -> Any:
+        from rlconform.reference.model_selection import match_vec_env_model
+
+        return match_vec_env_model(obj)
 
     # ---------------------------------------------------------------------------------- driving
     def execute(self, session: Any, obj: Any, op: Op) -> None:

@@ -205,8 +205,7 @@ class ReusesBuffer(ModelVectorEnv):
         if not hasattr(self, "_buffer"):
             self._buffer = obs
             return obs
-        np.copyto(self._buffer, obs)
-        return self._buffer
+        return _copy_into(self._buffer, obs)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:
         obs, infos = super().reset(seed=seed, options=options)
@@ -215,6 +214,19 @@ class ReusesBuffer(ModelVectorEnv):
     def step(self, actions: Any) -> Any:
         obs, *rest = super().step(actions)
         return (self._fill(obs), *rest)
+
+
+def _copy_into(buffer: Any, obs: Any) -> Any:
+    """Write ``obs`` into ``buffer`` leaf by leaf (Dict and Tuple observations too: a planted bug
+    that raised on them would be blamed by every spec that reads the call)."""
+    if isinstance(buffer, dict):
+        for key in buffer:
+            buffer[key] = _copy_into(buffer[key], obs[key])
+        return buffer
+    if isinstance(buffer, tuple):
+        return tuple(_copy_into(b, o) for b, o in zip(buffer, obs, strict=True))
+    np.copyto(buffer, obs)
+    return buffer
 
 
 class PopsOptions(ModelVectorEnv):
@@ -403,7 +415,14 @@ def _plant(
     capabilities: Capabilities | None = None,
     model: str | None = None,
     source: str | None = None,
+    mode: str = "SameStep",
 ) -> None:
+    # a planted bug is its correct model plus one defect: it names that model, since no stack of
+    # library classes is there to be recognised (a user's system gets the model of its stack)
+    model = model or {
+        "gymnasium.vector": f"reference.gymnasium.vector.{mode}",
+        "sb3.VecEnv": "reference.sb3.VecEnv",
+    }.get(family)
     register(
         System(
             id=f"planted.{name}",
@@ -460,6 +479,7 @@ def _register() -> None:
         _vector(RewardingResetStep, nxt),
         ("reset_step.neutral",),
         RewardingResetStep.__doc__ or "",
+        mode=nxt,
     )
     _plant("reversed_infos", _vector(ReversedInfos, same), ("infos.aligned",), ReversedInfos.__doc__ or "")
     _plant(
@@ -593,3 +613,112 @@ def _register_user_envs() -> None:
 
 
 _register()
+
+
+# ------------------------------------------------------------------------------- specificity
+
+#: why a planted bug fails specs beyond the ones it plants: the same defect, seen from another side
+_MODEL = "model.outputs_match"  # the reference model sees every change of output
+_EXACT = "transitions.exact"  # the recipe extracts the changed transitions
+#: TorchRL GymWrapper's own findings E1 and E2 (FINDINGS.md), inherited by bugs planted on it
+_GYM_WRAPPER_FINDINGS = ("api.wrong_size_batch_rejected", "api.valid_calls_succeed")
+
+#: For every planted bug (of every module), the exact set of specs it fails; every other spec
+#: that applies must pass. One defect may be seen by several specs (a lost terminal observation
+#: is also a wrong transition and a departure from the model), but a spec outside this set that
+#: fails blames the planted bug for something it does not do (tests/test_specificity.py).
+MUST_FAIL: dict[str, frozenset[str]] = {
+    f"planted.{name}": frozenset(specs)
+    for name, specs in {
+        "counts_reset_steps": ("statistics.episode", _MODEL),
+        # every sub-env stepped twice: every transition, flag, count and final observation is off
+        "double_step": (
+            "counts.env_steps",
+            "api.failed_call_no_side_effect",  # a rejected batch still steps every env once
+            "continuity.fresh_first_obs",
+            "flags.terminated",
+            "flags.truncated",
+            "infos.aligned",
+            "terminal.final_obs",
+            _EXACT,
+            _MODEL,
+        ),
+        # a truncated episode ends unreported: its final_obs/infos are for an env that did not end
+        "drops_truncation": ("flags.truncated", "infos.aligned", "terminal.final_obs", _EXACT, _MODEL),
+        "extra_info_key": (_MODEL,),
+        # float32 rounding is in the rewards a training loop stores
+        "float32_rewards": ("dtype.rewards_flags", _EXACT),
+        "float64_observations": ("dtype.observations", _MODEL),
+        "forgets_truncated_reset": ("lifecycle.no_step_after_end", _EXACT, _MODEL),
+        "leaks_worker": ("lifecycle.responsive",),
+        "list_actions": ("dtype.actions_received",),
+        # a recipe that trusts the declared mode reads every reset step as a transition
+        "mislabelled_mode": ("counts.env_steps", "infos.aligned", "terminal.final_obs", _EXACT, _MODEL),
+        "no_info_masks": ("api.shape", _MODEL),
+        "normalizes_reset_steps": ("statistics.normalizer", _MODEL),
+        "pops_options": ("aliasing.caller_arguments",),
+        "raises_on_valid_action": ("api.valid_calls_succeed", _MODEL),
+        "reset_all_on_end": ("continuity.no_discarded_episode", _EXACT, _MODEL),
+        "reuses_buffer": ("aliasing.returned_objects",),
+        # infos of sub-env i land at n-1-i: final observations and first observations are swapped
+        "reversed_infos": ("infos.aligned", "continuity.fresh_first_obs", "terminal.final_obs", _EXACT, _MODEL),
+        "rewarding_autoreset": ("reset_step.neutral", _MODEL),
+        "rewarding_reset_step": ("reset_step.neutral", _MODEL),
+        "same_seed_everywhere": ("seeding.seed_plus_i", "seeding.distinct_subenv_seeds", _MODEL),
+        "sb3_no_terminal_observation": ("terminal.final_obs", _EXACT, _MODEL),
+        # termination reported as truncation and back: both flags are wrong
+        "sb3_timeout_flag_inverted": ("flags.truncated", "flags.terminated", _EXACT, _MODEL),
+        # the second seeded reset is unseeded: it neither reproduces nor gives seed+i
+        "seeds_only_once": (
+            "seeding.reset_determinism",
+            "seeding.seed_plus_i",
+            "seeding.distinct_subenv_seeds",
+            _MODEL,
+        ),
+        # the reward buffer survives reset(seed): the first reward after it is the old episode's
+        "shifted_reward": (_EXACT, "seeding.reset_determinism", _MODEL),
+        "stale_first_obs": ("continuity.fresh_first_obs", _EXACT, _MODEL),
+        "steps_before_validating": ("api.failed_call_no_side_effect",),
+        "truncates_batch": ("api.wrong_size_batch_rejected",),
+        "truncation_hides_termination": ("flags.terminated", _EXACT, _MODEL),
+        "wrong_final_obs": ("terminal.final_obs", _EXACT, _MODEL),
+        # an env drawing from the global RNG reproduces nothing: not a reset, not a stack's run
+        "user_env.global_random": (
+            "env.determinism",
+            "env.reset_reproducible",
+            "env.stack_equivalence",
+            "env.step_after_end",
+        ),
+        # seeded once, a later reset(seed) (the probe's after a step past the end) differs
+        "user_env.seed_once": ("env.reset_reproducible", "env.step_after_end"),
+        # a stack that keeps the returned array sees it overwritten
+        "user_env.reused_buffer": ("env.no_aliasing", "env.stack_equivalence"),
+        "user_env.float64_obs": ("env.observations_in_space",),
+        # no stack can unpack a 4-tuple
+        "user_env.four_tuple": ("env.api_shape", "env.stack_equivalence", "env.step_after_end"),
+        "user_env.leaky": ("env.step_after_end",),
+        "user_env.shared_state": ("env.stack_equivalence",),
+        # TorchRL GymWrapper bugs (planted_torchrl_aliasing.py) inherit the findings of the GymWrapper
+        # they are built on (FINDINGS.md E1: a wrong-size batch is accepted; E2: a one-component
+        # MultiDiscrete action raises TypeError), which are no defect of theirs
+        "torchrl_reuses_obs_buffer": (
+            "aliasing.torchrl_returned_data",
+            # the recipe reads next observations from the reused buffer, already overwritten by
+            # the reset: every transition read across an episode end is wrong
+            "continuity.fresh_first_obs",
+            "flags.terminated",
+            "flags.truncated",
+            "terminal.final_obs",
+            _EXACT,
+            *_GYM_WRAPPER_FINDINGS,
+        ),
+        "torchrl_meta_leaf": ("torchrl.device", *_GYM_WRAPPER_FINDINGS),
+        "torchrl_float64_reward": ("dtype.rewards_flags", *_GYM_WRAPPER_FINDINGS),
+        # torchrl_native.py, torchrl_collectors.py, torchrl_replay.py
+        "torchrl.TorchNative.NumpyRoundTrip": ("torchrl.actions_reach_env_natively", "dtype.rewards_flags"),
+        "torchrl.Collector.DropsLastFrame": ("collector.frame_accounting",),
+        "torchrl.Collector.RecordsResetStep": ("collector.transitions",),
+        "torchrl.Collector.StaleCopy": ("collector.policy_updates",),
+        "torchrl.SliceBuffer.IgnoresEpisodeEnds": ("replay.slices_within_episode",),
+    }.items()
+}

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rlconform.adapters.base import get_family
-from rlconform.plan import BadStep, Step
-from rlconform.specs.helpers import decode, describe_decoded, events_by_call, model_counterpart
+from rlconform.plan import BadStep, Case, Step
+from rlconform.specs.helpers import decode, describe_decoded, events_by_call
 from rlconform.specs.registry import TORCHRL_FAMILY, TRANSITION_FAMILIES, VECTOR_FAMILIES, Checker, Outcome, spec
 
 if TYPE_CHECKING:
     from rlconform.runner import Run
+    from rlconform.trace import CallRecord, CallView
 
 
 @spec(
@@ -104,28 +105,96 @@ def failed_call_no_side_effect(run: Run) -> Outcome:
             call=call.position,
         )
         following = _next_successful_step(run, call.position)
-        model_call = model_counterpart(run, following.position) if following is not None else None
-        if following is None or model_call is None or following.view is None or model_call.view is None:
+        if following is None or following.view is None:
             continue
-        for env in range(run.case.num_envs):
-            got = decode(run, following.view.obs_in_env_units()[env])
-            want = decode(run.model, model_call.view.obs_in_env_units()[env]) if run.model else None
-            ck.expect(
-                got == want,
-                f"after the failed call, the next step returned {describe_decoded(got)} where a system left unchanged "
-                f"returns {describe_decoded(want) if want is not None else 'nothing comparable'}",
-                env=env,
-                agent_step=following.agent_step,
-            )
+        control = _control_counterpart(run, following.position)
+        if control is None or control.view is None:
+            continue
+        control_run = _control_run(run)
+        assert control_run is not None
+        difference = _first_difference(run, following.view, control_run, control.view)
+        where, got, want = difference or ("", "", "")
+        ck.expect(
+            difference is None,
+            f"after the failed call, the next step returned {where}{got}; the same system given the same calls "
+            f"without the failed one returns {want}",
+            agent_step=following.agent_step,
+            call=following.position,
+        )
     return ck.done()
 
 
-def _next_successful_step(run: Run, position: int):  # type: ignore[no-untyped-def]
+def _next_successful_step(run: Run, position: int) -> CallRecord | None:
     for call in run.calls[position + 1 :]:
         if isinstance(call.op, Step) and not call.failed:
             return call
         if not isinstance(call.op, (Step, BadStep)):
             return None
+    return None
+
+
+#: ``run.memo`` key of the control run: the same system given the case without its wrong-size steps
+_CONTROL = "api.control_run_without_bad_steps"
+
+
+def _control_run(run: Run) -> Run | None:
+    """The same system driven through the same case minus its wrong-size steps (each rejected, so
+    a system without side effects is then exactly where the control run is); None when the case
+    has none. The comparison is with the system itself, never with a model that may not describe
+    it: an unrelated defect is in both runs and cancels out."""
+    if _CONTROL not in run.memo:
+        from rlconform.runner import execute
+
+        ops = tuple(op for op in run.case.ops if not isinstance(op, BadStep))
+        control = None
+        if len(ops) != len(run.case.ops):
+            control = execute(run.system, Case(run.case.script, run.case.num_envs, ops), with_model=False)
+        run.memo[_CONTROL] = control
+    control_run: Run | None = run.memo[_CONTROL]
+    return control_run
+
+
+def _control_counterpart(run: Run, position: int) -> CallRecord | None:
+    """The control run's record of the call at ``position``: the calls line up once the failed
+    wrong-size steps are taken out. None when a wrong-size step before it was accepted (then the
+    two runs legitimately differ; api.wrong_size_batch_rejected reports it) or the sequences
+    diverge."""
+    aligned = []
+    for call in run.calls[: position + 1]:
+        if isinstance(call.op, BadStep):
+            if not call.failed:
+                return None
+            continue
+        aligned.append(call)
+    control_run = _control_run(run)
+    if control_run is None or not control_run.usable or len(aligned) > len(control_run.calls):
+        return None
+    for mine, theirs in zip(aligned, control_run.calls, strict=False):
+        if mine.op != theirs.op or mine.implied != theirs.implied or mine.failed != theirs.failed:
+            return None
+    return control_run.calls[len(aligned) - 1]
+
+
+def _first_difference(run: Run, view: CallView, control_run: Run, control: CallView) -> tuple[str, str, str] | None:
+    """The first difference between the two views in decoded terms: (where, got, control)."""
+    for env in range(run.case.num_envs):
+        got = decode(run, view.obs_in_env_units()[env])
+        want = decode(control_run, control.obs_in_env_units()[env])
+        if got != want:
+            return f"for env {env} ", describe_decoded(got), describe_decoded(want)
+    for name in ("terminated", "truncated"):
+        got_flags, want_flags = getattr(view, name), getattr(control, name)
+        if got_flags != want_flags:
+            return f"{name} ", str(got_flags), str(want_flags)
+    got_finals = view.final_obs_in_env_units() or []
+    want_finals = control.final_obs_in_env_units() or []
+    for env, (a, b) in enumerate(zip(got_finals, want_finals, strict=False)):
+        got_final = decode(run, a) if a is not None else None
+        want_final = decode(control_run, b) if b is not None else None
+        if got_final != want_final:
+            got_text = describe_decoded(got_final) if got_final is not None else "absent"
+            want_text = describe_decoded(want_final) if want_final is not None else "absent"
+            return f"as env {env}'s final observation ", got_text, want_text
     return None
 
 

@@ -60,7 +60,7 @@ def outputs_match(run: Run) -> Outcome:
     if run.system.kind == "reference":
         return ck.not_applicable("the system is itself a reference model")
     if run.model is None:
-        return ck.not_applicable("no reference model models this system")
+        return ck.not_applicable(run.model_reason or "no reference model models this system")
     if not run.model.usable:
         ck.fail(f"the reference model could not be built: {run.model.build_error}")
         return ck.done()
