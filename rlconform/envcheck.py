@@ -17,8 +17,11 @@ verdict says so.
 from __future__ import annotations
 
 import functools
+import os
+import re
+import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -88,9 +91,16 @@ def _batch(space: Any, values: Sequence[Any]) -> Any:
 
 @dataclass
 class StackResult:
+    """What running the env through one stack gave: transitions to compare, or why none."""
+
     stack: str
     run: Run | None = None
+    #: the stack raised while stepping an env it had accepted (may be the env's fault: a FAIL)
     error: str | None = None
+    #: the stack could not be built around this env, or rejected it at its first reset (a space it
+    #: does not support, a custom space, an env its worker processes cannot import): the library's
+    #: limit, not the env's fault, so the stack is named as not exercised
+    cannot_wrap: str | None = None
     #: why the stack's output could not be read back into the env's own values (an rlconform
     #: limit, not the env's fault): the stack is named as not exercised
     unreadable: str | None = None
@@ -181,7 +191,9 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
     ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps, Reset(seed=case.seed), *steps)
     run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
     run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [factory], codec)
-    run.after_end = _probe_after_end(factory, case.seed, run.actions[0])
+    run.after_end = _probe_after_end(
+        system.id, factory, case.seed, _action_stream(run.action_space, case.action_seed), episode_seconds()
+    )
     return run
 
 
@@ -195,30 +207,67 @@ def _drive(system: System, case: Case, env_fns: Sequence[Callable[[], Any]], cod
     return LiveRun(system, case, env_fns=env_fns, codec=codec).drive(case.ops)
 
 
-def _probe_after_end(factory: Callable[[], Any], seed: int, actions: list[Any]) -> dict[str, Any]:
-    """Step an env until its episode ends, once more without reset, then reset(seed): the reset
-    must give what a fresh env's reset(seed) gives."""
+#: seconds the step-after-end probe may step one episode looking for its end (RLCONFORM_EPISODE_SECONDS
+#: overrides it): episodes are bounded by time, not by a step count, so that a 200-step MountainCar
+#: and a many-thousand-step Atari game reach their ends alike
+EPISODE_SECONDS = 5.0
+
+#: systems whose probe already ran a whole budget without an episode end: later examples do not
+#: spend it again (an env that does not end in one budget is not expected to in the next)
+_NO_END: dict[str, float] = {}
+
+
+def episode_seconds() -> float:
+    return float(os.environ.get("RLCONFORM_EPISODE_SECONDS", EPISODE_SECONDS))
+
+
+def _action_stream(action_space: Any, action_seed: int) -> Iterator[Any]:
+    """Actions sampled from the action space seeded with ``action_seed``: the same sequence the
+    case's first copy is stepped with, continued for as long as the probe asks."""
+    space = _fresh_space(action_space)
+    space.seed(action_seed)
+    while True:
+        yield space.sample()
+
+
+def _probe_after_end(
+    system_id: str, factory: Callable[[], Any], seed: int, actions: Iterator[Any], budget: float
+) -> dict[str, Any]:
+    """Step an env until its first episode ends (for at most ``budget`` seconds), once more
+    without reset, then reset(seed): the reset must give what a fresh env's reset(seed) gives."""
     out: dict[str, Any] = {"ended": False}
+    if system_id in _NO_END:
+        out["no_end"] = _NO_END[system_id]
+        return out
     try:
-        with deadline(call_timeout(user_envs=True) * 4):
+        with deadline(budget + call_timeout(user_envs=True) * 4):
             fresh = factory()
             expected, _ = fresh.reset(seed=seed)
             fresh.close()
             env = factory()
             env.reset(seed=seed)
-            for action in actions:
+            start = time.monotonic()
+            first = None
+            steps = 0
+            while time.monotonic() - start < budget:
+                action = next(actions)
+                first = action if first is None else first
                 _, _, terminated, truncated, _ = env.step(action)
+                steps += 1
                 if terminated or truncated:
                     out["ended"] = True
                     break
+            out["steps"] = steps
             if out["ended"]:
                 try:
-                    env.step(actions[0])
+                    env.step(first)
                     out["step_after_end"] = "returned"
                 except Exception as exc:
                     out["step_after_end"] = f"raised {type(exc).__name__}"
                 got, _ = env.reset(seed=seed)
                 out["difference"] = first_difference(got, expected)
+            else:
+                out["no_end"] = _NO_END[system_id] = budget
             env.close()
     except (Exception, CallTimeout) as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"
@@ -243,9 +292,20 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
         return result
     result.run = stack_run
     if stack_run.build_error:
-        result.error = stack_run.build_error.splitlines()[0]
+        result.cannot_wrap = _library_error(stack_run.build_error)
         return result
     failed = [c for c in stack_run.calls if c.failed]
+    if failed and failed[0].position == 0:
+        # the seeded reset is the stack's first contact with the env's observations: a stack
+        # that allocates its buffers from the space rejects an unsupported one here
+        result.cannot_wrap = f"{failed[0].source} raised {_library_error(failed[0].error_type + ': ' + failed[0].error_message)}"
+        return result
+    if stack_run.calls and "view_error" in stack_run.calls[0].extra:
+        # the stack took the env, but rlconform's reader cannot split what it returns into
+        # per-copy values (a custom space it batches as it likes): nothing can be compared, and
+        # the driver, blind to which copies ended, may make calls the stack then refuses
+        result.unreadable = _library_error(stack_run.calls[0].extra["view_error"])
+        return result
     if failed:
         result.error = f"{failed[0].source} raised {failed[0].error_type}: {failed[0].error_message}"
     resets = _resets_made(stack_run, run.case.seed, n)
@@ -253,6 +313,14 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
         slots = [s for s in stack_run.slots if s.env == env and s.kind == "transition"]
         result.pairs.append((slots, _replay(factory, resets[env], [s.action for s in slots])))
     return result
+
+
+def _library_error(text: str) -> str:
+    """The first line of a library's error, without object addresses (they differ on every run,
+    and the verdict must not)."""
+    line = text.splitlines()[0] if text else ""
+    line = re.sub(r" at 0x[0-9a-f]+", "", line)
+    return line if not line.endswith(": ") else line + "(no message)"
 
 
 def _resets_made(stack_run: Run, seed: int, num_envs: int) -> list[tuple[int | None, ...]]:
@@ -474,6 +542,8 @@ def env_step_after_end(run: EnvRun) -> Outcome:
         ck.fail(f"probing a step past the end failed: {info['error']}")
         return ck.done()
     if not info.get("ended"):
+        if "no_end" in info:
+            ck.note(f"no episode ended within {info['no_end']:g} s of random actions (RLCONFORM_EPISODE_SECONDS)")
         return ck.done()
     ck.expect(
         info.get("difference") is None,
@@ -491,43 +561,64 @@ def env_step_after_end(run: EnvRun) -> Outcome:
     expensive=True,
 )
 def env_stack_equivalence(run: EnvRun) -> Outcome:
-    from rlconform.adapters.base import get_family
-
     ck = Checker("env.stack_equivalence")
     if not run.usable:
         return ck.done()
-    for line in stacks_not_run():
-        ck.note(line)
+    agreed: list[str] = []
+    disagreed: list[str] = []
+    not_exercised = stacks_not_run()
     for result in run.stacks():
         if result.unreadable is not None:
-            ck.note(f"{result.stack} not exercised ({result.unreadable})")
-            continue
-        if result.error is not None:
-            ck.fail(f"{result.stack}: {result.error}")
-            continue
-        assert result.run is not None
-        contract = get_family(result.run.system.family).contract
-        for env, (slots, bare) in enumerate(result.pairs):
-            ck.expect(
-                len(slots) == len(bare),
-                f"{result.stack}: {len(slots)} transitions extracted, the bare env made {len(bare)}",
-                env=env,
-            )
-            for slot, expected in zip(slots, bare, strict=False):
-                problems = []
-                for name in ("obs", "next_obs"):
-                    diff = first_difference(getattr(slot, name), expected[name])
-                    if diff is not None:
-                        problems.append(f"{name} differs ({diff}; stack vs bare)")
-                precision = 2e-7 if contract.reward_precision == "float32" else 1e-12
-                if slot.reward is None or not np.isclose(slot.reward, expected["reward"], rtol=precision, atol=1e-9):
-                    problems.append(f"reward {slot.reward!r} vs {expected['reward']!r}")
-                if slot.terminated != expected["terminated"]:
-                    problems.append(f"terminated {slot.terminated} vs {expected['terminated']}")
-                want = contract.expected_truncated(expected["terminated"], expected["truncated"])
-                if slot.truncated != want:
-                    problems.append(f"truncated {slot.truncated} vs {want}")
-                ck.expect(not problems, f"{result.stack}: " + "; ".join(problems), env=env, agent_step=slot.agent_step)
-                if problems:
-                    break
+            not_exercised.append(f"{result.stack} not exercised (rlconform cannot read its output: {result.unreadable})")
+        elif result.cannot_wrap is not None:
+            not_exercised.append(f"{result.stack} not exercised: it cannot wrap this env ({result.cannot_wrap})")
+        elif result.error is not None:
+            ck.outcome.checked += 1
+            disagreed.append(f"{result.stack}: {result.error}")
+        else:
+            problem = _stack_difference(ck, result)
+            (agreed if problem is None else disagreed).append(problem or result.stack)
+    for line in not_exercised:
+        ck.note(line)
+    if disagreed:
+        exercised = len(agreed) + len(disagreed)
+        others = [f"agree: {', '.join(agreed)}" if agreed else "", *not_exercised]
+        ck.fail(
+            f"{len(disagreed)} of {exercised} stacks that ran the env differ from the bare env: "
+            + "; ".join(disagreed)
+            + "".join(f" | {line}" for line in others if line)
+        )
+    elif agreed:
+        ck.note(f"the same transitions as the bare env through {', '.join(agreed)}")
     return ck.done()
+
+
+def _stack_difference(ck: Checker, result: StackResult) -> str | None:
+    """The first transition where the stack's differs from the bare env's, as one line naming
+    the stack; every compared transition counts as a checked fact."""
+    from rlconform.adapters.base import get_family
+
+    assert result.run is not None
+    contract = get_family(result.run.system.family).contract
+    precision = 2e-7 if contract.reward_precision == "float32" else 1e-12
+    for env, (slots, bare) in enumerate(result.pairs):
+        ck.outcome.checked += 1  # the number of transitions
+        if len(slots) != len(bare):
+            return f"{result.stack}: {len(slots)} transitions extracted, the bare env made {len(bare)} (env {env})"
+        for slot, expected in zip(slots, bare, strict=True):
+            ck.outcome.checked += 1  # one transition: observations, reward and flags
+            problems = []
+            for name in ("obs", "next_obs"):
+                diff = first_difference(getattr(slot, name), expected[name])
+                if diff is not None:
+                    problems.append(f"{name} differs ({diff}; stack vs bare)")
+            if slot.reward is None or not np.isclose(slot.reward, expected["reward"], rtol=precision, atol=1e-9):
+                problems.append(f"reward {slot.reward!r} vs {expected['reward']!r}")
+            if slot.terminated != expected["terminated"]:
+                problems.append(f"terminated {slot.terminated} vs {expected['terminated']}")
+            want = contract.expected_truncated(expected["terminated"], expected["truncated"])
+            if slot.truncated != want:
+                problems.append(f"truncated {slot.truncated} vs {want}")
+            if problems:
+                return f"{result.stack}: " + "; ".join(problems) + f" (env {env}, agent step {slot.agent_step})"
+    return None
