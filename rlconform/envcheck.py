@@ -29,6 +29,15 @@ import numpy as np
 
 from rlconform.adapters.tensordicts import UnsupportedSpaceError
 from rlconform.compare import first_difference
+from rlconform.env_tensors import (
+    is_scalar_tensor,
+    is_tensor,
+    leaves,
+    tensor_signature,
+    to_env_action,
+    to_numpy,
+    torch_device,
+)
 from rlconform.fixtures.script import EnvScript
 from rlconform.plan import Case, Op, Reset, Step
 from rlconform.runner import ActionCodec, LiveRun, Run
@@ -101,6 +110,8 @@ class StackResult:
     #: does not support, a custom space, an env its worker processes cannot import): the library's
     #: limit, not the env's fault, so the stack is named as not exercised
     cannot_wrap: str | None = None
+    #: why the stack is not run at all on this kind of env (a NumPy-only stack, a torch-native env)
+    incompatible: str | None = None
     #: why the stack's output could not be read back into the env's own values (an rlconform
     #: limit, not the env's fault): the stack is named as not exercised
     unreadable: str | None = None
@@ -122,6 +133,8 @@ class EnvRun:
     actions: list[list[Any]] = field(default_factory=list)
     observation_space: Any = None
     action_space: Any = None
+    #: a torch-native env's device (its reset returned tensors there); None for a NumPy env
+    torch_device: str | None = None
 
     @property
     def usable(self) -> bool:
@@ -177,6 +190,7 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
     try:
         probe = factory()
         run.observation_space, run.action_space = probe.observation_space, probe.action_space
+        run.torch_device = _returns_tensors_on(probe, case.seed)
         probe.close()
     except Exception as exc:
         run.build_error = f"{type(exc).__name__}: {exc}"
@@ -185,16 +199,28 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
         space = _fresh_space(run.action_space)
         space.seed(case.action_seed + i)
         run.actions.append([space.sample() for _ in range(case.steps)])
-    codec = ActionCodec(single=lambda value: value, batch=functools.partial(_batch, run.action_space))
+    device = run.torch_device
+    codec = ActionCodec(
+        single=lambda value: to_env_action(value, device), batch=functools.partial(_batch, run.action_space)
+    )
     bare = _bare_system(system)
     steps = [Step((a,)) for a in run.actions[0]]
     ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps, Reset(seed=case.seed), *steps)
     run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
     run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [factory], codec)
-    run.after_end = _probe_after_end(
-        system.id, factory, case.seed, _action_stream(run.action_space, case.action_seed), episode_seconds()
-    )
+    actions = (to_env_action(a, device) for a in _action_stream(run.action_space, case.action_seed))
+    run.after_end = _probe_after_end(system.id, factory, case.seed, actions, episode_seconds())
     return run
+
+
+def _returns_tensors_on(env: Any, seed: int) -> str | None:
+    """The device of the torch tensors the env's reset returns (a torch-native env), or None (a
+    NumPy env, or a reset that fails: the api spec reports that one)."""
+    try:
+        obs, _ = env.reset(seed=seed)
+    except Exception:
+        return None
+    return torch_device(obs)
 
 
 def _fresh_space(space: Any) -> Any:
@@ -277,6 +303,11 @@ def _probe_after_end(
 def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     factory = _factory(run.system)
     stack = get_system(stack_id)
+    if run.torch_device is not None:
+        native = _torch_native_stack(stack_id)
+        if native is None:
+            return StackResult(stack_id, incompatible=f"it needs NumPy (this env returns torch tensors on {run.torch_device})")
+        stack = native
     # a single-env stack (TorchRL's GymWrapper) runs one copy
     n = min(run.case.num_envs, stack.capabilities.max_envs)
     codec = ActionCodec(single=lambda value: value, batch=functools.partial(_batch, run.action_space))
@@ -311,8 +342,18 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     resets = _resets_made(stack_run, run.case.seed, n)
     for env in range(n):
         slots = [s for s in stack_run.slots if s.env == env and s.kind == "transition"]
-        result.pairs.append((slots, _replay(factory, resets[env], [s.action for s in slots])))
+        actions = [to_env_action(s.action, run.torch_device) for s in slots]
+        result.pairs.append((slots, _replay(factory, resets[env], actions)))
     return result
+
+
+def _torch_native_stack(stack_id: str) -> System | None:
+    """The stack as it takes a torch-native env, or None for a stack that needs NumPy."""
+    if not stack_id.startswith("torchrl."):
+        return None
+    from rlconform.adapters.torchrl_env import torch_native_stack
+
+    return torch_native_stack(get_system(stack_id))
 
 
 def _library_error(text: str) -> str:
@@ -389,8 +430,8 @@ def _segments(run: Run) -> list[list[CallRecord]]:
 
 @spec(
     "env.api_shape",
-    statement="reset returns (obs, info dict) and step returns (obs, reward, terminated, truncated, info dict) with a real-number reward and bool flags.",
-    rationale="Every library reads the Gymnasium 5-tuple positionally; a 4-tuple, a list or an array flag breaks them in different, silent ways.",
+    statement="reset returns (obs, info dict) and step returns (obs, reward, terminated, truncated, info dict) with a real-number reward and bool flags (one-element tensors for a torch-native env, which keeps each tensor's dtype and device from call to call).",
+    rationale="Every library reads the Gymnasium 5-tuple positionally; a 4-tuple, a list or an array flag breaks them in different, silent ways; a torch-native env whose tensors change dtype or device mid-run breaks the buffers allocated from its first outputs.",
     families=FAMILIES,
 )
 def env_api_shape(run: EnvRun) -> Outcome:
@@ -402,6 +443,9 @@ def env_api_shape(run: EnvRun) -> Outcome:
         return ck.done()
     assert run.first is not None
     family = get_family("gymnasium.Env")
+    native = run.torch_device is not None
+    #: a torch-native env's tensors: output role -> (signature, call source) of its first call
+    first_seen: dict[str, tuple[str, str]] = {}
     for call in run.first.calls:
         if call.failed:
             ck.fail(f"{call.source} raised {call.error_type}: {call.error_message}", call=call.position)
@@ -409,18 +453,49 @@ def env_api_shape(run: EnvRun) -> Outcome:
         problems = family.api_problems(call, 1)
         if not problems and isinstance(call.op, Step):
             _, reward, terminated, truncated, _ = call.result_live
-            if not isinstance(reward, (int, float, np.integer, np.floating)) or isinstance(reward, (bool, np.bool_)):
+            if not _is_reward(reward, native):
                 problems.append(f"the reward is {_type_of(reward)}")
             for name, flag in (("terminated", terminated), ("truncated", truncated)):
-                if not isinstance(flag, (bool, np.bool_)):
+                if not _is_flag(flag, native):
                     problems.append(f"{name} is {_type_of(flag)}, not a bool")
+        if not problems and native:
+            problems += _tensor_drift(call, run.torch_device, first_seen)
         ck.expect(not problems, f"{call.source}: " + "; ".join(problems), call=call.position)
     return ck.done()
 
 
+def _is_reward(reward: Any, native: bool) -> bool:
+    if native and is_scalar_tensor(reward, boolean=False):
+        return True
+    return isinstance(reward, (int, float, np.integer, np.floating)) and not isinstance(reward, (bool, np.bool_))
+
+
+def _is_flag(flag: Any, native: bool) -> bool:
+    return isinstance(flag, (bool, np.bool_)) or (native and is_scalar_tensor(flag, boolean=True))
+
+
+def _tensor_drift(call: CallRecord, device: str | None, first_seen: dict[str, tuple[str, str]]) -> list[str]:
+    """Where a torch-native env's call returns a tensor on another device than its first
+    observation's, or of another dtype or device than the same output of its first call."""
+    result = call.result_live
+    roles = {"obs": result[0]}
+    if isinstance(call.op, Step):
+        roles |= {"reward": result[1], "terminated": result[2], "truncated": result[3]}
+    problems = []
+    for role, value in roles.items():
+        for path, leaf in leaves(value, role):
+            signature = tensor_signature(leaf)
+            if is_tensor(leaf) and str(leaf.device) != device:
+                problems.append(f"{path} is on {leaf.device}; the env's first observation was on {device}")
+            seen = first_seen.setdefault(path, (signature, call.source))
+            if seen[0] != signature:
+                problems.append(f"{path} is {signature}; {seen[1]} returned {seen[0]}")
+    return problems
+
+
 @spec(
     "env.observations_in_space",
-    statement="Every observation the env returns is an element of its observation_space, with the space's dtype and shape.",
+    statement="Every observation the env returns is an element of its observation_space, with the space's dtype and shape (a torch-native env's tensors are compared as NumPy arrays).",
     rationale="Vectorizers allocate buffers from the declared space and cast into them: an observation of another dtype or shape is silently converted, clipped or rejected by one stack and not another.",
     families=FAMILIES,
 )
@@ -434,8 +509,14 @@ def env_observations_in_space(run: EnvRun) -> Outcome:
     for call in run.first.calls:
         if call.failed or call.view is None:
             continue
-        problem = conformance_problem(run.observation_space, call.view.obs[0])
-        ck.expect(problem is None, f"the observation returned by {call.source} is {problem}", call=call.position)
+        obs = call.view.obs[0]
+        if run.torch_device is not None:
+            obs = to_numpy(obs)
+        problem = conformance_problem(run.observation_space, obs)
+        as_numpy = " (as NumPy)" if run.torch_device is not None else ""
+        ck.expect(
+            problem is None, f"the observation returned by {call.source}{as_numpy} is {problem}", call=call.position
+        )
     return ck.done()
 
 
@@ -568,7 +649,9 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
     disagreed: list[str] = []
     not_exercised = stacks_not_run()
     for result in run.stacks():
-        if result.unreadable is not None:
+        if result.incompatible is not None:
+            not_exercised.append(f"{result.stack} not exercised: {result.incompatible}")
+        elif result.unreadable is not None:
             not_exercised.append(f"{result.stack} not exercised (rlconform cannot read its output: {result.unreadable})")
         elif result.cannot_wrap is not None:
             not_exercised.append(f"{result.stack} not exercised: it cannot wrap this env ({result.cannot_wrap})")
