@@ -303,10 +303,15 @@ def _probe_after_end(
 def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     factory = _factory(run.system)
     stack = get_system(stack_id)
+    limit = _known_limit(stack_id, run.observation_space, run.action_space)
+    if limit is not None:
+        return StackResult(stack_id, incompatible=limit)
     if run.torch_device is not None:
         native = _torch_native_stack(stack_id)
         if native is None:
-            return StackResult(stack_id, incompatible=f"it needs NumPy (this env returns torch tensors on {run.torch_device})")
+            return StackResult(
+                stack_id, incompatible=f"it needs NumPy (this env returns torch tensors on {run.torch_device})"
+            )
         stack = native
     # a single-env stack (TorchRL's GymWrapper) runs one copy
     n = min(run.case.num_envs, stack.capabilities.max_envs)
@@ -329,7 +334,8 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     if failed and failed[0].position == 0:
         # the seeded reset is the stack's first contact with the env's observations: a stack
         # that allocates its buffers from the space rejects an unsupported one here
-        result.cannot_wrap = f"{failed[0].source} raised {_library_error(failed[0].error_type + ': ' + failed[0].error_message)}"
+        error = _library_error(f"{failed[0].error_type}: {failed[0].error_message}")
+        result.cannot_wrap = f"its first reset raised {error}"
         return result
     if stack_run.calls and "view_error" in stack_run.calls[0].extra:
         # the stack took the env, but rlconform's reader cannot split what it returns into
@@ -345,6 +351,36 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
         actions = [to_env_action(s.action, run.torch_device) for s in slots]
         result.pairs.append((slots, _replay(factory, resets[env], actions)))
     return result
+
+
+def _known_limit(stack_id: str, observation_space: Any, action_space: Any) -> str | None:
+    """A documented-by-behaviour limit of a stack that makes it misread a correct env without
+    an error of its own, so that running it could only blame the env."""
+    if stack_id.startswith("torchrl."):
+        shifted = [
+            name for name, space in (("action", action_space), ("observation", observation_space)) if _has_start(space)
+        ]
+        if shifted:
+            # GymWrapper maps Discrete(n, start=s) to OneHot(n) / Categorical(n) over 0..n-1: the
+            # policy's action k reaches the env as k, not s + k, and observation s + k is encoded as k + s
+            return (
+                f"TorchRL's GymWrapper ignores the start of the env's Discrete/MultiDiscrete {' and '.join(shifted)} "
+                "space (it maps Discrete(n, start=s) to 0..n-1)"
+            )
+    return None
+
+
+def _has_start(space: Any) -> bool:
+    """A Discrete or MultiDiscrete space (at any depth) whose values do not start at 0."""
+    from gymnasium import spaces
+
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        return bool(np.any(np.asarray(space.start) != 0))
+    if isinstance(space, spaces.Dict):
+        return any(_has_start(sub) for sub in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return any(_has_start(sub) for sub in space.spaces)
+    return False
 
 
 def _torch_native_stack(stack_id: str) -> System | None:
@@ -652,7 +688,9 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
         if result.incompatible is not None:
             not_exercised.append(f"{result.stack} not exercised: {result.incompatible}")
         elif result.unreadable is not None:
-            not_exercised.append(f"{result.stack} not exercised (rlconform cannot read its output: {result.unreadable})")
+            not_exercised.append(
+                f"{result.stack} not exercised (rlconform cannot read its output: {result.unreadable})"
+            )
         elif result.cannot_wrap is not None:
             not_exercised.append(f"{result.stack} not exercised: it cannot wrap this env ({result.cannot_wrap})")
         elif result.error is not None:
