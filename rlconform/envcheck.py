@@ -672,7 +672,7 @@ def env_step_after_end(run: EnvRun) -> Outcome:
 
 @spec(
     "env.stack_equivalence",
-    statement="Through every installed stack (Gymnasium Sync/Async vector envs in each autoreset mode, SB3 Dummy/Subproc VecEnvs, TorchRL GymWrapper/SerialEnv/ParallelEnv), the transitions extracted with that stack's documented recipe equal the bare env's, from the seeds the stack gave each copy and the actions the stack delivered.",
+    statement="Through every installed stack (Gymnasium Sync/Async vector envs in each autoreset mode, SB3 Dummy/Subproc VecEnvs, TorchRL GymWrapper/SerialEnv/ParallelEnv), the transitions extracted with that stack's documented recipe equal the bare env's, from the seeds the stack gave each copy and the actions the stack delivered; a stack that cannot take the env (it rejects it when built or at its first reset, or needs NumPy and the env is torch-native) is named not exercised, and the spec passes when every stack that took the env agrees.",
     rationale="An env that works bare can break inside a vectorizer: shared class state between copies, observations the stack converts, info keys that collide with the stack's own, flags the stack re-encodes.",
     families=FAMILIES,
     expensive=True,
