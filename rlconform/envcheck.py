@@ -307,7 +307,7 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     if limit is not None:
         return StackResult(stack_id, incompatible=limit)
     if run.torch_device is not None:
-        native = _torch_native_stack(stack_id)
+        native = _torch_native_stack(stack_id, run.torch_device)
         if native is None:
             return StackResult(
                 stack_id, incompatible=f"it needs NumPy (this env returns torch tensors on {run.torch_device})"
@@ -383,13 +383,13 @@ def _has_start(space: Any) -> bool:
     return False
 
 
-def _torch_native_stack(stack_id: str) -> System | None:
-    """The stack as it takes a torch-native env, or None for a stack that needs NumPy."""
+def _torch_native_stack(stack_id: str, device: str) -> System | None:
+    """The stack as it takes a torch-native env on ``device``, or None for a stack that needs NumPy."""
     if not stack_id.startswith("torchrl."):
         return None
     from rlconform.adapters.torchrl_env import torch_native_stack
 
-    return torch_native_stack(get_system(stack_id))
+    return torch_native_stack(get_system(stack_id), device)
 
 
 def _library_error(text: str) -> str:

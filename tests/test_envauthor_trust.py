@@ -34,6 +34,8 @@ from rlconform.user import USER_ENV_FAMILY, factory_system, user_system
 
 #: a few derandomized examples: every stack_equivalence example runs the env through every stack
 SMALL = Profile("envauthor-trust", 3, 2, True, "a few derandomized examples", 20, 5, 10.0)
+#: the sweeps over many envs: two examples per spec, one through every stack
+SWEEP = Profile("envauthor-sweep", 2, 1, True, "two derandomized examples, one through the stacks", 20, 5, 10.0)
 ENV_SPECS = sorted(s.id for s in all_specs() if USER_ENV_FAMILY in s.families)
 #: stacks that run the env in this process (cheap; enough to show one outcome of each kind)
 IN_PROCESS = ("gymnasium.SyncVectorEnv.SameStep", "torchrl.GymWrapper", "sb3.DummyVecEnv")
@@ -48,10 +50,10 @@ def _check(reference: str, spec_id: str) -> Verdict:
     return check_spec(user_system(reference, "gymnasium.Env"), get_spec(spec_id), SMALL, cache=RunCache())
 
 
-def _check_all(system: System) -> dict[str, Verdict]:
+def _check_all(system: System, profile: Profile = SWEEP) -> dict[str, Verdict]:
     """Every env-author spec's verdict (one run cache: the specs share their examples' runs)."""
     cache = RunCache()
-    return {spec_id: check_spec(system, get_spec(spec_id), SMALL, cache=cache) for spec_id in ENV_SPECS}
+    return {spec_id: check_spec(system, get_spec(spec_id), profile, cache=cache) for spec_id in ENV_SPECS}
 
 
 def _gymnasium_env(env_id: str) -> System:
@@ -174,7 +176,7 @@ def test_leaky_env_still_fails_step_after_end() -> None:
 
 
 def test_correct_torch_native_env_gets_only_pass_verdicts_through_the_tensor_stacks() -> None:
-    verdicts = _check_all(user_system(_fixture("torch_counter", "torch_user_envs"), "gymnasium.Env"))
+    verdicts = _check_all(user_system(_fixture("torch_counter", "torch_user_envs"), "gymnasium.Env"), SMALL)
     assert not _not_passed(verdicts), _not_passed(verdicts)
     stacks = verdicts["env.stack_equivalence"].message
     assert f"the same transitions as the bare env through {', '.join(TORCHRL_STACKS)}" in stacks, stacks

@@ -509,20 +509,24 @@ _ENV_AUTHOR_BUILDS = {
 }
 
 
-def torch_native_stack(system: System) -> System | None:
-    """An env-author stack as it takes a torch-native env (tensors in and out): GymWrapper with
-    ``convert_actions_to_numpy=False``, so that the env's ``step`` gets the action tensor (TorchRL's
-    documented switch for such envs; the default hands it a NumPy array). None for a stack that
-    has no such switch."""
+def torch_native_stack(system: System, device: str) -> System | None:
+    """An env-author stack as it takes a torch-native env (tensors in and out, on ``device``):
+    GymWrapper with ``convert_actions_to_numpy=False``, so that the env's ``step`` gets the action
+    tensor (TorchRL's documented switch for such envs; the default hands it a NumPy array), and
+    ``device=device``, so that the action tensor is on the env's device. None for a stack that has
+    no such switch."""
     build = _ENV_AUTHOR_BUILDS.get(system.id)
     if build is None:
         return None
+    kwargs = f"convert_actions_to_numpy=False, device={device!r}"
     return dataclasses.replace(
         system,
         id=f"{system.id}.convert_actions_to_numpy=False",
-        title=f"{system.title} with convert_actions_to_numpy=False",
-        build=functools.partial(build, convert_actions_to_numpy=False),
-        source=system.source.replace("())", "(), convert_actions_to_numpy=False)"),
+        title=f"{system.title} with {kwargs}",
+        build=functools.partial(build, convert_actions_to_numpy=False, device=device),
+        source=system.source.replace("())", f"(), {kwargs})").replace(
+            "gym_wrapper, fn)", f"gym_wrapper, fn, {kwargs})"
+        ),
     )
 
 
