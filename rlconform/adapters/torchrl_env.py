@@ -590,21 +590,21 @@ def user_capabilities(num_envs: int) -> Capabilities:
     )
 
 
-def gym_wrapper(env_fn: EnvFn) -> Any:
-    """``GymWrapper(env_fn())``: picklable (via functools.partial) for ParallelEnv's workers."""
+def gym_wrapper(env_fn: EnvFn, **kwargs: Any) -> Any:
+    """``GymWrapper(env_fn(), **kwargs)``: picklable (via functools.partial) for ParallelEnv's workers."""
     from torchrl.envs import GymWrapper
 
-    return GymWrapper(env_fn())
+    return GymWrapper(env_fn(), **kwargs)
 
 
-def _single(env_fns: Sequence[EnvFn]) -> Any:
-    return gym_wrapper(env_fns[0])
+def _single(env_fns: Sequence[EnvFn], **kwargs: Any) -> Any:
+    return gym_wrapper(env_fns[0], **kwargs)
 
 
-def _serial(env_fns: Sequence[EnvFn]) -> Any:
+def _serial(env_fns: Sequence[EnvFn], **kwargs: Any) -> Any:
     from torchrl.envs import SerialEnv
 
-    env = SerialEnv(len(env_fns), [functools.partial(gym_wrapper, fn) for fn in env_fns])
+    env = SerialEnv(len(env_fns), [functools.partial(gym_wrapper, fn, **kwargs) for fn in env_fns])
     env.start()
     return env
 
@@ -634,14 +634,15 @@ def _preload_forkserver() -> None:
         multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))
 
 
-def _parallel(env_fns: Sequence[EnvFn]) -> Any:
+def _parallel(env_fns: Sequence[EnvFn], **kwargs: Any) -> Any:
     import multiprocessing
 
     from torchrl.envs import ParallelEnv
 
     method = MP_START_METHOD if MP_START_METHOD in multiprocessing.get_all_start_methods() else None
     _preload_forkserver()
-    env = ParallelEnv(len(env_fns), [functools.partial(gym_wrapper, fn) for fn in env_fns], mp_start_method=method)
+    wrap = [functools.partial(gym_wrapper, fn, **kwargs) for fn in env_fns]
+    env = ParallelEnv(len(env_fns), wrap, mp_start_method=method)
     try:
         # start the workers here, while the runner sends their stderr to a file
         env.start()
@@ -650,6 +651,35 @@ def _parallel(env_fns: Sequence[EnvFn]) -> Any:
             env.close(raise_if_closed=False)
         raise
     return env
+
+
+#: the env-author stacks' builds, by system id (see :func:`torch_native_stack`)
+_ENV_AUTHOR_BUILDS = {
+    "torchrl.GymWrapper": _single,
+    "torchrl.SerialEnv.GymWrapper": _serial,
+    "torchrl.ParallelEnv.GymWrapper": _parallel,
+}
+
+
+def torch_native_stack(system: System, device: str) -> System | None:
+    """An env-author stack as it takes a torch-native env (tensors in and out, on ``device``):
+    GymWrapper with ``convert_actions_to_numpy=False``, so that the env's ``step`` gets the action
+    tensor (TorchRL's documented switch for such envs; the default hands it a NumPy array), and
+    ``device=device``, so that the action tensor is on the env's device. None for a stack that has
+    no such switch."""
+    build = _ENV_AUTHOR_BUILDS.get(system.id)
+    if build is None:
+        return None
+    kwargs = f"convert_actions_to_numpy=False, device={device!r}"
+    return dataclasses.replace(
+        system,
+        id=f"{system.id}.convert_actions_to_numpy=False",
+        title=f"{system.title} with {kwargs}",
+        build=functools.partial(build, convert_actions_to_numpy=False, device=device),
+        source=system.source.replace("())", f"(), {kwargs})").replace(
+            "gym_wrapper, fn)", f"gym_wrapper, fn, {kwargs})"
+        ),
+    )
 
 
 def _gym_vector(mode: str, *, copy: bool = True) -> Any:
