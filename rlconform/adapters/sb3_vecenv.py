@@ -115,10 +115,13 @@ class SB3Family(Family):
                 view.env_final_obs = [
                     None if f is None else snapshot(normalize.unnormalize_obs(f)) for f in view.final_obs
                 ]
-        rms = normalize.obs_rms
+        # VecNormalize(norm_obs=False) creates no obs_rms (and its __getattr__ then asks the
+        # wrapped VecEnv, which raises): there are no observation statistics to record
+        rms = vars(normalize).get("obs_rms")
         if isinstance(rms, dict):
             rms = rms[sorted(rms)[0]]
-        record.extra["obs_rms"] = (np.array(rms.mean, copy=True), np.array(rms.var, copy=True), float(rms.count))
+        if rms is not None:
+            record.extra["obs_rms"] = (np.array(rms.mean, copy=True), np.array(rms.var, copy=True), float(rms.count))
         ret = normalize.ret_rms
         record.extra["return_rms"] = (float(ret.mean), float(ret.var), float(ret.count))
         record.extra["accumulated_reward"] = np.array(normalize.returns, copy=True)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlconform.fixtures.calllog import LogRecord, ResetRecord, StepRecord
+from rlconform.fixtures.layouts import decode_flattened
 from rlconform.fixtures.spaces import Decoded, Garbage
 from rlconform.stamp import Stamp
 from rlconform.trace import Slot
@@ -42,9 +43,26 @@ def _decode(run: Run, value: Any) -> Decoded:
         n_stack = run.semantics.get("frame_stack")
         if n_stack:
             return decode_stacked(run.case.script.obs, value, int(n_stack))
-        return run.case.script.obs.decode(value)
+        decoded = run.case.script.obs.decode(value)
+        if isinstance(decoded, Garbage):
+            # a stack that flattened the observation kept its stamp: identify it, and let the
+            # spec that owns observations report the changed layout (flattened_shape)
+            flat = decode_flattened(run.case.script.obs, value)
+            if isinstance(flat, Stamp):
+                run.memo[("flattened", id(value))] = tuple(np.shape(value))
+                return flat
+        return decoded
     except Exception as exc:  # malformed structures decode to a reason, never to a crash
         return Garbage(f"undecodable {type(value).__name__}: {exc}")
+
+
+def flattened_shape(run: Run, value: Any) -> tuple[int, ...] | None:
+    """The shape of ``value`` when its stamp was read through a flattened layout, else None."""
+    if value is None:
+        return None
+    decode(run, value)
+    shape = run.memo.get(("flattened", id(value)))
+    return shape if isinstance(shape, tuple) else None
 
 
 def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
@@ -168,6 +186,9 @@ class Match:
     obs: Decoded
     next_obs: Decoded
     truth: TrueTransition | None
+    #: paired by position, not by stamp: no observation of this env's transitions carried one
+    #: (the stack transformed them beyond decoding)
+    by_position: bool = False
 
 
 def match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
@@ -182,6 +203,8 @@ def match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransit
 
 def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
     assert run.truth is not None
+    if not any_stamp_survives(run, env):
+        return _match_by_position(run, env)
     by_start = {t.obs: t for t in run.truth.envs[env].transitions}
     used: set[Stamp] = set()
     matches: list[Match] = []
@@ -196,6 +219,28 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
         matches.append(Match(slot, obs, next_obs, truth))
     missing = [t for t in run.truth.envs[env].transitions if t.obs not in used]
     return matches, missing
+
+
+def any_stamp_survives(run: Run, env: int) -> bool:
+    """Whether any observation of ``env``'s extracted transitions decodes to a stamp (True when
+    there are none: nothing to match either way)."""
+    slots = [s for s in run.slots_of(env) if s.kind == "transition"]
+    if not slots:
+        return True
+    return any(isinstance(decode(run, s.obs), Stamp) or isinstance(decode(run, s.next_obs), Stamp) for s in slots)
+
+
+def _match_by_position(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
+    """The k-th extracted transition with the k-th real one: the fallback where no stamp
+    survives the stack. Extra extracted transitions are invented, extra real ones missing."""
+    assert run.truth is not None
+    real = run.truth.envs[env].transitions
+    slots = [s for s in run.slots_of(env) if s.kind == "transition"]
+    matches = [
+        Match(slot, decode(run, slot.obs), decode(run, slot.next_obs), real[k] if k < len(real) else None, True)
+        for k, slot in enumerate(slots)
+    ]
+    return matches, list(real[len(slots) :])
 
 
 def first_step_calls(run: Run) -> dict[int, int]:
