@@ -1,7 +1,7 @@
 """Value changes a user declares to be on purpose: the stack transforms rewards, observations,
 or ends episodes with a time limit of its own.
 
-A stack that clips rewards or flattens observations delivers every transition the envs made,
+A stack that clips rewards, flattens observations or skips frames delivers every transition the envs made,
 with some field changed. rlconform reports such a change as what it is ("reward of env 0
 episode 1 step 3 changed from 0.25 to 1.0 by the stack"), never as a missing or invented
 transition, and as a failure of the spec that owns the field: a stack that silently alters
@@ -23,6 +23,10 @@ INTENTS: dict[str, str] = {
         "transitions whose observations no longer carry a stamp are matched by position"
     ),
     "time_limit": "the stack adds a time limit: it truncates episodes the env did not end, at one step count",
+    "frame_skip": (
+        "the stack steps the env several times per transition (frame skip): the transition spans those env steps, "
+        "its reward is their sum (declare reward too if the stack does not sum them)"
+    ),
 }
 
 

@@ -11,6 +11,7 @@ directly: no Hypothesis search, so they stay cheap.
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +42,7 @@ MISSING_OR_INVENTED = ("missing transition", "invented transition", "starts from
 
 
 def _case(script: EnvScript, num_envs: int, steps: int) -> Case:
-    return Case(script, num_envs, (Reset(seed=3),) + tuple(Step((i % 2,) * num_envs) for i in range(steps)))
+    return Case(script, num_envs, (Reset(seed=3), *tuple(Step((i % 2,) * num_envs) for i in range(steps))))
 
 
 def _check(run: Run, spec_id: str) -> Outcome:
@@ -211,6 +212,44 @@ def test_torchrl_step_counter_time_limit_is_a_truncation_by_the_stack_and_passes
     )
 
 
+def torchrl_frame_skip(env_fn: Any) -> Any:
+    from torchrl.envs import FrameSkipTransform, GymWrapper, TransformedEnv
+
+    return TransformedEnv(GymWrapper(env_fn()), FrameSkipTransform(2))
+
+
+def test_torchrl_frame_skip_spans_env_steps_and_passes_when_declared() -> None:
+    """Episodes of 4 steps under a frame skip of 2: each transition spans two env steps, its
+    reward their sum; none of the env's transitions is missing."""
+    pytest.importorskip("torchrl")
+    system = factory_system(torchrl_frame_skip, "torchrl.EnvBase")
+    case = _case(dataclasses.replace(SCRIPT, episodes=(EpisodePlan(4, "terminated"),)), 1, 5)
+    messages = _messages(_check(_run(system, case), "transitions.exact"))
+    assert messages and all(
+        "2 env steps after" in m and "a frame skip); declare --intended frame_skip" in m for m in messages
+    ), messages
+    assert not any(word in m for m in messages for word in MISSING_OR_INVENTED), messages
+    declared = _run(_declared(system, "frame_skip"), case)
+    for spec_id in ("transitions.exact", "counts.env_steps", "flags.terminated", "terminal.final_obs"):
+        outcome = _check(declared, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+
+
+def test_torchrl_frame_skip_steps_past_an_episode_end_even_when_declared() -> None:
+    """FrameSkipTransform._step repeats env.step frame_skip - 1 times without looking at done
+    (torchrl/envs/transforms/_env.py): an episode of 3 steps is stepped to step 4."""
+    pytest.importorskip("torchrl")
+    system = _declared(factory_system(torchrl_frame_skip, "torchrl.EnvBase"), *ALL_INTENTS)
+    run = _run(system, _case(dataclasses.replace(SCRIPT, episodes=(EpisodePlan(3, "truncated"),)), 1, 2))
+    assert any(
+        "after it had ended (it reached step 4)" in m for m in _messages(_check(run, "lifecycle.no_step_after_end"))
+    )
+    assert any(
+        re.search(r"next_obs is episode \d+ step 4; expected episode \d+ step 3 \(the terminal observation\)", m)
+        for m in _messages(_check(run, "terminal.final_obs"))
+    )
+
+
 # --- real defects still fail, declared intents or not ---------------------------------------
 
 
@@ -246,7 +285,9 @@ def test_intents_parse_from_commas_and_lists_and_unknown_ones_are_bad_input() ->
 def test_parametrize_with_checks_carries_the_declared_intents() -> None:
     from rlconform.testing import parametrize_with_checks
 
-    mark = parametrize_with_checks([clip_reward], api="gymnasium.vector", specs=["transitions.exact"], intended="reward")
+    mark = parametrize_with_checks(
+        [clip_reward], api="gymnasium.vector", specs=["transitions.exact"], intended="reward"
+    )
     (param,) = mark.args[1]
     assert param.values[0].system.intended == {"reward"}
 
@@ -263,8 +304,10 @@ def test_cli_check_intended_turns_a_reward_change_into_a_declared_pass(tmp_path:
     undeclared = subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert undeclared.returncode == 1, undeclared.stdout + undeclared.stderr
     assert "the stack changed it; declare --intended reward if this is on purpose" in undeclared.stdout
-    declared = subprocess.run(base + ["--intended", "reward"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    declared = subprocess.run(
+        [*base, "--intended", "reward"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert declared.returncode == 0, declared.stdout + declared.stderr
     assert "rewards changed by the stack, as declared (--intended reward)" in declared.stdout
-    bad = subprocess.run(base + ["--intended", "bogus"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    bad = subprocess.run([*base, "--intended", "bogus"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unknown intended change 'bogus'" in bad.stdout + bad.stderr

@@ -189,6 +189,14 @@ class Match:
     #: paired by position, not by stamp: no observation of this env's transitions carried one
     #: (the stack transformed them beyond decoding)
     by_position: bool = False
+    #: the real transitions this one spans when its next observation is several env steps
+    #: later in the same episode (a frame skip: the stack stepped the env more than once)
+    span: tuple[TrueTransition, ...] = ()
+
+    @property
+    def last(self) -> TrueTransition | None:
+        """The real transition whose next observation and flags this one should carry."""
+        return self.span[-1] if self.span else self.truth
 
 
 def match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
@@ -214,11 +222,33 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
         obs = decode(run, slot.obs)
         next_obs = decode(run, slot.next_obs)
         truth = by_start.get(obs) if isinstance(obs, Stamp) and obs not in used else None
+        span: tuple[TrueTransition, ...] = ()
         if truth is not None:
             used.add(truth.obs)
-        matches.append(Match(slot, obs, next_obs, truth))
+            span = _spanned(by_start, truth, next_obs, used)
+            used.update(t.obs for t in span)
+        matches.append(Match(slot, obs, next_obs, truth, span=span))
     missing = [t for t in run.truth.envs[env].transitions if t.obs not in used]
     return matches, missing
+
+
+def _spanned(
+    by_start: dict[Stamp, TrueTransition], first: TrueTransition, next_obs: Decoded, used: set[Stamp]
+) -> tuple[TrueTransition, ...]:
+    """The chain of real transitions from ``first`` to the one that reaches ``next_obs``, all in
+    one episode and none matched yet; () when ``next_obs`` is no later step of that episode."""
+    if not isinstance(next_obs, Stamp) or next_obs == first.next_obs:
+        return ()
+    end = first.next_obs
+    if (next_obs.env, next_obs.episode, next_obs.salt) != (end.env, end.episode, end.salt) or next_obs.step <= end.step:
+        return ()
+    chain = [first]
+    while chain[-1].next_obs != next_obs:
+        following = by_start.get(chain[-1].next_obs)
+        if following is None or following.obs in used or following.episode != first.episode:
+            return ()
+        chain.append(following)
+    return tuple(chain)
 
 
 def any_stamp_survives(run: Run, env: int) -> bool:

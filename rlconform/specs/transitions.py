@@ -30,6 +30,9 @@ from rlconform.specs.helpers import (
 from rlconform.specs.registry import ISAACLAB_RSL_RL_FAMILY, TRANSITION_FAMILIES, Checker, Outcome, spec
 from rlconform.specs.value_changes import (
     check_one_time_limit,
+    declared,
+    expected_reward,
+    frame_skip_change,
     judge,
     judge_truncation,
     observation_change,
@@ -99,14 +102,17 @@ def transitions_exact(run: Run) -> Outcome:
             t = m.truth
             index = order[t.obs]
             ck.expect(index > last, f"transition {t.obs.short()} extracted out of order", **where)
-            last = max(last, index)
+            end = m.last or t
+            last = max(last, order[end.obs])
             changed = observation_change(run, m)
             if changed is not None:
                 judge(ck, run, "observation", changed, env=env, agent_step=slot.agent_step)
+            if m.span:
+                judge(ck, run, "frame_skip", frame_skip_change(m), env=env, agent_step=slot.agent_step)
             ck.expect(
-                m.by_position or m.next_obs == t.next_obs,
+                m.by_position or m.next_obs == end.next_obs,
                 lambda: (
-                    f"next_obs is {describe_decoded(m.next_obs, run)}; expected {describe_decoded(t.next_obs, run)}"
+                    f"next_obs is {describe_decoded(m.next_obs, run)}; expected {describe_decoded(end.next_obs, run)}"
                 ),
                 **where,
             )
@@ -115,24 +121,25 @@ def transitions_exact(run: Run) -> Outcome:
                 f"the transition's action is {slot.action!r} but the env received {t.action.value!r}",
                 **where,
             )
-            if slot.reward is not None and not _close(slot.reward, t.reward, precision):
+            reward = expected_reward(m)
+            if slot.reward is not None and not _close(slot.reward, reward, precision):
                 judge(ck, run, "reward", reward_change(m), env=env, agent_step=slot.agent_step)
             else:
                 ck.expect(
                     slot.reward is not None,
-                    f"reward is {slot.reward!r}; the env returned {t.reward!r} for {t.next_obs.short()}",
+                    f"reward is {slot.reward!r}; the env returned {reward!r} for {end.next_obs.short()}",
                     **where,
                 )
             ck.expect(
-                slot.terminated == t.terminated,
-                f"terminated is {slot.terminated}; the env returned {t.terminated}",
+                slot.terminated == end.terminated,
+                f"terminated is {slot.terminated}; the env returned {end.terminated}",
                 **where,
             )
-            want = expected_truncated(run, t.terminated, t.truncated)
+            want = expected_truncated(run, end.terminated, end.truncated)
             if slot.truncated == want or not judge_truncation(ck, run, m, env=env):
                 ck.expect(
                     slot.truncated == want,
-                    f"truncated is {slot.truncated}; the env stack returned truncated={t.truncated}, terminated={t.terminated}",
+                    f"truncated is {slot.truncated}; the env stack returned truncated={end.truncated}, terminated={end.terminated}",
                     **where,
                 )
         by_position = (
@@ -169,6 +176,11 @@ def env_step_counts(run: Run) -> Outcome:
     if (early := _unusable(ck, run)) is not None:
         return early
     _, per_call = events_by_call(run)
+    skips = (
+        {env: [m for m in match_transitions(run, env)[0] if m.span] for env in range(run.case.num_envs)}
+        if declared(run, "frame_skip")
+        else {}
+    )
     for record in run.calls:
         if not record.agent_step:
             continue
@@ -177,6 +189,9 @@ def env_step_counts(run: Run) -> Outcome:
             extracted = sum(
                 1 for s in run.slots if s.env == env and s.call == record.position and s.kind == "transition"
             )
+            if skips and env in skips:
+                # a declared frame skip: one extracted transition stands for the env steps it spans
+                extracted += sum(len(m.span) - 1 for m in skips[env] if m.slot.call == record.position)
             ck.expect(
                 stepped == extracted,
                 f"the env was stepped {stepped} time(s) during this call; the recipe counts {extracted} transition(s)",
@@ -298,7 +313,7 @@ def terminal_obs(run: Run) -> Outcome:
     for env in range(run.case.num_envs):
         matches, _ = match_transitions(run, env)
         for m in matches:
-            t = m.truth
+            t = m.last
             if t is None or not (t.terminated or t.truncated):
                 continue
             if m.by_position:
@@ -323,16 +338,17 @@ def _flag_spec(name: str) -> None:
         for env in range(run.case.num_envs):
             matches, _ = match_transitions(run, env)
             for m in matches:
-                if m.truth is None:
+                end = m.last
+                if end is None:
                     continue
-                got, want = getattr(m.slot, name), getattr(m.truth, name)
+                got, want = getattr(m.slot, name), getattr(end, name)
                 if name == "truncated":
-                    want = expected_truncated(run, m.truth.terminated, m.truth.truncated)
+                    want = expected_truncated(run, end.terminated, end.truncated)
                     if got != want and judge_truncation(ck, run, m, env=env):
                         continue
                 ck.expect(
                     got == want,
-                    f"{name} is {got} for {m.truth.obs.short()} -> {m.truth.next_obs.short()}; the env stack returned {name}={want}",
+                    f"{name} is {got} for {end.obs.short()} -> {end.next_obs.short()}; the env stack returned {name}={want}",
                     env=env,
                     agent_step=m.slot.agent_step,
                 )
@@ -466,7 +482,7 @@ def infos_aligned(run: Run) -> Outcome:
     for env in range(run.case.num_envs):
         matches, _ = match_transitions(run, env)
         for m in matches:
-            expected = m.truth.next_obs if m.truth is not None else m.next_obs
+            expected = m.last.next_obs if m.last is not None else m.next_obs
             stamp = info_stamp(m.slot.info)
             ck.expect(
                 stamp == expected,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 _DECLARED = {
     "reward": "rewards changed by the stack, as declared (--intended reward)",
     "observation": "observations changed by the stack, as declared (--intended observation)",
+    "frame_skip": "the stack steps the env several times per transition, as declared (--intended frame_skip)",
 }
 
 
@@ -39,12 +40,29 @@ def judge(ck: Checker, run: Run, intent: str, change: str, *, env: int, agent_st
     ck.fail(f"{change}; {hint(intent)}", env=env, agent_step=agent_step)
 
 
+def expected_reward(m: Match) -> float:
+    """The env's reward for a delivered transition: the sum over the env steps it spans."""
+    assert m.truth is not None
+    return sum(t.reward for t in m.span) if m.span else m.truth.reward
+
+
 def reward_change(m: Match) -> str:
     """Wording of a delivered transition whose reward is not the env's."""
-    assert m.truth is not None
+    end = m.last
+    assert end is not None
+    over = f" (the sum over the {len(m.span)} env steps it spans)" if m.span else ""
     return (
-        f"reward is {m.slot.reward!r} but the env returned {m.truth.reward!r} for {m.truth.next_obs.short()}: "
+        f"reward is {m.slot.reward!r} but the env returned {expected_reward(m)!r}{over} for {end.next_obs.short()}: "
         "the stack changed it"
+    )
+
+
+def frame_skip_change(m: Match) -> str:
+    """Wording of a delivered transition that spans several env steps."""
+    assert m.truth is not None and m.span
+    return (
+        f"next_obs is {m.span[-1].next_obs.short()}, {len(m.span)} env steps after {m.truth.obs.short()}: the stack "
+        f"stepped the env {len(m.span)} times for this one transition (a frame skip)"
     )
 
 
@@ -80,7 +98,7 @@ def stack_truncation(run: Run, m: Match) -> int | None:
     the episode never ended in the env and was not stepped past this transition: the stack cut
     it (a time limit it adds, TorchRL's ``StepCounter(max_steps)``, a TimeLimit around each env).
     """
-    t = m.truth
+    t = m.last
     if t is None or run.truth is None or not m.slot.truncated or m.slot.terminated:
         return None
     if t.truncated or t.terminated:
@@ -97,14 +115,15 @@ def judge_truncation(ck: Checker, run: Run, m: Match, *, env: int) -> bool:
     step = stack_truncation(run, m)
     if step is None:
         return False
-    assert m.truth is not None
+    end = m.last
+    assert end is not None
     where = {"env": env, "agent_step": m.slot.agent_step}
     if declared(run, "time_limit"):
         ck.expect(True, "")
         ck.note(f"the stack truncates episodes after {step} steps, as declared (--intended time_limit)")
         return True
     ck.fail(
-        f"truncated is True at {m.truth.next_obs.short()} but the env did not end the episode: the stack cut it "
+        f"truncated is True at {end.next_obs.short()} but the env did not end the episode: the stack cut it "
         f"after {step} steps (a time limit added by the stack); {hint('time_limit')}",
         **where,
     )
@@ -126,7 +145,7 @@ def check_one_time_limit(ck: Checker, run: Run, matches: list[tuple[int, Match]]
     )
     limit = min(cuts)
     for env, m in matches:
-        t = m.truth
+        t = m.last
         if t is None:
             continue
         if t.next_obs.step > limit:
