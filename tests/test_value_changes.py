@@ -311,3 +311,19 @@ def test_cli_check_intended_turns_a_reward_change_into_a_declared_pass(tmp_path:
     assert "rewards changed by the stack, as declared (--intended reward)" in declared.stdout
     bad = subprocess.run([*base, "--intended", "bogus"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unknown intended change 'bogus'" in bad.stdout + bad.stderr
+
+
+def test_plugin_intended_option_declares_the_change(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
+    pytester.makepyfile(
+        mystack=(
+            "from gymnasium.vector import SyncVectorEnv\n"
+            "from gymnasium.wrappers.vector import ClipReward\n\n\n"
+            "def make(env_fns, **kwargs):\n"
+            "    return ClipReward(SyncVectorEnv(env_fns, **kwargs), min_reward=-0.5, max_reward=0.5)\n"
+        )
+    )
+    check = ["-p", "no:cacheprovider", "--rlconform-check", "mystack:make", "--rlconform-api", "gymnasium.vector"]
+    check += ["--rlconform-specs", "transitions.exact"]
+    result = pytester.runpytest_subprocess(*check, "--rlconform-intended", "reward")
+    result.assert_outcomes(passed=1)

@@ -215,6 +215,9 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
         return _match_by_position(run, env)
     by_start = {t.obs: t for t in run.truth.envs[env].transitions}
     used: set[Stamp] = set()
+    # observations extracted transitions start from: a span never swallows one of them (a next
+    # observation overwritten by a later step is a wrong next_obs, not a frame skip)
+    starts = {d for s in run.slots_of(env) if s.kind == "transition" and isinstance(d := decode(run, s.obs), Stamp)}
     matches: list[Match] = []
     for slot in run.slots_of(env):
         if slot.kind != "transition":
@@ -225,7 +228,7 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
         span: tuple[TrueTransition, ...] = ()
         if truth is not None:
             used.add(truth.obs)
-            span = _spanned(by_start, truth, next_obs, used)
+            span = _spanned(by_start, truth, next_obs, used | starts)
             used.update(t.obs for t in span)
         matches.append(Match(slot, obs, next_obs, truth, span=span))
     missing = [t for t in run.truth.envs[env].transitions if t.obs not in used]
@@ -236,7 +239,8 @@ def _spanned(
     by_start: dict[Stamp, TrueTransition], first: TrueTransition, next_obs: Decoded, used: set[Stamp]
 ) -> tuple[TrueTransition, ...]:
     """The chain of real transitions from ``first`` to the one that reaches ``next_obs``, all in
-    one episode and none matched yet; () when ``next_obs`` is no later step of that episode."""
+    one episode and none of the later ones starting from a ``used`` observation; () when
+    ``next_obs`` is no later step of that episode."""
     if not isinstance(next_obs, Stamp) or next_obs == first.next_obs:
         return ()
     end = first.next_obs
