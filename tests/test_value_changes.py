@@ -250,6 +250,29 @@ def test_torchrl_frame_skip_steps_past_an_episode_end_even_when_declared() -> No
     )
 
 
+def time_limit_per_env(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import TimeLimit
+
+    return SyncVectorEnv([lambda fn=fn: TimeLimit(fn(), 3) for fn in env_fns], **kwargs)
+
+
+def test_a_gymnasium_time_limit_around_each_env_also_when_it_coincides_with_termination() -> None:
+    """TimeLimit(3) around each env: episodes the env never ends are cut at step 3, and one the
+    env terminates at step 3 gets both flags (Gymnasium's TimeLimit sets truncated there too)."""
+    system = factory_system(time_limit_per_env, "gymnasium.vector")
+    script = dataclasses.replace(SCRIPT, episodes=(EpisodePlan(3, "terminated"), EpisodePlan(5, "never")))
+    case = _case(script, 2, 9)
+    messages = _messages(_check(_run(system, case), "flags.truncated"))
+    assert any("but the env did not end the episode: the stack cut it after 3 steps" in m for m in messages)
+    assert any("but the env terminated it on that step: the stack cut it after 3 steps" in m for m in messages)
+    assert all("declare --intended time_limit" in m for m in messages), messages
+    declared = _run(_declared(system, "time_limit"), case)
+    for spec_id in ("transitions.exact", "flags.truncated", "flags.terminated", "continuity.no_discarded_episode"):
+        outcome = _check(declared, spec_id)
+        assert outcome.violations == [], (spec_id, _messages(outcome))
+
+
 # --- real defects still fail, declared intents or not ---------------------------------------
 
 

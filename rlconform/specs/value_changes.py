@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rlconform.intents import hint
-from rlconform.specs.helpers import Match, flattened_shape
+from rlconform.specs.helpers import Match, flattened_shape, match_transitions
 from rlconform.specs.registry import Checker
 
 if TYPE_CHECKING:
@@ -97,7 +97,19 @@ def stack_truncation(run: Run, m: Match) -> int | None:
     The extracted transition says truncated (not terminated), the env returned neither flag,
     the episode never ended in the env and was not stepped past this transition: the stack cut
     it (a time limit it adds, TorchRL's ``StepCounter(max_steps)``, a TimeLimit around each env).
+    A time limit reached on the very step the env terminates sets both flags (Gymnasium's
+    TimeLimit does): that counts too, at a step count where the stack also cut an episode.
     """
+    step = _cut(run, m)
+    if step is not None:
+        return step
+    t = m.last
+    if t is None or not (m.slot.truncated and m.slot.terminated and t.terminated) or t.truncated:
+        return None
+    return t.next_obs.step if t.next_obs.step in _cuts(run) else None
+
+
+def _cut(run: Run, m: Match) -> int | None:
     t = m.last
     if t is None or run.truth is None or not m.slot.truncated or m.slot.terminated:
         return None
@@ -107,6 +119,19 @@ def stack_truncation(run: Run, m: Match) -> int | None:
     if episode is None or episode.ended is not None or not episode.transitions or episode.transitions[-1] != t:
         return None
     return t.next_obs.step
+
+
+def _cuts(run: Run) -> set[int]:
+    """The step counts at which the stack cut episodes the env did not end, over the run."""
+    key = ("stack_cuts",)
+    if key not in run.memo:
+        run.memo[key] = {
+            step
+            for env in range(run.case.num_envs)
+            for m in match_transitions(run, env)[0]
+            if (step := _cut(run, m)) is not None
+        }
+    return run.memo[key]  # type: ignore[no-any-return]
 
 
 def judge_truncation(ck: Checker, run: Run, m: Match, *, env: int) -> bool:
@@ -122,8 +147,9 @@ def judge_truncation(ck: Checker, run: Run, m: Match, *, env: int) -> bool:
         ck.expect(True, "")
         ck.note(f"the stack truncates episodes after {step} steps, as declared (--intended time_limit)")
         return True
+    ended = "terminated it on that step" if end.terminated else "did not end the episode"
     ck.fail(
-        f"truncated is True at {end.next_obs.short()} but the env did not end the episode: the stack cut it "
+        f"truncated is True at {end.next_obs.short()} but the env {ended}: the stack cut it "
         f"after {step} steps (a time limit added by the stack); {hint('time_limit')}",
         **where,
     )
