@@ -88,7 +88,7 @@ def transitions_exact(run: Run) -> Outcome:
             if isinstance(m.obs, Garbage) and not m.by_position:
                 ck.fail(f"the extracted transition starts from {m.obs.describe()}", **where)
                 continue
-            if m.truth is None:
+            if m.truth is None and isinstance(m.obs, Stamp):
                 hint = ""
                 episode = run.truth.episode_of(m.obs)
                 if episode is not None and episode.terminal == m.obs:
@@ -100,6 +100,7 @@ def transitions_exact(run: Run) -> Outcome:
                 )
                 continue
             t = m.truth
+            assert t is not None  # unmatched transitions were reported above
             index = order[t.obs]
             ck.expect(index > last, f"transition {t.obs.short()} extracted out of order", **where)
             end = m.last or t
