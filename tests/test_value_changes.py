@@ -186,6 +186,23 @@ def test_observations_that_lose_their_stamp_are_matched_by_position() -> None:
         assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
 
 
+def dict_info_to_list(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import DictInfoToList
+
+    return DictInfoToList(SyncVectorEnv(env_fns, **kwargs))
+
+
+def test_infos_converted_to_a_list_lose_no_transition_and_the_layout_is_an_api_finding() -> None:
+    """DictInfoToList lists infos per sub-env: the recipe read them as a dict and extracted no
+    transition at all ("missing transition" everywhere); the layout is api.shape's finding."""
+    run = _run(factory_system(dict_info_to_list, "gymnasium.vector"), _case(SCRIPT, 2, 6))
+    for spec_id in ("transitions.exact", "infos.aligned", "counts.env_steps", "terminal.final_obs"):
+        outcome = _check(run, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+    assert any("infos is a list; documented: a dict" in m for m in _messages(_check(run, "api.shape")))
+
+
 # --- a time limit the stack adds ------------------------------------------------------------
 
 
