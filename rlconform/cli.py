@@ -35,7 +35,7 @@ from rlconform.search import Verdict
 from rlconform.specs.registry import Spec, all_specs
 from rlconform.suite import RunInterrupted, print_progress, run_checks
 from rlconform.systems import System, all_systems
-from rlconform.user import FACTORY_SIGNATURES, ISAACLAB_API, BadInput, probe, user_system
+from rlconform.user import FACTORY_SIGNATURES, ISAACLAB_API, BadInput, probe, user_system, with_intents
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 #: the shell's status for a process ended by SIGINT (128 + 2)
@@ -120,6 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         default="auto",
         help="--api isaaclab: torch device of the env (default: cuda if there is one, else cpu)",
+    )
+    check.add_argument(
+        "--intended",
+        action="append",
+        metavar="CHANGES",
+        help="value changes your stack makes on purpose, comma-separated: "
+        "reward, observation, time_limit (accepted and listed as 'changed as declared'); repeatable",
     )
     _add_common(check)
 
@@ -477,6 +484,7 @@ def _check(args: argparse.Namespace) -> int:
     seed = None if profile.derandomize else session_seed()
     options = {"num_envs": args.num_envs, "device": args.device} if args.api == ISAACLAB_API else {}
     system = probe(user_system(args.target, args.api, **options))
+    system = with_intents(system, args.intended)
     specs = [spec for spec in _specs(args) if system.family in spec.families]
     if not specs:
         raise BadInput(f"no spec matches {args.spec} for family {args.api}")

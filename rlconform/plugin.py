@@ -107,6 +107,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="--rlconform-api isaaclab: torch device of the env (default: cuda if there is one, else cpu)",
     )
     group.addoption(
+        "--rlconform-intended",
+        action="append",
+        default=[],
+        dest="rlconform_intended",
+        metavar="CHANGES",
+        help="value changes the --rlconform-check systems make on purpose, comma-separated: reward, observation, "
+        "time_limit (accepted and listed as 'changed as declared'; repeatable)",
+    )
+    group.addoption(
         "--rlconform-systems",
         action="append",
         default=[],
@@ -532,7 +541,7 @@ class RlconformSession:
         references: list[str] = self.config.getoption("rlconform_check")
         if not references:
             return []
-        from rlconform.user import BadInput, probe, user_system
+        from rlconform.user import BadInput, probe, user_system, with_intents
 
         family = self.config.getoption("rlconform_api")
         if not family:
@@ -546,7 +555,9 @@ class RlconformSession:
         systems = []
         for reference in references:
             try:
-                system = probe(user_system(reference, family, **options))
+                system = with_intents(
+                    probe(user_system(reference, family, **options)), self.config.getoption("rlconform_intended")
+                )
             except BadInput as exc:
                 raise pytest.UsageError(f"rlconform: {exc}") from None
             except Exception as exc:

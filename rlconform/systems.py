@@ -97,6 +97,9 @@ class System:
     #: Gymnasium lacks, say); None: it has. Asked at run time: the compatibility matrix runs the
     #: same registry against several releases.
     availability: Callable[[], str | None] | None = None
+    #: value changes the user declared to be on purpose (rlconform.intents): the specs accept
+    #: them and list them as "changed as declared" instead of failing
+    intended: frozenset[str] = frozenset()
 
     @property
     def expensive(self) -> bool:

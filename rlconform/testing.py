@@ -37,7 +37,7 @@ import pytest
 from rlconform.search import Verdict
 from rlconform.specs.registry import Spec, all_specs
 from rlconform.systems import System, all_systems
-from rlconform.user import BadInput, factory_system, probe, user_system
+from rlconform.user import BadInput, factory_system, probe, user_system, with_intents
 
 #: what ``systems`` may hold: a factory, ``MODULE:CALLABLE``, a bundled system id or glob, a System
 SystemLike = Callable[..., Any] | str | System
@@ -81,16 +81,19 @@ def parametrize_with_checks(
     *,
     api: str | None = None,
     specs: Sequence[str] | None = None,
+    intended: Sequence[str] | str | None = None,
 ) -> pytest.MarkDecorator:
     """Parametrize a test over every (system, spec) pair, as ``rlconform_check``.
 
     ``systems``: factories (callables with the signature of family ``api``), ``MODULE:CALLABLE``
     strings (also of family ``api``), ids or globs of bundled systems (``rlconform list``), or
     :class:`~rlconform.systems.System` objects. ``specs``: spec ids or globs (default: every spec
-    that applies to the system's family). Bad input raises :class:`~rlconform.user.BadInput` when
+    that applies to the system's family). ``intended``: value changes the systems make on purpose
+    (``"reward"``, ``"observation"``, ``"time_limit"``; rlconform.intents), accepted and listed as
+    "changed as declared". Bad input raises :class:`~rlconform.user.BadInput` when
     the test module is imported, with a one-line reason.
     """
-    resolved = _resolve_systems(list(systems), api)
+    resolved = [with_intents(system, intended) for system in _resolve_systems(list(systems), api)]
     chosen = _resolve_specs(specs)
     params = []
     for system in resolved:

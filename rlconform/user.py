@@ -102,6 +102,20 @@ def user_system(reference: str, family: str, **options: Any) -> System:
     return factory_system(fn, family, reference, **options)
 
 
+def with_intents(system: System, intended: Sequence[str] | str | None) -> System:
+    """``system`` with the value changes its user declared on purpose (rlconform.intents); an
+    unknown intent is bad input."""
+    import dataclasses
+
+    from rlconform.intents import UnknownIntent, parse_intents
+
+    try:
+        intents = parse_intents(intended)
+    except UnknownIntent as exc:
+        raise BadInput(str(exc)) from None
+    return dataclasses.replace(system, intended=intents) if intents else system
+
+
 def reference_of(fn: Callable[..., Any]) -> str:
     """``MODULE:QUALNAME`` of a factory, the name its system and reproducers carry."""
     module = getattr(fn, "__module__", None) or "__main__"

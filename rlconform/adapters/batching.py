@@ -37,7 +37,11 @@ def unbatch_infos(infos: Mapping[str, Any], num_envs: int) -> list[dict[str, Any
     """Gymnasium's vector info dict (values batched, ``_key`` masks) as one dict per sub-env.
 
     A key whose mask is missing is read for every sub-env; the API spec reports missing masks.
+    Infos already listed per sub-env (Gymnasium's ``DictInfoToList`` converts them so) are read
+    as they are: an info layout the stack changed is no reason to lose the transitions.
     """
+    if isinstance(infos, (list, tuple)) and len(infos) == num_envs and all(isinstance(i, Mapping) for i in infos):
+        return [dict(info) for info in infos]
     per_env: list[dict[str, Any]] = [{} for _ in range(num_envs)]
     for key, value in infos.items():
         if key.startswith("_") and key[1:] in infos:

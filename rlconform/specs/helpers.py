@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlconform.fixtures.calllog import LogRecord, ResetRecord, StepRecord
+from rlconform.fixtures.layouts import decode_flattened
 from rlconform.fixtures.spaces import Decoded, Garbage
 from rlconform.stamp import Stamp
 from rlconform.trace import Slot
@@ -42,9 +43,26 @@ def _decode(run: Run, value: Any) -> Decoded:
         n_stack = run.semantics.get("frame_stack")
         if n_stack:
             return decode_stacked(run.case.script.obs, value, int(n_stack))
-        return run.case.script.obs.decode(value)
+        decoded = run.case.script.obs.decode(value)
+        if isinstance(decoded, Garbage):
+            # a stack that flattened the observation kept its stamp: identify it, and let the
+            # spec that owns observations report the changed layout (flattened_shape)
+            flat = decode_flattened(run.case.script.obs, value)
+            if isinstance(flat, Stamp):
+                run.memo[("flattened", id(value))] = tuple(np.shape(value))
+                return flat
+        return decoded
     except Exception as exc:  # malformed structures decode to a reason, never to a crash
         return Garbage(f"undecodable {type(value).__name__}: {exc}")
+
+
+def flattened_shape(run: Run, value: Any) -> tuple[int, ...] | None:
+    """The shape of ``value`` when its stamp was read through a flattened layout, else None."""
+    if value is None:
+        return None
+    decode(run, value)
+    shape = run.memo.get(("flattened", id(value)))
+    return shape if isinstance(shape, tuple) else None
 
 
 def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
@@ -168,6 +186,17 @@ class Match:
     obs: Decoded
     next_obs: Decoded
     truth: TrueTransition | None
+    #: paired by position, not by stamp: no observation of this env's transitions carried one
+    #: (the stack transformed them beyond decoding)
+    by_position: bool = False
+    #: the real transitions this one spans when its next observation is several env steps
+    #: later in the same episode (a frame skip: the stack stepped the env more than once)
+    span: tuple[TrueTransition, ...] = ()
+
+    @property
+    def last(self) -> TrueTransition | None:
+        """The real transition whose next observation and flags this one should carry."""
+        return self.span[-1] if self.span else self.truth
 
 
 def match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
@@ -182,8 +211,13 @@ def match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransit
 
 def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
     assert run.truth is not None
+    if not any_stamp_survives(run, env):
+        return _match_by_position(run, env)
     by_start = {t.obs: t for t in run.truth.envs[env].transitions}
     used: set[Stamp] = set()
+    # observations extracted transitions start from: a span never swallows one of them (a next
+    # observation overwritten by a later step is a wrong next_obs, not a frame skip)
+    starts = {d for s in run.slots_of(env) if s.kind == "transition" and isinstance(d := decode(run, s.obs), Stamp)}
     matches: list[Match] = []
     for slot in run.slots_of(env):
         if slot.kind != "transition":
@@ -191,11 +225,56 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
         obs = decode(run, slot.obs)
         next_obs = decode(run, slot.next_obs)
         truth = by_start.get(obs) if isinstance(obs, Stamp) and obs not in used else None
+        span: tuple[TrueTransition, ...] = ()
         if truth is not None:
             used.add(truth.obs)
-        matches.append(Match(slot, obs, next_obs, truth))
+            span = _spanned(by_start, truth, next_obs, used | starts)
+            used.update(t.obs for t in span)
+        matches.append(Match(slot, obs, next_obs, truth, span=span))
     missing = [t for t in run.truth.envs[env].transitions if t.obs not in used]
     return matches, missing
+
+
+def _spanned(
+    by_start: dict[Stamp, TrueTransition], first: TrueTransition, next_obs: Decoded, used: set[Stamp]
+) -> tuple[TrueTransition, ...]:
+    """The chain of real transitions from ``first`` to the one that reaches ``next_obs``, all in
+    one episode and none of the later ones starting from a ``used`` observation; () when
+    ``next_obs`` is no later step of that episode."""
+    if not isinstance(next_obs, Stamp) or next_obs == first.next_obs:
+        return ()
+    end = first.next_obs
+    if (next_obs.env, next_obs.episode, next_obs.salt) != (end.env, end.episode, end.salt) or next_obs.step <= end.step:
+        return ()
+    chain = [first]
+    while chain[-1].next_obs != next_obs:
+        following = by_start.get(chain[-1].next_obs)
+        if following is None or following.obs in used or following.episode != first.episode:
+            return ()
+        chain.append(following)
+    return tuple(chain)
+
+
+def any_stamp_survives(run: Run, env: int) -> bool:
+    """Whether any observation of ``env``'s extracted transitions decodes to a stamp (True when
+    there are none: nothing to match either way)."""
+    slots = [s for s in run.slots_of(env) if s.kind == "transition"]
+    if not slots:
+        return True
+    return any(isinstance(decode(run, s.obs), Stamp) or isinstance(decode(run, s.next_obs), Stamp) for s in slots)
+
+
+def _match_by_position(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
+    """The k-th extracted transition with the k-th real one: the fallback where no stamp
+    survives the stack. Extra extracted transitions are invented, extra real ones missing."""
+    assert run.truth is not None
+    real = run.truth.envs[env].transitions
+    slots = [s for s in run.slots_of(env) if s.kind == "transition"]
+    matches = [
+        Match(slot, decode(run, slot.obs), decode(run, slot.next_obs), real[k] if k < len(real) else None, True)
+        for k, slot in enumerate(slots)
+    ]
+    return matches, list(real[len(slots) :])
 
 
 def first_step_calls(run: Run) -> dict[int, int]:

@@ -1,0 +1,369 @@
+"""Stacks that change values on purpose: every transition is delivered, so a changed reward,
+observation layout or a stack-added time limit is reported as what it is (a value change of the
+spec owning the field, with how to declare it), never as a missing or invented transition; a
+declared change passes and is listed as "changed as declared"; real missing and invented
+transitions still fail, declared intents or not.
+
+Each test drives a real stack (Gymnasium, SB3, TorchRL) on one fixed case and reads the specs
+directly: no Hypothesis search, so they stay cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlconform.fixtures.script import EnvScript, EpisodePlan
+from rlconform.fixtures.spaces import BoxObs, DictObs, DiscreteAction
+from rlconform.intents import INTENTS, parse_intents
+from rlconform.plan import Case, Reset, Step
+from rlconform.runner import Run, execute
+from rlconform.specs.registry import Outcome, get_spec
+from rlconform.systems import System, get_system
+from rlconform.user import BadInput, factory_system, with_intents
+
+pytest.importorskip("gymnasium")
+
+#: two episodes per env: one that terminates after 2 steps, one truncated by the env after 3
+SCRIPT = EnvScript(
+    obs=BoxObs(), action=DiscreteAction(n=2), episodes=(EpisodePlan(2, "terminated"), EpisodePlan(3, "truncated"))
+)
+DICT_SCRIPT = dataclasses.replace(SCRIPT, obs=DictObs((("pos", BoxObs(shape=(2, 3))), ("state", BoxObs()))))
+#: episodes the env never ends: only a time limit the stack adds ends them
+ENDLESS = dataclasses.replace(SCRIPT, episodes=(EpisodePlan(1, "never"),))
+ALL_INTENTS = frozenset(INTENTS)
+MISSING_OR_INVENTED = ("missing transition", "invented transition", "starts from not an observation")
+
+
+def _case(script: EnvScript, num_envs: int, steps: int) -> Case:
+    return Case(script, num_envs, (Reset(seed=3), *tuple(Step((i % 2,) * num_envs) for i in range(steps))))
+
+
+def _check(run: Run, spec_id: str) -> Outcome:
+    return get_spec(spec_id).check(run)
+
+
+def _messages(outcome: Outcome) -> list[str]:
+    return [v.render() for v in outcome.violations]
+
+
+def _declared(system: System, *intents: str) -> System:
+    return dataclasses.replace(system, intended=frozenset(intents))
+
+
+def _run(system: System, case: Case) -> Run:
+    run = execute(system, case, with_model=False)
+    assert run.usable, run.build_error
+    return run
+
+
+# --- the stacks (module level: user factories are importable) ------------------------------
+
+
+def clip_reward(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import ClipReward
+
+    return ClipReward(SyncVectorEnv(env_fns, **kwargs), min_reward=-0.5, max_reward=0.5)
+
+
+def transform_reward(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import TransformReward
+
+    return TransformReward(SyncVectorEnv(env_fns, **kwargs), lambda r: 2 * r + 1)
+
+
+def flatten_observation(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import FlattenObservation
+
+    return FlattenObservation(SyncVectorEnv(env_fns, **kwargs))
+
+
+def shift_observation(env_fns: Any, **kwargs: Any) -> Any:
+    """Moves every observation by 0.5: no observation decodes any more."""
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import TransformObservation
+
+    envs = SyncVectorEnv(env_fns, **kwargs)
+    return TransformObservation(envs, lambda obs: obs + 0.5, envs.observation_space)
+
+
+def vec_normalize_reward(env_fns: Any) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    return VecNormalize(DummyVecEnv(env_fns), norm_obs=False, norm_reward=True)
+
+
+def torchrl_reward_clipping(env_fn: Any) -> Any:
+    from torchrl.envs import GymWrapper, RewardClipping, TransformedEnv
+
+    return TransformedEnv(GymWrapper(env_fn()), RewardClipping(-0.5, 0.5))
+
+
+def torchrl_step_counter(env_fn: Any) -> Any:
+    from torchrl.envs import GymWrapper, StepCounter, TransformedEnv
+
+    return TransformedEnv(GymWrapper(env_fn()), StepCounter(max_steps=3))
+
+
+# --- rewards --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("factory", [clip_reward, transform_reward], ids=["ClipReward", "TransformReward"])
+def test_a_gymnasium_reward_transform_is_a_reward_change_and_passes_when_declared(factory: Any) -> None:
+    system = factory_system(factory, "gymnasium.vector")
+    run = _run(system, _case(SCRIPT, 2, 6))
+    messages = _messages(_check(run, "transitions.exact"))
+    assert messages, "the rewards the agent sees are not the env's"
+    assert all("the stack changed it; declare --intended reward if this is on purpose" in m for m in messages), messages
+    assert not any(word in m for m in messages for word in MISSING_OR_INVENTED), messages
+
+    declared = _check(_run(_declared(system, "reward"), _case(SCRIPT, 2, 6)), "transitions.exact")
+    assert declared.violations == [] and declared.checked > 0
+    assert declared.notes == ["rewards changed by the stack, as declared (--intended reward)"]
+
+
+def test_torchrl_reward_clipping_is_a_reward_change_and_passes_when_declared() -> None:
+    pytest.importorskip("torchrl")
+    system = factory_system(torchrl_reward_clipping, "torchrl.EnvBase")
+    case = _case(SCRIPT, 1, 5)
+    messages = _messages(_check(_run(system, case), "transitions.exact"))
+    assert messages and all("declare --intended reward" in m for m in messages), messages
+    assert not any(word in m for m in messages for word in MISSING_OR_INVENTED), messages
+    assert _check(_run(_declared(system, "reward"), case), "transitions.exact").violations == []
+
+
+def test_sb3_vec_normalize_of_rewards_only_is_read_through_its_documented_inverse() -> None:
+    """VecNormalize(norm_obs=False) has no obs_rms: recording its statistics raised inside
+    rlconform (an internal error on every spec); SB3's recipe stores get_original_reward(), so
+    the transitions are the env's and no change needs declaring."""
+    pytest.importorskip("stable_baselines3")
+    system = factory_system(vec_normalize_reward, "sb3.VecEnv")
+    run = _run(system, _case(SCRIPT, 2, 6))
+    assert not any(c.failed for c in run.calls), [c.error_message for c in run.calls]
+    for spec_id in ("transitions.exact", "flags.truncated", "statistics.normalizer"):
+        outcome = _check(run, spec_id)
+        assert outcome.violations == [], (spec_id, _messages(outcome))
+
+
+# --- observations ---------------------------------------------------------------------------
+
+
+def test_flattened_dict_observations_keep_their_stamp_and_are_an_observation_change() -> None:
+    system = factory_system(flatten_observation, "gymnasium.vector")
+    case = _case(DICT_SCRIPT, 2, 6)
+    run = _run(system, case)
+    messages = _messages(_check(run, "transitions.exact"))
+    assert messages and all("flattened to shape" in m and "declare --intended observation" in m for m in messages)
+    assert not any(word in m for m in messages for word in MISSING_OR_INVENTED), messages
+    # the transitions are identified by their stamps: the other specs read them as usual
+    for spec_id in ("infos.aligned", "terminal.final_obs", "flags.truncated", "continuity.fresh_first_obs"):
+        outcome = _check(run, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+    declared = _check(_run(_declared(system, "observation"), case), "transitions.exact")
+    assert declared.violations == [] and declared.notes == [
+        "observations changed by the stack, as declared (--intended observation)"
+    ]
+
+
+def test_observations_that_lose_their_stamp_are_matched_by_position() -> None:
+    system = factory_system(shift_observation, "gymnasium.vector")
+    case = _case(SCRIPT, 2, 6)
+    messages = _messages(_check(_run(system, case), "transitions.exact"))
+    assert messages and all("matched by position; declare --intended observation" in m for m in messages), messages
+    assert not any(word in m for m in messages for word in MISSING_OR_INVENTED), messages
+    run = _run(_declared(system, "observation"), case)
+    for spec_id in ("transitions.exact", "infos.aligned", "flags.terminated", "flags.truncated"):
+        outcome = _check(run, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+
+
+def dict_info_to_list(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import DictInfoToList
+
+    return DictInfoToList(SyncVectorEnv(env_fns, **kwargs))
+
+
+def test_infos_converted_to_a_list_lose_no_transition_and_the_layout_is_an_api_finding() -> None:
+    """DictInfoToList lists infos per sub-env: the recipe read them as a dict and extracted no
+    transition at all ("missing transition" everywhere); the layout is api.shape's finding."""
+    run = _run(factory_system(dict_info_to_list, "gymnasium.vector"), _case(SCRIPT, 2, 6))
+    for spec_id in ("transitions.exact", "infos.aligned", "counts.env_steps", "terminal.final_obs"):
+        outcome = _check(run, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+    assert any("infos is a list; documented: a dict" in m for m in _messages(_check(run, "api.shape")))
+
+
+# --- a time limit the stack adds ------------------------------------------------------------
+
+
+def test_torchrl_step_counter_time_limit_is_a_truncation_by_the_stack_and_passes_when_declared() -> None:
+    pytest.importorskip("torchrl")
+    system = factory_system(torchrl_step_counter, "torchrl.EnvBase")
+    case = _case(ENDLESS, 1, 7)
+    run = _run(system, case)
+    for spec_id in ("transitions.exact", "flags.truncated"):
+        messages = _messages(_check(run, spec_id))
+        assert messages and all(
+            "the stack cut it after 3 steps (a time limit added by the stack); declare --intended time_limit" in m
+            for m in messages
+        ), messages
+        assert not any(word in m for m in messages for word in MISSING_OR_INVENTED), messages
+    # the stack's reset after its own truncation discards nothing behind the agent's back
+    assert _check(run, "continuity.no_discarded_episode").violations == []
+    declared = _run(_declared(system, "time_limit"), case)
+    for spec_id in ("transitions.exact", "flags.truncated", "continuity.no_discarded_episode", "counts.env_steps"):
+        outcome = _check(declared, spec_id)
+        assert outcome.violations == [], (spec_id, _messages(outcome))
+    assert "the stack truncates episodes after 3 steps, as declared (--intended time_limit)" in (
+        _check(declared, "flags.truncated").notes
+    )
+
+
+def torchrl_frame_skip(env_fn: Any) -> Any:
+    from torchrl.envs import FrameSkipTransform, GymWrapper, TransformedEnv
+
+    return TransformedEnv(GymWrapper(env_fn()), FrameSkipTransform(2))
+
+
+def test_torchrl_frame_skip_spans_env_steps_and_passes_when_declared() -> None:
+    """Episodes of 4 steps under a frame skip of 2: each transition spans two env steps, its
+    reward their sum; none of the env's transitions is missing."""
+    pytest.importorskip("torchrl")
+    system = factory_system(torchrl_frame_skip, "torchrl.EnvBase")
+    case = _case(dataclasses.replace(SCRIPT, episodes=(EpisodePlan(4, "terminated"),)), 1, 5)
+    messages = _messages(_check(_run(system, case), "transitions.exact"))
+    assert messages and all(
+        "2 env steps after" in m and "a frame skip); declare --intended frame_skip" in m for m in messages
+    ), messages
+    assert not any(word in m for m in messages for word in MISSING_OR_INVENTED), messages
+    declared = _run(_declared(system, "frame_skip"), case)
+    for spec_id in ("transitions.exact", "counts.env_steps", "flags.terminated", "terminal.final_obs"):
+        outcome = _check(declared, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+
+
+def test_torchrl_frame_skip_steps_past_an_episode_end_even_when_declared() -> None:
+    """FrameSkipTransform._step repeats env.step frame_skip - 1 times without looking at done
+    (torchrl/envs/transforms/_env.py): an episode of 3 steps is stepped to step 4."""
+    pytest.importorskip("torchrl")
+    system = _declared(factory_system(torchrl_frame_skip, "torchrl.EnvBase"), *ALL_INTENTS)
+    run = _run(system, _case(dataclasses.replace(SCRIPT, episodes=(EpisodePlan(3, "truncated"),)), 1, 2))
+    assert any(
+        "after it had ended (it reached step 4)" in m for m in _messages(_check(run, "lifecycle.no_step_after_end"))
+    )
+    assert any(
+        re.search(r"next_obs is episode \d+ step 4; expected episode \d+ step 3 \(the terminal observation\)", m)
+        for m in _messages(_check(run, "terminal.final_obs"))
+    )
+
+
+def time_limit_per_env(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import TimeLimit
+
+    return SyncVectorEnv([lambda fn=fn: TimeLimit(fn(), 3) for fn in env_fns], **kwargs)
+
+
+def test_a_gymnasium_time_limit_around_each_env_also_when_it_coincides_with_termination() -> None:
+    """TimeLimit(3) around each env: episodes the env never ends are cut at step 3, and one the
+    env terminates at step 3 gets both flags (Gymnasium's TimeLimit sets truncated there too)."""
+    system = factory_system(time_limit_per_env, "gymnasium.vector")
+    script = dataclasses.replace(SCRIPT, episodes=(EpisodePlan(3, "terminated"), EpisodePlan(5, "never")))
+    case = _case(script, 2, 9)
+    messages = _messages(_check(_run(system, case), "flags.truncated"))
+    assert any("but the env did not end the episode: the stack cut it after 3 steps" in m for m in messages)
+    assert any("but the env terminated it on that step: the stack cut it after 3 steps" in m for m in messages)
+    assert all("declare --intended time_limit" in m for m in messages), messages
+    declared = _run(_declared(system, "time_limit"), case)
+    for spec_id in ("transitions.exact", "flags.truncated", "flags.terminated", "continuity.no_discarded_episode"):
+        outcome = _check(declared, spec_id)
+        assert outcome.violations == [], (spec_id, _messages(outcome))
+
+
+# --- real defects still fail, declared intents or not ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("system_id", "spec_id", "words"),
+    [
+        ("planted.mislabelled_mode", "transitions.exact", "invented transition"),
+        ("planted.double_step", "transitions.exact", "missing transition"),
+        ("planted.drops_truncation", "flags.truncated", "truncated is False"),
+        ("planted.reset_all_on_end", "continuity.no_discarded_episode", "discarded"),
+    ],
+)
+def test_planted_bugs_still_fail_even_with_every_intent_declared(system_id: str, spec_id: str, words: str) -> None:
+    planted = get_system(system_id)
+    for system in (planted, _declared(planted, *ALL_INTENTS)):
+        messages = _messages(_check(_run(system, _case(SCRIPT, 2, 8)), spec_id))
+        assert any(words in m for m in messages), (system.intended, messages)
+
+
+# --- declaring ------------------------------------------------------------------------------
+
+
+def test_intents_parse_from_commas_and_lists_and_unknown_ones_are_bad_input() -> None:
+    assert parse_intents("reward, time_limit") == {"reward", "time_limit"}
+    assert parse_intents(["reward", "observation,reward"]) == {"reward", "observation"}
+    assert parse_intents(None) == frozenset()
+    system = factory_system(clip_reward, "gymnasium.vector")
+    assert with_intents(system, ["reward"]).intended == {"reward"}
+    with pytest.raises(BadInput, match="unknown intended change 'rewards'; known: reward, observation, time_limit"):
+        with_intents(system, "rewards")
+
+
+def test_parametrize_with_checks_carries_the_declared_intents() -> None:
+    from rlconform.testing import parametrize_with_checks
+
+    mark = parametrize_with_checks(
+        [clip_reward], api="gymnasium.vector", specs=["transitions.exact"], intended="reward"
+    )
+    (param,) = mark.args[1]
+    assert param.values[0].system.intended == {"reward"}
+
+
+def test_cli_check_intended_turns_a_reward_change_into_a_declared_pass(tmp_path: Path) -> None:
+    (tmp_path / "mystack.py").write_text(
+        "from gymnasium.vector import SyncVectorEnv\n"
+        "from gymnasium.wrappers.vector import ClipReward\n\n\n"
+        "def make(env_fns, **kwargs):\n"
+        "    return ClipReward(SyncVectorEnv(env_fns, **kwargs), min_reward=-0.5, max_reward=0.5)\n"
+    )
+    base = [sys.executable, "-m", "rlconform.cli", "check", "mystack:make", "--api", "gymnasium.vector"]
+    base += ["--profile", "ci", "--spec", "transitions.exact", "--in-process"]
+    undeclared = subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert undeclared.returncode == 1, undeclared.stdout + undeclared.stderr
+    assert "the stack changed it; declare --intended reward if this is on purpose" in undeclared.stdout
+    declared = subprocess.run(
+        [*base, "--intended", "reward"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert declared.returncode == 0, declared.stdout + declared.stderr
+    assert "rewards changed by the stack, as declared (--intended reward)" in declared.stdout
+    bad = subprocess.run([*base, "--intended", "bogus"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "unknown intended change 'bogus'" in bad.stdout + bad.stderr
+
+
+def test_plugin_intended_option_declares_the_change(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
+    pytester.makepyfile(
+        mystack=(
+            "from gymnasium.vector import SyncVectorEnv\n"
+            "from gymnasium.wrappers.vector import ClipReward\n\n\n"
+            "def make(env_fns, **kwargs):\n"
+            "    return ClipReward(SyncVectorEnv(env_fns, **kwargs), min_reward=-0.5, max_reward=0.5)\n"
+        )
+    )
+    check = ["-p", "no:cacheprovider", "--rlconform-check", "mystack:make", "--rlconform-api", "gymnasium.vector"]
+    check += ["--rlconform-specs", "transitions.exact"]
+    result = pytester.runpytest_subprocess(*check, "--rlconform-intended", "reward")
+    result.assert_outcomes(passed=1)
