@@ -1,0 +1,54 @@
+"""The third-party corpus, pinned: every entry of corpus/stacks.py gets exactly its pinned verdicts
+(corpus/verdicts.json, profile ``matrix``) when checked the way a user checks it, and every FAIL is
+judged in corpus/judgements.py (true positive, documented behaviour or stack limitation) with a
+finding in FINDINGS.md. A changed verdict fails here: read it against the library's source, then
+rerun ``scripts/corpus.py --update``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from corpus.judgements import JUDGEMENTS
+from corpus.stacks import CORPUS, Entry
+
+ROOT = Path(__file__).resolve().parent.parent
+PINS: dict[str, dict[str, str]] = json.loads((ROOT / "corpus" / "verdicts.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def corpus_script() -> ModuleType:
+    path = ROOT / "scripts" / "corpus.py"
+    spec = importlib.util.spec_from_file_location("rlconform_corpus_script", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_corpus_is_large_and_spans_every_library() -> None:
+    assert len(CORPUS) >= 20
+    assert {e.api for e in CORPUS} >= {"gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase", "gymnasium.Env"}
+    third_party_envs = {e.library for e in CORPUS if e.api == "gymnasium.Env"} - {"gymnasium"}
+    assert third_party_envs, "at least one third-party env package"
+    assert len({e.name for e in CORPUS}) == len(CORPUS)
+
+
+def test_every_entry_is_pinned_and_every_judgement_is_of_a_pinned_fail() -> None:
+    assert set(PINS) == {e.name for e in CORPUS}
+    pinned_fails = {(name, spec) for name, verdicts in PINS.items() for spec, s in verdicts.items() if s == "fail"}
+    assert pinned_fails <= set(JUDGEMENTS), sorted(pinned_fails - set(JUDGEMENTS))
+    findings = (ROOT / "FINDINGS.md").read_text(encoding="utf-8")
+    for key, judgement in JUDGEMENTS.items():
+        assert f"| {judgement.finding} |" in findings, f"{key}: finding {judgement.finding} is not in FINDINGS.md"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e.name)
+def test_corpus_entry_verdicts(entry: Entry, corpus_script: ModuleType, tmp_path: Path) -> None:
+    verdicts = corpus_script.check(entry, "matrix", tmp_path)
+    assert verdicts == PINS[entry.name]
