@@ -222,7 +222,7 @@ def frozen_lake() -> Any:
 def taxi() -> Any:
     import gymnasium
 
-    return gymnasium.make("Taxi-v3")
+    return gymnasium.make("Taxi-v4")
 
 
 def blackjack() -> Any:
