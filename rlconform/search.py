@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hypothesis import given
+from hypothesis import given, reject
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import HypothesisWarning
 from hypothesis.reporting import with_reporter
@@ -116,9 +116,6 @@ class _Tally:
     first_failure: int = 0
     #: the specs' notes on what they could not check, in order of first appearance
     notes: list[str] = field(default_factory=list)
-    #: examples skipped because the system hung in them (lifecycle.responsive reports the hang)
-    hung: int = 0
-    hang: Hang | None = None
 
     def note(self, notes: list[str]) -> None:
         self.notes.extend(n for n in notes if n not in self.notes)
@@ -175,6 +172,11 @@ def check_spec(
     shrink_budget = prof.shrink_examples_for(expensive)
     failures: dict[Any, SpecFailure] = {}
 
+    # the cache as this search reads it: hung runs handled as rlconform.hangs says (the property
+    # below is kept as it was: derandomized profiles seed Hypothesis from its source text, so any
+    # edit of it would change every derandomized example and verdict)
+    cache = guarded = _HangGuard(cache, spec)
+
     def prop(case: Any) -> None:
         if failures and tally.examples - tally.first_failure >= shrink_budget:
             # shrinking budget spent: the smallest failure found so far stands; known failures
@@ -184,16 +186,6 @@ def check_spec(
             return
         run = cache.get(system, case)
         tally.examples += 1
-        hang = hang_in(system.id, case, run)
-        if hang is not None:
-            if spec.id == RESPONSIVE:
-                raise SystemHung(hang)  # the failure, as found: shrinking would wait on every hang
-            tally.hung += 1
-            tally.hang = tally.hang or hang
-            spent = budget_spent(system.id)
-            if spent is not None:
-                raise SystemHung(spent)
-            return  # not evidence for this spec: the run was stopped at the hang
         if run.build_error is not None:
             tally.build_errors += 1
             tally.build_error = run.build_error.splitlines()[0]
@@ -264,13 +256,13 @@ def check_spec(
         )
     elapsed = time.perf_counter() - start
     common: dict[str, Any] = {"examples": tally.examples, "checked": tally.checked, "seconds": elapsed, **base}
-    if tally.hang is not None:
-        tally.note([f"{tally.hung} example(s) skipped: the system hung in them (see {RESPONSIVE})"])
+    if guarded.hang is not None:
+        tally.note([f"{guarded.hung} example(s) set aside: the system hung in them (see {RESPONSIVE})"])
     if tally.checked > 0:
-        message = f"{tally.checked} facts checked over {tally.examples - tally.hung} examples"
+        message = f"{tally.checked} facts checked over {tally.examples} examples"
         return Verdict(status="pass", message=tally.with_notes(message), **common)
-    if tally.hang is not None and tally.hung + tally.build_errors + tally.not_applicable == tally.examples:
-        return Verdict(status="not_run", message=tally.hang.not_run_message(), **common)
+    if guarded.hang is not None and tally.build_errors + tally.not_applicable == tally.examples:
+        return Verdict(status="not_run", message=guarded.hang.not_run_message(), **common)
     if tally.build_errors == tally.examples:
         return Verdict(
             status="error", message=f"the system could not be built for any example: {tally.build_error}", **common
@@ -284,6 +276,38 @@ def check_spec(
     )
 
 
+class _HangGuard(RunCache):
+    """The run cache as one search reads it (:mod:`rlconform.hangs`): a hung run ends the search of
+    ``lifecycle.responsive`` at once (its failure, unshrunk: shrinking would wait on every hang);
+    for any other spec it is set aside as an invalid example (a run stopped at a hang is not
+    evidence), until the system's hang budget is spent and the search stops."""
+
+    def __init__(self, inner: RunCache, spec: Spec) -> None:
+        super().__init__(size=0)
+        self.inner = inner
+        self.spec = spec
+        #: examples set aside because the system hung in them, and the first of them
+        self.hung = 0
+        self.hang: Hang | None = None
+
+    def get(self, system: System, case: Any) -> Any:
+        run = self.inner.get(system, case)
+        hang = hang_in(system.id, case, run)
+        if hang is None:
+            return run
+        if self.spec.id == RESPONSIVE:
+            raise SystemHung(hang)
+        self.hung += 1
+        self.hang = self.hang or hang
+        spent = budget_spent(system.id)
+        if spent is not None:
+            raise SystemHung(spent)
+        reject()  # Hypothesis draws another example in its place
+
+    def clear(self) -> None:
+        self.inner.clear()
+
+
 def _hung_verdict(
     system: System, spec: Spec, hang: Hang, base: dict[str, Any], seconds: float, examples: int = 0
 ) -> Verdict:
@@ -291,9 +315,10 @@ def _hung_verdict(
     if spec.id == RESPONSIVE:
         outcome = spec.check(hang.run)
         if outcome.violations:
+            more = f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
             return Verdict(
                 status="fail",
-                message=outcome.violations[0].render(),
+                message=outcome.violations[0].render() + more,
                 reproducer=reproducer_source(system, spec, hang.case, hang.run),
                 case=hang.case,
                 violations=[v.render() for v in outcome.violations],

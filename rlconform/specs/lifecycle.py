@@ -31,7 +31,7 @@ def responsive(run: Any) -> Outcome:
     if run.build_error is not None:
         return ck.done()
     if not hasattr(run, "calls"):  # an env-author EnvRun: the runs of the bare env
-        for part in (run.first, run.second):
+        for part in (getattr(run, "first", None), getattr(run, "second", None)):
             if part is not None:
                 _check_run(ck, part)
         return ck.done()
