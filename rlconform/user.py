@@ -152,6 +152,12 @@ def factory_system(fn: Callable[..., Any], family: str, reference: str | None = 
         return _torchrl_system(fn, reference)
 
     def build(env_fns: Sequence[EnvFn]) -> Any:
+        if family == "sb3.VecEnv":
+            from rlconform.adapters.sb3_vecenv import preload_forkserver
+
+            # a SubprocVecEnv the factory starts forks its workers from a server that has SB3
+            # imported already: the probe's trials and every example build at fork speed
+            preload_forkserver()
         return fn(list(env_fns))
 
     return System(
@@ -234,7 +240,7 @@ def probe(system: System) -> System:
 
     if system.costly is not None:
         return system
-    outcome = run_isolated(_probe_in_process, system, timeout=120.0)
+    outcome = run_isolated(_probe_in_process, system, timeout=PROBE_SECONDS)
     if outcome.failure is not None:
         raise BadInput(f"building {system.source} as {system.family}: {outcome.failure}")
     kind, value = outcome.value
@@ -242,6 +248,10 @@ def probe(system: System) -> System:
         raise BadInput(value)
     spawned, capabilities = value
     return dataclasses.replace(system, costly=spawned, capabilities=capabilities)
+
+
+#: how long the probe (one build per candidate env kind, see rlconform.factory_probe) may take
+PROBE_SECONDS = 240.0
 
 
 def _expected(family: str) -> str:

@@ -224,7 +224,7 @@ def _dummy(env_fns: Sequence[EnvFn]) -> Any:
     return DummyVecEnv(list(env_fns))
 
 
-def _preload_forkserver() -> None:
+def preload_forkserver() -> None:
     """SubprocVecEnv's default start method is forkserver, whose workers re-import torch through
     SB3 (seconds per worker). Preloading SB3 and the reference env in the fork server keeps the
     default method, with the same semantics, at fork speed. It only takes effect if this process
@@ -240,7 +240,7 @@ def _preload_forkserver() -> None:
 def _subproc(env_fns: Sequence[EnvFn]) -> Any:
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
-    _preload_forkserver()
+    preload_forkserver()
     return SubprocVecEnv(list(env_fns))
 
 
