@@ -361,15 +361,17 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
 
 
 def _known_limit(stack_id: str, observation_space: Any, action_space: Any) -> str | None:
-    """A documented-by-behaviour limit of a stack that makes it misread a correct env without
-    an error of its own, so that running it could only blame the env."""
+    """A limit of a stack, seen in its behaviour, that makes it misread a correct env without an
+    error of its own at build or first reset, so that running it could only blame the env."""
     if stack_id.startswith("torchrl."):
         shifted = [
             name for name, space in (("action", action_space), ("observation", observation_space)) if _has_start(space)
         ]
         if shifted:
             # GymWrapper maps Discrete(n, start=s) to OneHot(n) / Categorical(n) over 0..n-1: the
-            # policy's action k reaches the env as k, not s + k, and observation s + k is encoded as k + s
+            # policy's action k reaches the env as k, not s + k (TorchRL 0.14: Discrete(3, start=-1)
+            # got action 2), and the env's action s < 0 cannot be encoded at all ("Class values must
+            # be non-negative"); observation v is one-hot encoded at index v, past n for v >= n
             return (
                 f"TorchRL's GymWrapper ignores the start of the env's Discrete/MultiDiscrete {' and '.join(shifted)} "
                 "space (it maps Discrete(n, start=s) to 0..n-1)"
