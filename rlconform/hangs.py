@@ -77,7 +77,8 @@ def hung_call(run: Any) -> str | None:
             return f"{call.source} did not answer {within} ({where})"
     close_error = getattr(run, "close_error", None) or ""
     if close_error.startswith(TIMEOUT_ERROR):
-        return f"close() did not answer {within}"
+        close_limit = getattr(run, "close_timeout", 0.0)
+        return f"close() did not answer {f'within {close_limit:g} s' if close_limit else within}"
     return None
 
 
@@ -98,7 +99,11 @@ def note_run(system_id: str, case: Any, run: Any) -> None:
 
 
 def _deadline_of(run: Any) -> float:
-    """Seconds the hung call waited: its run's deadline (an env-author run: its bare run's)."""
+    """Seconds the hung call waited: its run's deadline (an env-author run: its bare run's), or
+    the longer one of close() when only close() hung."""
+    calls = getattr(run, "calls", None) or ()
+    if not any(call.error_type == TIMEOUT_ERROR for call in calls) and getattr(run, "close_timeout", 0.0):
+        return float(run.close_timeout)
     limit = getattr(run, "call_timeout", None)
     if limit is None:
         limit = getattr(getattr(run, "first", None), "call_timeout", 0.0)

@@ -32,6 +32,7 @@ from rlconform.truth import GroundTruth, build_truth
 from rlconform.watchdog import (
     CallTimeout,
     call_timeout,
+    close_timeout,
     child_processes,
     deadline,
     deadlines_available,
@@ -53,6 +54,8 @@ class Run:
     orphans: int = 0
     #: seconds each call was allowed (0: no deadline could be set in this thread)
     call_timeout: float = 0.0
+    #: seconds close() was allowed (longer than a call: see watchdog.CLOSE_TIMEOUT)
+    close_timeout: float = 0.0
     semantics: dict[str, Any] = field(default_factory=dict)
     model: Run | None = None
     model_id: str | None = None
@@ -288,9 +291,11 @@ class LiveRun:
                 run.close_error = "not attempted: an earlier call hung"
                 _mark_closed(self.obj)
             else:
-                announce("close()", self.session.timeout)
+                limit = close_timeout(self.session.timeout)
+                run.close_timeout = limit if deadlines_available() else 0.0
+                announce("close()", limit)
                 try:
-                    with deadline(self.session.timeout), warnings.catch_warnings():
+                    with deadline(limit), warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         self.family.close(self.obj)
                 except (Exception, CallTimeout) as exc:

@@ -28,6 +28,17 @@ def call_timeout(*, user_envs: bool = False) -> float:
     return seconds(CALL_TIMEOUT, USER_CALL_TIMEOUT if user_envs else REFERENCE_CALL_TIMEOUT)
 
 
+#: seconds close() may take at the least: it shuts worker processes down, and a worker's
+#: interpreter shutdown with torch imported takes seconds (TorchRL's spawned ParallelEnv workers:
+#: 6 to 13 s on a loaded 2-core machine), which is slow, not hung
+CLOSE_TIMEOUT = 30.0
+
+
+def close_timeout(call_deadline: float) -> float:
+    """Seconds ``close()`` may take, given the per-call deadline (0: none)."""
+    return max(call_deadline, CLOSE_TIMEOUT) if call_deadline > 0 else call_deadline
+
+
 class CallTimeout(BaseException):
     """A library call exceeded its deadline."""
 

@@ -154,6 +154,30 @@ def slow(env_fns, **kwargs):
     return SlowSync(env_fns, **kwargs)
 
 
+class SlowCloseSync(gymnasium.vector.SyncVectorEnv):
+    """Correct, with a close() slower than a call's deadline: shutting worker interpreters down
+    (TorchRL's spawned ParallelEnv workers) takes seconds, which is slow, not hung."""
+
+    def close_extras(self, **kwargs):
+        time.sleep(3.0)
+        super().close_extras(**kwargs)
+
+
+def slow_close(env_fns, **kwargs):
+    return SlowCloseSync(env_fns, **kwargs)
+
+
+class ClosesNever(gymnasium.vector.SyncVectorEnv):
+    """Correct until close(), which never returns."""
+
+    def close_extras(self, **kwargs):
+        time.sleep(3600)
+
+
+def closes_never(env_fns, **kwargs):
+    return ClosesNever(env_fns, **kwargs)
+
+
 BUILDS = [0]
 
 
@@ -489,3 +513,29 @@ def test_the_plugin_fails_responsive_and_skips_the_specs_not_run(pytester: pytes
     assert sorted(r["status"] for r in document["results"]) == ["fail", "not_run", "not_run"]
     for noise in HYPOTHESIS_NOISE:
         assert noise not in result.stdout.str() + result.stderr.str()
+
+
+def _responsive(target: str, monkeypatch: pytest.MonkeyPatch, close_limit: float) -> Verdict:
+    from rlconform import watchdog
+    from rlconform.profiles import Profile
+    from rlconform.search import check_spec
+    from rlconform.specs.registry import get_spec
+
+    monkeypatch.setattr(watchdog, "CLOSE_TIMEOUT", close_limit)
+    system = probe(user_system(target, "gymnasium.vector"))
+    tiny = Profile("tiny", 2, 2, True, "two examples")
+    return check_spec(system, get_spec(hangs.RESPONSIVE), tiny)
+
+
+def test_a_close_slower_than_a_call_deadline_is_not_a_hang(
+    module_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """close() has a limit of its own, longer than a call's (2 s with the reference envs)."""
+    verdict = _responsive("hangers:slow_close", monkeypatch, close_limit=10.0)
+    assert verdict.status == "pass", verdict.message
+
+
+def test_a_close_that_never_returns_still_fails_responsive(module_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    verdict = _responsive("hangers:closes_never", monkeypatch, close_limit=3.0)
+    assert verdict.status == "fail", verdict.message
+    assert "close() did not answer within 3 s" in verdict.message
