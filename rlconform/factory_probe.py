@@ -56,7 +56,7 @@ ACTION_CANDIDATES: tuple[ActSpec, ...] = (DiscreteAction(), BoxAction(), MultiDi
 MIXED_DICT = DictObs((("state", BoxObs()), ("tag", DiscreteObs())))
 
 #: internal: rlconform's own code raised while driving the factory (never the factory's fault)
-TrialOutcome = Literal["ok", "refused", "unbuilt", "ignored", "shared", "internal"]
+TrialOutcome = Literal["ok", "refused", "unbuilt", "ignored", "shared", "internal", "untried"]
 TORCHRL_FAMILY = "torchrl.EnvBase"
 
 
@@ -68,6 +68,8 @@ class Trial:
     outcome: TrialOutcome
     #: why it was refused or not built (the failing call and its exception)
     reason: str = ""
+    #: close() did not return within its limit: further trials would each wait for it again
+    close_hung: bool = False
 
     @property
     def ok(self) -> bool:
@@ -170,6 +172,7 @@ def run_trial(system: System, script: EnvScript, num_envs: int) -> Trial:
     """Build ``system`` around ``num_envs`` reference envs following ``script``, reset it, step it
     once and close it (in the calling process: :func:`rlconform.user.probe` isolates the whole
     probe)."""
+    from rlconform.hangs import hung_call
     from rlconform.runner import LiveRun, quiet_library_logs
     from rlconform.search import internal_error_message
 
@@ -198,7 +201,7 @@ def run_trial(system: System, script: EnvScript, num_envs: int) -> Trial:
     shared = [k for k, count in enumerate(driven) if count > 1]
     if shared and system.family == TORCHRL_FAMILY:
         return Trial(script, "shared", f"sub-env(s) {shared} were built and driven more than once at the same time")
-    return Trial(script, "ok")
+    return Trial(script, "ok", close_hung=hung_call(run) is not None)
 
 
 def accepted_kinds(system: System, num_envs: int) -> Acceptance:
@@ -209,6 +212,10 @@ def accepted_kinds(system: System, num_envs: int) -> Acceptance:
     trials: list[Trial] = []
 
     def attempt(obs: ObsSpec, action: ActSpec) -> Trial:
+        if any(t.close_hung for t in trials):
+            # a close() that hangs would cost its whole limit per trial: the kinds found so far
+            # stand, and lifecycle.responsive reports the hang
+            return Trial(EnvScript(obs=obs, action=action), "untried", "not tried: an earlier close() hung")
         trial = run_trial(system, EnvScript(obs=obs, action=action), num_envs)
         trials.append(trial)
         return trial

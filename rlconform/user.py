@@ -335,6 +335,17 @@ def _location(frame: FrameSummary) -> str:
     return f"{frame.filename}:{frame.lineno} in {frame.name}"
 
 
+def _close_within_limit(close: Callable[[], Any]) -> None:
+    """Close the probe's build under close()'s own limit: a close() that never returns is the
+    system's defect, which lifecycle.responsive reports, not a reason to refuse the factory."""
+    import contextlib
+
+    from rlconform.watchdog import CallTimeout, call_timeout, close_timeout, deadline
+
+    with contextlib.suppress(CallTimeout), deadline(close_timeout(call_timeout())):
+        close()
+
+
 def _spawns_workers(system: System, script: EnvScript | None = None) -> bool:
     from rlconform.watchdog import child_processes, reap
 
@@ -383,7 +394,7 @@ def _spawns_workers(system: System, script: EnvScript | None = None) -> bool:
         else:
             close = getattr(obj, "close", None)
             if callable(close):
-                close()
+                _close_within_limit(close)
         reap(before)
         if folder is not None:
             import shutil

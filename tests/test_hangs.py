@@ -527,9 +527,7 @@ def _responsive(target: str, monkeypatch: pytest.MonkeyPatch, close_limit: float
     return check_spec(system, get_spec(hangs.RESPONSIVE), tiny)
 
 
-def test_a_close_slower_than_a_call_deadline_is_not_a_hang(
-    module_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_close_slower_than_a_call_deadline_is_not_a_hang(module_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """close() has a limit of its own, longer than a call's (2 s with the reference envs)."""
     verdict = _responsive("hangers:slow_close", monkeypatch, close_limit=10.0)
     assert verdict.status == "pass", verdict.message
