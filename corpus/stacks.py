@@ -175,7 +175,7 @@ def torchrl_serial_env(env_fn: Callable[[], Any]) -> Any:
 
 
 def torchrl_parallel_env(env_fn: Callable[[], Any]) -> Any:
-    from torchrl.envs import GymWrapper, ParallelEnv
+    from torchrl.envs import ParallelEnv
 
     return ParallelEnv(2, _GymWrapperOf(env_fn))
 

@@ -102,8 +102,9 @@ def _deadline_of(run: Any) -> float:
     """Seconds the hung call waited: its run's deadline (an env-author run: its bare run's), or
     the longer one of close() when only close() hung."""
     calls = getattr(run, "calls", None) or ()
-    if not any(call.error_type == TIMEOUT_ERROR for call in calls) and getattr(run, "close_timeout", 0.0):
-        return float(run.close_timeout)
+    close_limit = float(getattr(run, "close_timeout", 0.0) or 0.0)
+    if close_limit and not any(call.error_type == TIMEOUT_ERROR for call in calls):
+        return close_limit
     limit = getattr(run, "call_timeout", None)
     if limit is None:
         limit = getattr(getattr(run, "first", None), "call_timeout", 0.0)

@@ -32,8 +32,8 @@ from rlconform.truth import GroundTruth, build_truth
 from rlconform.watchdog import (
     CallTimeout,
     call_timeout,
-    close_timeout,
     child_processes,
+    close_timeout,
     deadline,
     deadlines_available,
     reap,

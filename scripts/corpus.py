@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     pins: dict[str, dict[str, str]] = json.loads(PINS.read_text(encoding="utf-8")) if PINS.exists() else {}
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        found = dict(zip([e.name for e in entries], pool.map(lambda e: check(e, args.profile, out), entries)))
+        found = dict(
+            zip([e.name for e in entries], pool.map(lambda e: check(e, args.profile, out), entries), strict=True)
+        )
     problems: list[str] = []
     for entry in entries:
         verdicts = found[entry.name]
@@ -95,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         if "*" in verdicts:
             problems.append(f"{entry.name}: {verdicts['*']}")
             continue
-        problems += [f"{entry.name}: FAIL {spec} has no judgement in corpus/judgements.py" for spec in unjudged(entry.name, verdicts)]
+        problems += [
+            f"{entry.name}: FAIL {spec} has no judgement in corpus/judgements.py"
+            for spec in unjudged(entry.name, verdicts)
+        ]
         if not args.update:
             pinned = pins.get(entry.name)
             if pinned is None:

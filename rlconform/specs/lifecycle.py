@@ -52,7 +52,9 @@ def _check_run(ck: Checker, run: Run) -> None:
     close_hung = (run.close_error or "").startswith("CallTimeout")
     ck.expect(
         run.close_error is None,
-        f"close() did not answer within {run.close_timeout:g} s" if close_hung else f"close() failed: {run.close_error}",
+        f"close() did not answer within {run.close_timeout:g} s"
+        if close_hung
+        else f"close() failed: {run.close_error}",
     )
     ck.expect(
         run.orphans == 0, f"{run.orphans} worker process(es) were still alive after close() and had to be terminated"
