@@ -20,12 +20,15 @@ EnvFns = Sequence[Callable[[], Any]]
 @dataclass(frozen=True)
 class Entry:
     """One corpus stack: its factory's name in this module, its ``--api`` family, the library
-    that provides the stack (the one a verdict is about) and what makes it worth having."""
+    that provides the stack (the one a verdict is about), what makes it worth having, and what
+    its user declares it changes on purpose."""
 
     name: str
     api: str
     library: str
     why: str
+    #: the value changes the stack makes on purpose, declared as its user would (``--intended``)
+    intended: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -252,23 +255,41 @@ def minigrid_empty() -> Any:
 
 CORPUS: tuple[Entry, ...] = (
     Entry("gym_record_episode_statistics", "gymnasium.vector", "gymnasium", "episode statistics across autoresets"),
-    Entry("gym_transform_reward", "gymnasium.vector", "gymnasium", "reward changed on purpose"),
-    Entry("gym_clip_reward", "gymnasium.vector", "gymnasium", "reward clipped on purpose"),
-    Entry("gym_normalize_observation", "gymnasium.vector", "gymnasium", "observations normalised (stamp lost)"),
-    Entry("gym_flatten_observation", "gymnasium.vector", "gymnasium", "observation layout changed"),
+    Entry("gym_transform_reward", "gymnasium.vector", "gymnasium", "reward changed on purpose", ("reward",)),
+    Entry("gym_clip_reward", "gymnasium.vector", "gymnasium", "reward clipped on purpose", ("reward",)),
+    Entry(
+        "gym_normalize_observation",
+        "gymnasium.vector",
+        "gymnasium",
+        "observations normalised (stamp lost)",
+        ("observation",),
+    ),
+    Entry("gym_flatten_observation", "gymnasium.vector", "gymnasium", "observation layout changed", ("observation",)),
     Entry("gym_dict_info_to_list", "gymnasium.vector", "gymnasium", "info layout converted"),
     Entry("gym_rescale_action", "gymnasium.vector", "gymnasium", "a Box-only wrapper with its own action space"),
     Entry("gym_clip_action", "gymnasium.vector", "gymnasium", "a Box-only action wrapper"),
     Entry("gym_sync_no_copy", "gymnasium.vector", "gymnasium", "documented buffer reuse (copy=False)"),
     Entry("gym_async_no_shared_memory", "gymnasium.vector", "gymnasium", "worker processes, pickled observations"),
     Entry("sb3_vec_monitor", "sb3.VecEnv", "stable-baselines3", "episode info added by a wrapper"),
-    Entry("sb3_vec_normalize", "sb3.VecEnv", "stable-baselines3", "observations and rewards normalised"),
-    Entry("sb3_vec_normalize_reward_only", "sb3.VecEnv", "stable-baselines3", "VecNormalize(norm_obs=False)"),
-    Entry("sb3_vec_frame_stack", "sb3.VecEnv", "stable-baselines3", "stacked observations across resets"),
+    Entry(
+        "sb3_vec_normalize",
+        "sb3.VecEnv",
+        "stable-baselines3",
+        "observations and rewards normalised",
+        ("observation", "reward"),
+    ),
+    Entry(
+        "sb3_vec_normalize_reward_only", "sb3.VecEnv", "stable-baselines3", "VecNormalize(norm_obs=False)", ("reward",)
+    ),
+    Entry(
+        "sb3_vec_frame_stack", "sb3.VecEnv", "stable-baselines3", "stacked observations across resets", ("observation",)
+    ),
     Entry("sb3_vec_check_nan", "sb3.VecEnv", "stable-baselines3", "a pass-through validating wrapper"),
     Entry("sb3_monitor_per_env", "sb3.VecEnv", "stable-baselines3", "Monitor inside each env (make_vec_env)"),
-    Entry("torchrl_reward_clipping", "torchrl.EnvBase", "torchrl", "reward clipped by a transform"),
-    Entry("torchrl_step_counter_limit", "torchrl.EnvBase", "torchrl", "a time limit added by a transform"),
+    Entry("torchrl_reward_clipping", "torchrl.EnvBase", "torchrl", "reward clipped by a transform", ("reward",)),
+    Entry(
+        "torchrl_step_counter_limit", "torchrl.EnvBase", "torchrl", "a time limit added by a transform", ("time_limit",)
+    ),
     Entry("torchrl_reward_sum", "torchrl.EnvBase", "torchrl", "episode reward accumulated by a transform"),
     Entry("torchrl_serial_env", "torchrl.EnvBase", "torchrl", "batched in this process"),
     Entry("torchrl_parallel_env", "torchrl.EnvBase", "torchrl", "batched in worker processes"),
