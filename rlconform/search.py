@@ -138,6 +138,28 @@ def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
     return cases(system, spec.scenario)
 
 
+def _fail_verdict(
+    failure: SpecFailure, tally: _Tally, start: float, base: dict[str, Any], *, stopped: str | None = None
+) -> Verdict:
+    """The verdict of a search that found ``failure`` (``stopped``: why it could not shrink it further)."""
+    kinds = sorted({v.kind for v in failure.violations})
+    message = failure.message if stopped is None else f"{failure.message} (search stopped early: {stopped})"
+    return Verdict(
+        status="fail",
+        message=message,
+        reproducer=reproducer_source(failure.system, failure.spec, failure.case, failure.run),
+        case=failure.case,
+        violations=[v.render() for v in failure.violations],
+        examples=tally.examples,
+        checked=tally.checked,
+        seconds=time.perf_counter() - start,
+        known=failure.system.known_violation(failure.spec.id),
+        signature=signature(failure.spec.id, kinds),
+        violation_kinds=kinds,
+        **base,
+    )
+
+
 def check_spec(
     system: System, spec: Spec, profile: Profile | str | None = None, cache: RunCache = RUN_CACHE
 ) -> Verdict:
@@ -215,35 +237,10 @@ def check_spec(
         if failures and spec.id != RESPONSIVE:
             # a violation found before the hang stands (the search could not shrink it further)
             failure = list(failures.values())[-1]
-            return Verdict(
-                status="fail",
-                message=f"{failure.message} (search stopped early: {hung.hang.description})",
-                reproducer=reproducer_source(system, spec, failure.case, failure.run),
-                case=failure.case,
-                violations=[v.render() for v in failure.violations],
-                examples=tally.examples,
-                checked=tally.checked,
-                seconds=time.perf_counter() - start,
-                known=system.known_violation(spec.id),
-                **base,
-            )
+            return _fail_verdict(failure, tally, start, base, stopped=hung.hang.description)
         return _hung_verdict(system, spec, hung.hang, base, time.perf_counter() - start, tally.examples)
     except SpecFailure as failure:
-        kinds = sorted({v.kind for v in failure.violations})
-        return Verdict(
-            status="fail",
-            message=failure.message,
-            reproducer=reproducer_source(system, spec, failure.case, failure.run),
-            case=failure.case,
-            violations=[v.render() for v in failure.violations],
-            examples=tally.examples,
-            checked=tally.checked,
-            seconds=time.perf_counter() - start,
-            known=system.known_violation(spec.id),
-            signature=signature(spec.id, kinds),
-            violation_kinds=kinds,
-            **base,
-        )
+        return _fail_verdict(failure, tally, start, base)
     except Exception as exc:
         # the system's own failures are recorded where they happen (a build error, a call that
         # raised, a close that failed): what reaches here was raised by rlconform's own code

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from rlconform.adapters.action_space import send_in_space
-from rlconform.adapters.base import Contract, Family, find_layer, layer_chain, register_family
+from rlconform.adapters.base import Contract, Family, find_layer, register_family
 from rlconform.adapters.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
 from rlconform.adapters.gym_release import installed as installed_release
 from rlconform.adapters.gym_release import unavailable_unless
@@ -51,15 +51,6 @@ def autoreset_mode_of(obj: Any) -> tuple[str, bool]:
 def find_wrapper(obj: Any, class_name: str) -> Any | None:
     """The vector wrapper ``class_name`` in the stack (or its reference model)."""
     return find_layer(obj, class_name, "env")
-
-
-def wrapper_layers(obj: Any) -> list[str]:
-    """The Gymnasium vector wrappers in the stack, from the outside in."""
-    try:
-        from gymnasium.vector import VectorWrapper
-    except ImportError:  # releases before 1.0 have no vector wrappers
-        return []
-    return [type(layer).__name__ for layer in layer_chain(obj, "env") if isinstance(layer, VectorWrapper)]
 
 
 class GymVectorFamily(Family):

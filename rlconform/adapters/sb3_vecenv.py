@@ -38,15 +38,6 @@ def find_venv_layer(obj: Any, class_name: str) -> Any | None:
     return find_layer(obj, class_name, "venv")
 
 
-def wrapper_layers(obj: Any) -> list[str]:
-    """The SB3 VecEnvWrappers in the stack, from the outside in."""
-    try:
-        from stable_baselines3.common.vec_env import VecEnvWrapper
-    except ImportError:
-        return []
-    return [type(layer).__name__ for layer in venv_chain(obj) if isinstance(layer, VecEnvWrapper)]
-
-
 class SB3Family(Family):
     name = "sb3.VecEnv"
     contract = Contract(

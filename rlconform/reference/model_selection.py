@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rlconform.adapters.base import layer_chain
+
 
 @dataclass(frozen=True)
 class ModelMatch:
@@ -70,16 +72,6 @@ def _identity(layer: Any) -> tuple[str, str]:
     return cls.__module__.split(".")[0], cls.__name__
 
 
-def _chain(obj: Any, attribute: str) -> list[Any]:
-    chain = [obj]
-    while len(chain) < 32:
-        inner = getattr(chain[-1], attribute, None)
-        if inner is None or inner is chain[-1]:
-            break
-        chain.append(inner)
-    return chain
-
-
 def _parameter(layer: Any, path: str) -> Any:
     value: Any = layer
     for name in path.split("."):
@@ -101,7 +93,7 @@ def _unmodelled_parameters(layer: Any, assumed: dict[str, Any]) -> str | None:
 def _unmodelled_sub_env(base: Any) -> str | None:
     """A sub-env layer (wrappers the user's factory put around each env) no model has."""
     for env in getattr(base, "envs", None) or []:
-        for layer in _chain(env, "env"):
+        for layer in layer_chain(env, "env"):
             if _identity(layer) not in _SUB_ENV_LAYERS:
                 return f"sub-env layer {layer_name(layer)}"
     return None
@@ -117,7 +109,7 @@ def _match_stack(
     """Walk ``obj``'s wrapper chain (outside in through ``attribute``): at most one modelled
     wrapper over one modelled base whose sub-envs are the reference envs; ``model_id(base,
     wrapper)`` names the model of that stack."""
-    chain = _chain(obj, attribute)
+    chain = layer_chain(obj, attribute)
     *outer, base = chain
     if _identity(base) not in bases:
         return ModelMatch(None, f"no reference model of its base layer {layer_name(base)}")
