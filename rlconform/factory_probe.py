@@ -87,6 +87,8 @@ class Acceptance:
     obs_kinds: frozenset[str]
     action_kinds: frozenset[str]
     composite_box_leaves_only: bool
+    #: why the factory refused a partial reset (``reset_mask``), if it did
+    partial_reset_refused: str | None = None
 
     @property
     def base(self) -> EnvScript | None:
@@ -121,8 +123,11 @@ class Acceptance:
         refused = self.refusals()
         if refused:
             note += "; not exercised (refused by the factory, or an internal error): " + "; ".join(refused)
+        if self.partial_reset_refused is not None:
+            note += f"; partial resets not exercised (refused by the factory: {self.partial_reset_refused})"
         return dataclasses.replace(
             caps,
+            partial_reset=caps.partial_reset and self.partial_reset_refused is None,
             obs_kinds=self.obs_kinds,
             action_kinds=self.action_kinds,
             composite_box_leaves_only=caps.composite_box_leaves_only or self.composite_box_leaves_only,
@@ -168,16 +173,19 @@ def driven_instances(folder: str, index: int, since_ns: int) -> int:
     return sum(any(record.t_ns >= since_ns for record in FileSink(path).read()) for path in paths)
 
 
-def run_trial(system: System, script: EnvScript, num_envs: int) -> Trial:
+def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset: bool = False) -> Trial:
     """Build ``system`` around ``num_envs`` reference envs following ``script``, reset it, step it
-    once and close it (in the calling process: :func:`rlconform.user.probe` isolates the whole
-    probe)."""
+    once (then, with ``masked_reset``, reset its first sub-env alone) and close it (in the calling
+    process: :func:`rlconform.user.probe` isolates the whole probe)."""
     from rlconform.hangs import hung_call
     from rlconform.runner import LiveRun, quiet_library_logs
     from rlconform.search import internal_error_message
 
     action = plain_value(script.action)
-    case = Case(script, num_envs, (Reset(seed=0), Step(tuple(action for _ in range(num_envs)))))
+    ops: tuple[Reset | Step, ...] = (Reset(seed=0), Step(tuple(action for _ in range(num_envs))))
+    if masked_reset:
+        ops += (Reset(mask=tuple(k == 0 for k in range(num_envs))),)
+    case = Case(script, num_envs, ops)
     folder = tempfile.mkdtemp(prefix="rlconform-trial-")
     try:
         env_fns = [InstanceLoggedEnv(script, k, folder) for k in range(num_envs)]
@@ -246,4 +254,13 @@ def accepted_kinds(system: System, num_envs: int) -> Acceptance:
     box_leaves_only = False
     if "dict" in obs_kinds and not caps.composite_box_leaves_only:
         box_leaves_only = not attempt(MIXED_DICT, base[1]).ok
-    return Acceptance(tuple(trials), frozenset(obs_kinds), frozenset(action_kinds), box_leaves_only)
+    partial_reset_refused = None
+    if caps.partial_reset and not any(t.close_hung for t in trials):
+        # a documented refusal (Gymnasium's NormalizeObservation) is the factory's choice: cases
+        # then draw no partial reset, and the report says so
+        masked = run_trial(system, EnvScript(obs=base[0], action=base[1]), num_envs, masked_reset=True)
+        if masked.outcome == "refused":
+            partial_reset_refused = masked.reason
+    return Acceptance(
+        tuple(trials), frozenset(obs_kinds), frozenset(action_kinds), box_leaves_only, partial_reset_refused
+    )

@@ -360,3 +360,29 @@ def test_a_factory_that_ignores_its_env_fns_is_bad_input(factory: Callable[..., 
         checked(factory, family)
     assert f"ignored the {given} it was given (it built its own envs" in str(raised.value)
     assert f"must build its sub-envs by calling {given}" in str(raised.value)
+
+
+# ------------------------------------------------------------------ calls a factory refuses by design
+
+
+def normalized_observations(env_fns: Sequence[Callable[[], Any]], **kwargs: Any) -> Any:
+    from gymnasium.wrappers.vector import NormalizeObservation
+
+    return NormalizeObservation(gymnasium.vector.SyncVectorEnv(list(env_fns), **kwargs))
+
+
+def test_a_factory_that_refuses_partial_resets_is_driven_without_them() -> None:
+    """Gymnasium's NormalizeObservation documents that it refuses ``reset_mask``: the probe finds
+    out, cases draw no partial reset, and the report says so (it was api.valid_calls_succeed FAIL)."""
+    system = checked(normalized_observations, "gymnasium.vector")
+    assert not system.capabilities.partial_reset
+    note = next(n for n in system.capabilities.notes if "partial resets not exercised" in n)
+    assert "NormalizeObservation does not support partial resets" in note
+    found = verdicts(system, "api.valid_calls_succeed")
+    assert statuses(found) == {"api.valid_calls_succeed": "pass"}
+
+
+def test_a_factory_that_takes_partial_resets_keeps_them() -> None:
+    system = checked(lambda env_fns, **kw: gymnasium.vector.SyncVectorEnv(list(env_fns), **kw), "gymnasium.vector")
+    assert system.capabilities.partial_reset
+    assert not any("partial resets" in n for n in system.capabilities.notes)
