@@ -211,7 +211,7 @@ def match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransit
 
 def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
     assert run.truth is not None
-    if not any_stamp_survives(run, env):
+    if not stamps_survive(run, env):
         return _match_by_position(run, env)
     by_start = {t.obs: t for t in run.truth.envs[env].transitions}
     used: set[Stamp] = set()
@@ -255,13 +255,21 @@ def _spanned(
     return tuple(chain)
 
 
-def any_stamp_survives(run: Run, env: int) -> bool:
-    """Whether any observation of ``env``'s extracted transitions decodes to a stamp (True when
-    there are none: nothing to match either way)."""
+def stamps_survive(run: Run, env: int) -> bool:
+    """Whether ``env``'s extracted transitions can be identified by their observations' stamps
+    (True when there are none: nothing to match either way).
+
+    Stamps survive where any observation decodes to one; under a declared observation transform
+    (``--intended observation``) only where every one does: a normalised observation may decode
+    by chance (a vector of zeros), and matching the others by stamp would report the declared
+    transform as wrong transitions."""
     slots = [s for s in run.slots_of(env) if s.kind == "transition"]
     if not slots:
         return True
-    return any(isinstance(decode(run, s.obs), Stamp) or isinstance(decode(run, s.next_obs), Stamp) for s in slots)
+    stamped = [isinstance(decode(run, o), Stamp) for s in slots for o in (s.obs, s.next_obs)]
+    if "observation" in getattr(run.system, "intended", ()):
+        return all(stamped)
+    return any(stamped)
 
 
 def _match_by_position(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
