@@ -386,3 +386,20 @@ def test_a_factory_that_takes_partial_resets_keeps_them() -> None:
     system = checked(lambda env_fns, **kw: gymnasium.vector.SyncVectorEnv(list(env_fns), **kw), "gymnasium.vector")
     assert system.capabilities.partial_reset
     assert not any("partial resets" in n for n in system.capabilities.notes)
+
+
+def test_one_sub_env_of_a_batch_of_scalar_boxes_is_an_element_of_its_space() -> None:
+    """Gymnasium's NormalizeObservation over a Discrete-observation env declares Box((), float32):
+    the batch is an array of shape (n,), and one sub-env's element of it is a NumPy scalar, which
+    dtype.observations must read as the 0-d array it stands for (it was a FAIL)."""
+    from gymnasium.wrappers.vector import NormalizeObservation
+
+    from rlconform.specs.dtypes import conformance_problem
+
+    envs = NormalizeObservation(gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("FrozenLake-v1")] * 2))
+    obs, _ = envs.reset(seed=0)
+    space = envs.single_observation_space
+    assert space.shape == () and isinstance(obs[0], np.generic)
+    assert conformance_problem(space, obs[0]) is None
+    assert conformance_problem(space, np.float64(0.0)) == "dtype float64, the space declares float32"
+    envs.close()

@@ -63,6 +63,10 @@ def conformance_problem(space: Any, value: Any) -> str | None:
             else:
                 return f"{_type_of(value)}, expected an integer scalar"
     elif isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
+        if space.shape == () and isinstance(value, np.generic):
+            # one sub-env's element of a batch of shape (n,) is a NumPy scalar, not a 0-d array:
+            # that is how indexing splits the batch, not something the system returned
+            value = np.asarray(value)
         if not isinstance(value, np.ndarray):
             return f"{_type_of(value)}, expected numpy.ndarray"
         if value.dtype != space.dtype:
