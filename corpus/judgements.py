@@ -27,4 +27,206 @@ class Judgement:
     reason: str
 
 
-JUDGEMENTS: dict[tuple[str, str], Judgement] = {}
+JUDGEMENTS: dict[tuple[str, str], Judgement] = {
+    ("gym_async_no_shared_memory", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_async_no_shared_memory", "seeding.reset_determinism"): Judgement(
+        "true positive",
+        "G4",
+        "the worker clears its autoreset flag on reset only in the shared-memory branch (async_vector_env.py)",
+    ),
+    ("gym_clip_action", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_clip_reward", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_clip_reward", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_dict_info_to_list", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_dict_info_to_list", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_dict_info_to_list", "api.shape"): Judgement(
+        "documented behaviour",
+        "C1",
+        "DictInfoToList exists to turn the documented dict of batched infos into a list of dicts",
+    ),
+    ("gym_flatten_observation", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_flatten_observation", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_normalize_observation", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_normalize_observation", "seeding.reset_determinism"): Judgement(
+        "documented behaviour",
+        "C2",
+        "NormalizeObservation's running statistics persist across resets, so reset(seed) does not reproduce its outputs",
+    ),
+    ("gym_record_episode_statistics", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_record_episode_statistics", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_rescale_action", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_sync_no_copy", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_sync_no_copy", "aliasing.returned_objects"): Judgement(
+        "documented behaviour", "G7", "copy=False documents returning the internal buffer, overwritten by the next call"
+    ),
+    ("gym_sync_no_copy", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_transform_reward", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_transform_reward", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("sb3_monitor_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_monitor_per_env", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_check_nan", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_check_nan", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_check_nan", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("sb3_vec_frame_stack", "aliasing.returned_objects"): Judgement(
+        "true positive", "S6", "VecFrameStack.reset returns its stacking buffer and overwrites it on the next reset"
+    ),
+    ("sb3_vec_frame_stack", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_frame_stack", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_frame_stack", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("sb3_vec_monitor", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_monitor", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_monitor", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("sb3_vec_normalize", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_normalize", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_normalize", "dtype.observations"): Judgement(
+        "documented behaviour",
+        "S4",
+        "VecNormalize keeps the wrapped env's observation_space for Box observations (vec_normalize.py:80-87, GH #1214)",
+    ),
+    ("sb3_vec_normalize", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("sb3_vec_normalize", "terminal.final_obs"): Judgement(
+        "documented behaviour",
+        "S3",
+        "terminal_observation is normalised with clipping (clip_obs=10); the off-policy recipe's unnormalize_obs cannot undo it (off_policy_algorithm.py:497-510)",
+    ),
+    ("sb3_vec_normalize", "transitions.exact"): Judgement(
+        "documented behaviour", "S3", "the same clipped terminal observation, as the transition's next observation"
+    ),
+    ("sb3_vec_normalize_reward_only", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_normalize_reward_only", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_normalize_reward_only", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("torchrl_reward_clipping", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_reward_clipping", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
+    ("torchrl_reward_sum", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_reward_sum", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
+    ("torchrl_step_counter_limit", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_step_counter_limit", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
+}
