@@ -291,7 +291,9 @@ class LiveRun:
                 run.close_error = "not attempted: an earlier call hung"
                 _mark_closed(self.obj)
             else:
-                limit = close_timeout(self.session.timeout)
+                # a user's stack may start spawned workers, whose shutdown takes seconds; the bundled
+                # stacks' workers are forked or forkserver children and close within a call's deadline
+                limit = close_timeout(self.session.timeout) if self.system.kind == "user" else self.session.timeout
                 run.close_timeout = limit if deadlines_available() else 0.0
                 announce("close()", limit)
                 try:

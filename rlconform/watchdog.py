@@ -28,9 +28,9 @@ def call_timeout(*, user_envs: bool = False) -> float:
     return seconds(CALL_TIMEOUT, USER_CALL_TIMEOUT if user_envs else REFERENCE_CALL_TIMEOUT)
 
 
-#: seconds close() may take at the least: it shuts worker processes down, and a worker's
-#: interpreter shutdown with torch imported takes seconds (TorchRL's spawned ParallelEnv workers:
-#: 6 to 13 s on a loaded 2-core machine), which is slow, not hung
+#: seconds a user's stack's close() may take at the least: it shuts worker processes down, and a
+#: spawned worker's interpreter shutdown with torch imported takes seconds (TorchRL's default
+#: ParallelEnv workers: 6 to 13 s on a loaded 2-core machine), which is slow, not hung
 CLOSE_TIMEOUT = 30.0
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 @spec(
     "lifecycle.responsive",
     impact="robustness",
-    statement="Every call returns or raises within the per-call time limit, close() returns within its own limit (at least 30 s: it shuts workers down), and no worker process outlives close().",
+    statement="Every call returns or raises within the per-call time limit, close() returns within its limit (for a user's stack at least 30 s: shutting spawned workers down takes seconds), and no worker process outlives close().",
     rationale=(
         "A vectorizer whose worker protocol falls out of step (a reply left unread after a failed call) hangs "
         "training runs forever or leaks processes until the machine runs out of memory."
