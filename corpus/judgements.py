@@ -186,14 +186,6 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
     ("sb3_vec_normalize", "infos.aligned"): Judgement(
         "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
     ),
-    ("sb3_vec_normalize", "terminal.final_obs"): Judgement(
-        "documented behaviour",
-        "S3",
-        "terminal_observation is normalised with clipping (clip_obs=10); the off-policy recipe's unnormalize_obs cannot undo it (off_policy_algorithm.py:497-510)",
-    ),
-    ("sb3_vec_normalize", "transitions.exact"): Judgement(
-        "documented behaviour", "S3", "the same clipped terminal observation, as the transition's next observation"
-    ),
     ("sb3_vec_normalize_reward_only", "api.failed_call_no_side_effect"): Judgement(
         "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
     ),

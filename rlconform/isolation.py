@@ -45,6 +45,10 @@ def can_isolate() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "setpgid")
 
 
+#: how an outcome says the parent killed a child whose call its deadline could not interrupt
+HUNG_PAST_DEADLINE = "a call went on past its deadline, which could not interrupt it"
+
+
 @dataclass
 class Outcome:
     """What an isolated call produced: its return value, or why there is none."""
@@ -108,7 +112,7 @@ class IsolatedCall:
         elif kind == "failure":
             self.outcome = Outcome(failure=payload)
         elif stuck:
-            self.outcome = Outcome(failure="was killed: a call went on past its deadline, which could not interrupt it")
+            self.outcome = Outcome(failure=f"was killed: {HUNG_PAST_DEADLINE}")
         elif overran:
             self.outcome = Outcome(failure=f"did not finish within {timeout:.0f} s and was killed")
         else:

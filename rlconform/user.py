@@ -236,11 +236,16 @@ def probe(system: System) -> System:
     starts (worker processes, servers) is killed with the group."""
     import dataclasses
 
-    from rlconform.isolation import run_isolated
+    from rlconform.isolation import HUNG_PAST_DEADLINE, run_isolated
 
     if system.costly is not None:
         return system
     outcome = run_isolated(_probe_in_process, system, timeout=PROBE_SECONDS)
+    if outcome.failure is not None and HUNG_PAST_DEADLINE in outcome.failure:
+        # a call the deadline could not interrupt (native code that blocks SIGALRM): the system is
+        # built and drives as far as its first hang, which lifecycle.responsive reports; its
+        # kinds stay unprobed
+        return dataclasses.replace(system, costly=True)
     if outcome.failure is not None:
         raise BadInput(f"building {system.source} as {system.family}: {outcome.failure}")
     kind, value = outcome.value
@@ -310,6 +315,8 @@ def factory_error(what: str, exc: BaseException) -> str:
     import traceback
 
     message = str(exc).splitlines()[0] if str(exc) else "(no message)"
+    if getattr(exc, "explains_itself", False):
+        return f"{what} raised {type(exc).__name__}: {message}"
     frames = traceback.extract_tb(exc.__traceback__)
     ours = os.path.dirname(os.path.abspath(__file__))
     outside = [f for f in frames if not os.path.abspath(f.filename).startswith(ours + os.sep)]

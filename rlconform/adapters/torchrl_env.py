@@ -454,6 +454,10 @@ FORKED_ENV_FN = (
 class ForkedEnvFn(RuntimeError):
     """A copy of :class:`SubEnvFactory` made by fork was asked for a sub-env."""
 
+    #: rlconform's own refusal, whose message says all there is: bad input in one line, with no
+    #: traceback of the factory under it (rlconform.user.factory_error)
+    explains_itself = True
+
 
 class SubEnvFn:
     """The ``env_fn`` a worker process unpickles: it builds sub-env ``index``, one at a time (a
