@@ -40,15 +40,26 @@ if importlib.util.find_spec("isaaclab") is not None:
     prepare_environment()
 
 
-@pytest.fixture(scope="session")
-def matrix_script() -> ModuleType:
-    """scripts/matrix.py as a module (it is a script, not part of the package)."""
-    path = Path(__file__).resolve().parent / "scripts" / "matrix.py"
-    spec = importlib.util.spec_from_file_location("rlconform_matrix_script", path)
+def load_script(name: str) -> ModuleType:
+    """scripts/NAME.py as a module (the scripts are not part of the package)."""
+    path = Path(__file__).resolve().parent / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"rlconform_{name}_script", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def matrix_script() -> ModuleType:
+    """scripts/matrix.py as a module."""
+    return load_script("matrix")
+
+
+@pytest.fixture(scope="session")
+def corpus_script() -> ModuleType:
+    """scripts/corpus.py as a module."""
+    return load_script("corpus")
 
 
 def pytest_report_header() -> str:

@@ -6,7 +6,6 @@ rerun ``scripts/corpus.py --update``."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -18,16 +17,6 @@ from corpus.stacks import CORPUS, Entry
 
 ROOT = Path(__file__).resolve().parent.parent
 PINS: dict[str, dict[str, str]] = json.loads((ROOT / "corpus" / "verdicts.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def corpus_script() -> ModuleType:
-    path = ROOT / "scripts" / "corpus.py"
-    spec = importlib.util.spec_from_file_location("rlconform_corpus_script", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_corpus_is_large_and_spans_every_library() -> None:
