@@ -1,6 +1,6 @@
 """Repo-level test configuration: Hypothesis profiles for the suite's own tests.
 
-rlconform's searches use rlconform.profiles (selected with RLCONFORM_PROFILE); tests that use
+rlconform's searches use rlconform.core.profiles (selected with RLCONFORM_PROFILE); tests that use
 @given directly use the Hypothesis profile selected with HYPOTHESIS_PROFILE (default: ci, which is
 derandomized so that every run checks the same examples). Searches under rlconform's fast profile
 use a pinned RLCONFORM_SEED, printed in the header.
@@ -35,7 +35,7 @@ os.environ.setdefault("RLCONFORM_SEED", "20261122")
 if importlib.util.find_spec("isaaclab") is not None:
     # Isaac Lab reads its asset root (and Warp its kernel cache) once, when first imported: the
     # offline Cartpole assets must be in place before any test module imports isaaclab
-    from rlconform.fixtures.isaaclab_cartpole import prepare_environment
+    from rlconform.libraries.isaaclab.cartpole import prepare_environment
 
     prepare_environment()
 

@@ -11,7 +11,7 @@ partial resets) is run on each benchmarked system three ways:
 
 - raw: the system built with ``system.build`` around the same reference env factories and log
   sinks rlconform uses, then reset/step called in a plain loop, then close;
-- recorded: what :func:`rlconform.runner.execute` does (``LiveRun`` construction, the apply loop,
+- recorded: what :func:`rlconform.core.runner.execute` does (``LiveRun`` construction, the apply loop,
   ``finish``), with construction timed separately, as the raw build is;
 - recorded + checked: the same plus ``spec.check(run)`` of every applicable spec; and, as its own
   column, with the reference model's run (``execute(model, case, with_model=False)``) attached
@@ -23,7 +23,7 @@ reports a violation; (b) the full ``check_spec(system, spec, "ci")``: total exam
 shrinking), time, the size of the shrunk case, and where in that search the first violation came.
 Each measurement uses a fresh ``RunCache``.
 
-Part 3, Isaac Lab. What the :class:`~rlconform.isaaclab.monitor.ContractMonitor` costs per step of
+Part 3, Isaac Lab. What the :class:`~rlconform.libraries.isaaclab.monitor.ContractMonitor` costs per step of
 a torch-vectorized env at Isaac Lab's scale: one ``BatchStampEnv`` (Isaac Lab's own
 ``DirectRLEnv.step``/``reset`` over a fake simulator, ``compute_final_obs=True``) per device and
 sub-env count (64, 1024, 4096; cpu, and cuda when torch sees a device), stepped with pre-generated
@@ -60,11 +60,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hypothesis import settings
 
-    from rlconform.plan import Case
-    from rlconform.runner import RunCache
-    from rlconform.search import Verdict
-    from rlconform.specs.registry import Spec
-    from rlconform.systems import System
+    from rlconform.core.plan import Case
+    from rlconform.core.runner import RunCache
+    from rlconform.core.search import Verdict
+    from rlconform.core.spec import Spec
+    from rlconform.core.system import System
 
 OVERHEAD_SYSTEMS = (
     "gymnasium.SyncVectorEnv.NextStep",
@@ -114,9 +114,9 @@ def _quiet_gc() -> None:
 
 def bench_case(num_envs: int, steps: int = STEPS) -> Case:
     """The fixed case: one seeded reset, then ``steps`` agent steps with fixed actions."""
-    from rlconform.fixtures.script import EnvScript, EpisodePlan
-    from rlconform.fixtures.spaces import BoxObs, DiscreteAction
-    from rlconform.plan import Case, Reset, Step
+    from rlconform.core.plan import Case, Reset, Step
+    from rlconform.envs.script import EnvScript, EpisodePlan
+    from rlconform.envs.spaces import BoxObs, DiscreteAction
 
     script = EnvScript(
         obs=BoxObs(dtype="float32", shape=(5,)),
@@ -145,9 +145,9 @@ def num_envs_for(system: System) -> int:
 def raw_loop(system: System, case: Case) -> Callable[[Any], None]:
     """The plain loop a caller would write for ``case`` on ``system``'s API family. Actions are
     converted to the objects the library takes beforehand, as a policy would hand them over."""
-    from rlconform.adapters.gym_env import single_action
-    from rlconform.fixtures.spaces import batch_actions
-    from rlconform.plan import Reset, Step
+    from rlconform.core.plan import Reset, Step
+    from rlconform.envs.spaces import batch_actions
+    from rlconform.libraries.gymnasium.env_family import single_action
 
     first = case.ops[0]
     assert isinstance(first, Reset) and first.mask is None
@@ -268,7 +268,7 @@ class OverheadResult:
 
 
 def measure_raw(system: System, case: Case, loop: Callable[[Any], None]) -> tuple[float, float, float]:
-    from rlconform.runner import _sinks, env_fns_for
+    from rlconform.core.runner import _sinks, env_fns_for
 
     log_dir = Path(tempfile.mkdtemp(prefix="rlconform-bench-")) if system.out_of_process else None
     try:
@@ -291,8 +291,8 @@ def measure_raw(system: System, case: Case, loop: Callable[[Any], None]) -> tupl
 def measure_recorded(system: System, case: Case, specs: Sequence[Spec]) -> tuple[OverheadSample, str | None]:
     """What ``execute(system, case, with_model=False)`` does, phase by phase, then the checks
     without and with the model run attached. Returns the sample (raw fields zero) and the model id."""
-    from rlconform.runner import LiveRun, execute
-    from rlconform.systems import get_system
+    from rlconform.core.runner import LiveRun, execute
+    from rlconform.core.system import get_system
 
     _quiet_gc()
     t0 = _clock()
@@ -349,9 +349,9 @@ def measure_recorded(system: System, case: Case, specs: Sequence[Spec]) -> tuple
 
 
 def bench_overhead(repeats: int, steps: int, log: Callable[[str], None]) -> list[OverheadResult]:
-    from rlconform.runner import execute
-    from rlconform.specs.registry import all_specs
-    from rlconform.systems import UnknownSystemError, get_system
+    from rlconform.core.runner import execute
+    from rlconform.core.spec import all_specs
+    from rlconform.core.system import UnknownSystemError, get_system
 
     results: list[OverheadResult] = []
     plans: list[tuple[System, Case, Callable[[Any], None], list[Spec], OverheadResult]] = []
@@ -381,7 +381,7 @@ def bench_overhead(repeats: int, steps: int, log: Callable[[str], None]) -> list
             if len(reference.calls) != sample.calls:
                 raise RuntimeError(
                     f"execute() made {len(reference.calls)} calls, the measured loop {sample.calls}: "
-                    "bench.measure_recorded no longer mirrors rlconform.runner.execute"
+                    "bench.measure_recorded no longer mirrors rlconform.core.runner.execute"
                 )
         except Exception as exc:
             result.skipped = f"{type(exc).__name__}: {exc}"
@@ -511,9 +511,9 @@ class PlantedResult:
 
 
 def counting_cache() -> tuple[RunCache, Callable[[], int]]:
-    """A fresh :class:`~rlconform.runner.RunCache` and a function giving how many lookups (one per
+    """A fresh :class:`~rlconform.core.runner.RunCache` and a function giving how many lookups (one per
     example) it has served."""
-    from rlconform.runner import RunCache
+    from rlconform.core.runner import RunCache
 
     class CountingCache(RunCache):
         lookups = 0
@@ -527,7 +527,7 @@ def counting_cache() -> tuple[RunCache, Callable[[], int]]:
 
 
 def case_size(case: Any) -> dict[str, Any]:
-    from rlconform.plan import Case
+    from rlconform.core.plan import Case
 
     if case is None:
         return {}
@@ -553,7 +553,7 @@ def generation_only(system: System, spec: Spec, budget_settings: settings) -> tu
     """Examples and seconds until ``spec`` first reports a violation, generating without shrinking."""
     from hypothesis import Phase, given, settings
 
-    from rlconform.search import strategy_for
+    from rlconform.core.search import strategy_for
 
     cache, lookups = counting_cache()
     found_at: list[tuple[int, float]] = []
@@ -584,7 +584,7 @@ def generation_only(system: System, spec: Spec, budget_settings: settings) -> tu
 def full_search(system: System, spec: Spec) -> tuple[Verdict, int, int, int | None, float | None, float]:
     """``check_spec(system, spec, "ci")`` with a fresh cache; the spec's check is wrapped (same id,
     same function) only to note where in the search the first violation came."""
-    from rlconform.search import check_spec
+    from rlconform.core.search import check_spec
 
     cache, lookups = counting_cache()
     first: list[tuple[int, float]] = []
@@ -605,9 +605,9 @@ def full_search(system: System, spec: Spec) -> tuple[Verdict, int, int, int | No
 
 
 def bench_planted(repeats: int, log: Callable[[str], None]) -> list[PlantedResult]:
-    from rlconform.profiles import get_profile, hypothesis_settings
-    from rlconform.specs.registry import get_spec
-    from rlconform.systems import all_systems
+    from rlconform.core.profiles import get_profile, hypothesis_settings
+    from rlconform.core.spec import get_spec
+    from rlconform.core.system import all_systems
 
     profile = get_profile(PROFILE)
     results: list[PlantedResult] = []
@@ -788,8 +788,8 @@ def isaaclab_unavailable() -> str | None:
     """Why the Isaac Lab section cannot run here (None when it can)."""
     try:
         # the fixture module checks the installed isaaclab release on import
-        importlib.import_module("rlconform.fixtures.isaaclab_batch_env")
-        importlib.import_module("rlconform.isaaclab.monitor")
+        importlib.import_module("rlconform.libraries.isaaclab.batch_env")
+        importlib.import_module("rlconform.libraries.isaaclab.monitor")
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -801,8 +801,8 @@ def measure_isaaclab(env: Any, mode: str, warmup: Sequence[Any], batches: Sequen
     time and the monitor (detached), None for raw."""
     import torch
 
-    from rlconform.fixtures.isaaclab_batch_env import BatchStampModel
-    from rlconform.isaaclab.monitor import ContractMonitor
+    from rlconform.libraries.isaaclab.batch_env import BatchStampModel
+    from rlconform.libraries.isaaclab.monitor import ContractMonitor
 
     cuda = torch.device(env.device).type == "cuda"
     monitor = None
@@ -834,8 +834,8 @@ def bench_isaaclab(rounds: int, steps: int, log: Callable[[str], None]) -> tuple
     Returns the results and notes on what was not measured."""
     import torch
 
-    from rlconform.fixtures.isaaclab_batch_env import make_batch_stamp_env
-    from rlconform.isaaclab.session import TorchCase, actions
+    from rlconform.libraries.isaaclab.batch_env import make_batch_stamp_env
+    from rlconform.libraries.isaaclab.session import TorchCase, actions
 
     devices = ["cpu"]
     notes: list[str] = []
@@ -922,8 +922,8 @@ def render_isaaclab(results: Sequence[IsaacLabResult], notes: Sequence[str], rou
 
 
 def header() -> tuple[list[str], dict[str, Any]]:
-    from rlconform.profiles import get_profile
-    from rlconform.report import header_lines, library_versions  # imports the whole suite; only here
+    from rlconform.core.profiles import get_profile
+    from rlconform.reports.results import header_lines, library_versions  # imports the whole suite; only here
 
     now = dt.datetime.now(dt.timezone.utc).astimezone()
     machine = {

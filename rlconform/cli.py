@@ -4,9 +4,9 @@
   the systems x specs table and writes JSON.
 * ``rlconform check MODULE:CALLABLE --api FAMILY``: a user's system; exit 0 when every applicable
   spec passes, 1 when any does not, 2 for bad input.
-* ``--fail-on CLASS`` (run and check): only a failure whose spec's impact class (rlconform.impact)
+* ``--fail-on CLASS`` (run and check): only a failure whose spec's impact class (rlconform.core.impact)
   is CLASS or more severe exits 1; errors always do. Failures are listed by impact, those sharing
-  a minimal case once, under their most specific spec (rlconform.grouping).
+  a minimal case once, under their most specific spec (rlconform.core.grouping).
 * ``rlconform list``: the bundled systems and the specs.
 * ``rlconform report FILE.json``: a saved results file as Markdown (stdout), HTML or JUnit XML.
 * ``rlconform diff OLD.json NEW.json``: the verdicts that changed, regressions first, then the
@@ -25,17 +25,17 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 
-from rlconform.config import ConfigError
-from rlconform.config import validate as validate_config
-from rlconform.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
-from rlconform.impact import IMPACTS, at_least, check_impact
-from rlconform.profiles import PROFILES, get_profile, session_seed
-from rlconform.report import Results, header_lines, impact_of, render_failures, render_skips, render_table
-from rlconform.search import Verdict
-from rlconform.specs.registry import Spec, all_specs
-from rlconform.suite import RunInterrupted, print_progress, run_checks
-from rlconform.systems import System, all_systems
-from rlconform.user import FACTORY_SIGNATURES, ISAACLAB_API, BadInput, probe, user_system, with_intents
+from rlconform.core.config import ConfigError
+from rlconform.core.config import validate as validate_config
+from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
+from rlconform.core.impact import IMPACTS, at_least, check_impact
+from rlconform.core.profiles import PROFILES, get_profile, session_seed
+from rlconform.core.search import Verdict
+from rlconform.core.spec import Spec, all_specs
+from rlconform.core.suite import RunInterrupted, print_progress, run_checks
+from rlconform.core.system import System, all_systems
+from rlconform.core.user import FACTORY_SIGNATURES, ISAACLAB_API, BadInput, probe, user_system, with_intents
+from rlconform.reports.results import Results, header_lines, impact_of, render_failures, render_skips, render_table
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 #: the shell's status for a process ended by SIGINT (128 + 2)
@@ -492,8 +492,8 @@ def _check(args: argparse.Namespace) -> int:
     if args.api == ISAACLAB_API:
         # beside the user's env: the reference env on the same device, through the same DirectRLEnv
         # code, with the exact checks only decodable observations allow
-        from rlconform.isaaclab.family import target_of
-        from rlconform.isaaclab.user import reference_system
+        from rlconform.libraries.isaaclab.torch_family import target_of
+        from rlconform.libraries.isaaclab.user import reference_system
 
         systems.append(reference_system(target_of(system).device))
     out = sys.stdout

@@ -14,13 +14,13 @@ test::
     pytest -m rlconform --rlconform-systems 'gymnasium.SyncVectorEnv.*' -k final_obs -n 4 \\
         --rlconform-json results.json
 
-Each item runs one search (:func:`rlconform.search.check_spec`) and maps its verdict onto pytest's
+Each item runs one search (:func:`rlconform.core.search.check_spec`) and maps its verdict onto pytest's
 outcomes: a violation fails with the violations and the standalone reproducer (no traceback, the
 traceback would be rlconform's own), a documented violation is an xfail, a spec that does not
 apply or a library that is not installed is an explicit skip with its reason.
 
 The project's expected-failures file (``--rlconform-xfail FILE`` or the ``rlconform_xfail`` ini
-option; see :mod:`rlconform.expected`) turns matching checks into xfail markers at collection,
+option; see :mod:`rlconform.core.expected`) turns matching checks into xfail markers at collection,
 for these items and for the tests of :func:`rlconform.testing.parametrize_with_checks` alike;
 entries that match nothing are warned about, and strict mode makes an unexpected pass fail.
 
@@ -45,12 +45,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
-    from rlconform.expected import Entry, ExpectedFailures
-    from rlconform.profiles import Profile
-    from rlconform.runner import RunCache
-    from rlconform.search import Verdict
-    from rlconform.specs.registry import Spec
-    from rlconform.systems import System
+    from rlconform.core.expected import Entry, ExpectedFailures
+    from rlconform.core.profiles import Profile
+    from rlconform.core.runner import RunCache
+    from rlconform.core.search import Verdict
+    from rlconform.core.spec import Spec
+    from rlconform.core.system import System
 
 #: name of the per-session plugin object registered when the plugin is active
 SESSION_PLUGIN = "rlconform.session"
@@ -180,7 +180,7 @@ def _impact_option(value: str) -> str:
     """--rlconform-fail-on's value, checked when the command line is parsed (a usage error)."""
     import argparse
 
-    from rlconform.impact import check_impact
+    from rlconform.core.impact import check_impact
 
     try:
         return check_impact(value)
@@ -195,7 +195,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "rlconform(system, spec, family): a conformance check item created by the rlconform plugin"
     )
     if _active(config) and not config.pluginmanager.has_plugin(SESSION_PLUGIN):
-        from rlconform.config import ConfigError, validate
+        from rlconform.core.config import ConfigError, validate
 
         try:
             validate()  # a bad RLCONFORM_* value is a usage error, before any check runs
@@ -256,7 +256,7 @@ def _expected_failures_path(config: pytest.Config) -> Path | None:
 
 
 def load_expected_failures(config: pytest.Config) -> ExpectedFailures | None:
-    from rlconform.expected import ExpectedFailures, ExpectedFailuresError
+    from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError
 
     path = _expected_failures_path(config)
     if path is None:
@@ -276,7 +276,7 @@ def resolve_profile(config: pytest.Config) -> Profile:
     The environment variable wins over the ini file as PYTEST_ADDOPTS does: the ini file is the
     project's choice, the environment is this run's (a nightly job asking for ``thorough``).
     """
-    from rlconform.profiles import get_profile
+    from rlconform.core.profiles import get_profile
 
     name = (
         config.getoption("rlconform_profile")
@@ -333,8 +333,8 @@ class ConformanceFailure(AssertionError):
                 details.append(f"minimal case: {len(ops)} calls on {verdict.case.num_envs} sub-env(s)")
             else:  # a case of its own kind (env-author mode, Isaac Lab): its repr says what it is
                 details.append(f"minimal case: {verdict.case!r}")
-        from rlconform.impact import title as impact_title
-        from rlconform.report import impact_of
+        from rlconform.core.impact import title as impact_title
+        from rlconform.reports.results import impact_of
 
         impact = impact_of(verdict)
         details.append(f"impact: {impact_title(impact)} ({impact})" if impact else f"impact: {impact_title(impact)}")
@@ -395,7 +395,7 @@ def enforce_verdict(
     if expected is not None and verdict.status in ("fail", "not_exercised", "error") and not verdict.known:
         verdict.expected = f"{expected.reason} ({expected.origin})"
     elif expected is not None and verdict.status == "pass":
-        from rlconform.expected import unexpected_pass_message
+        from rlconform.core.expected import unexpected_pass_message
 
         verdict.message = unexpected_pass_message(expected)
     if plugin is not None:
@@ -411,8 +411,8 @@ def enforce_verdict(
         pytest.xfail(f"known violation: {verdict.known}")
     fail_on = item.config.getoption("rlconform_fail_on", None)
     if verdict.status in ("fail", "not_exercised") and not verdict.expected:
-        from rlconform.impact import at_least, title
-        from rlconform.report import impact_of
+        from rlconform.core.impact import at_least, title
+        from rlconform.reports.results import impact_of
 
         impact = impact_of(verdict)
         if not at_least(impact, fail_on):
@@ -439,7 +439,7 @@ class RlconformItem(pytest.Item):
         self.session_plugin = session_plugin
 
     def runtest(self) -> None:
-        from rlconform.search import check_spec
+        from rlconform.core.search import check_spec
 
         plugin = self.session_plugin
         assert plugin.profile is not None and plugin.cache is not None, "set up in pytest_sessionstart"
@@ -512,7 +512,7 @@ class RlconformSession:
     # -- set-up: every bad input is a usage error, before any worker starts -----------------
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from rlconform.profiles import session_seed
+        from rlconform.core.profiles import session_seed
 
         self.profile = resolve_profile(self.config)
         if self.is_worker:
@@ -528,8 +528,8 @@ class RlconformSession:
         for system in systems:
             unique.setdefault(system.id, system)
         self.systems = list(unique.values())
-        from rlconform.runner import RunCache
-        from rlconform.specs.registry import all_specs
+        from rlconform.core.runner import RunCache
+        from rlconform.core.spec import all_specs
 
         patterns = self.config.getoption("rlconform_specs")
         self.specs = _select(all_specs(), patterns)
@@ -541,7 +541,7 @@ class RlconformSession:
         references: list[str] = self.config.getoption("rlconform_check")
         if not references:
             return []
-        from rlconform.user import BadInput, probe, user_system, with_intents
+        from rlconform.core.user import BadInput, probe, user_system, with_intents
 
         family = self.config.getoption("rlconform_api")
         if not family:
@@ -572,7 +572,7 @@ class RlconformSession:
         patterns: list[str] = self.config.getoption("rlconform_systems")
         if not patterns:
             return []
-        from rlconform.systems import all_systems
+        from rlconform.core.system import all_systems
 
         bundled = [s for s in all_systems() if s.kind in ("library", "reference")]
         selected = _select(bundled, patterns)
@@ -591,7 +591,7 @@ class RlconformSession:
         assert self.profile is not None
         if self.passive:
             return []
-        from rlconform.report import header_lines
+        from rlconform.reports.results import header_lines
 
         return [
             *header_lines(self.profile, self.seed),
@@ -615,7 +615,7 @@ class RlconformSession:
         """Apply the expected-failures file to every rlconform check collected (the plugin's items
         and the tests of :func:`rlconform.testing.parametrize_with_checks`), and warn, from one
         process only, about entries that match none."""
-        from rlconform.expected import unused_warning
+        from rlconform.core.expected import unused_warning
 
         assert self.expected is not None
         for item in items:
@@ -654,7 +654,7 @@ class RlconformSession:
     # -- verdicts -----------------------------------------------------------------------------
 
     def record(self, verdict: Verdict, system: System | None = None, spec: Spec | None = None) -> None:
-        from rlconform.report import spec_json, system_json, verdict_json
+        from rlconform.reports.results import spec_json, system_json, verdict_json
 
         self.verdicts[(verdict.system_id, verdict.spec_id)] = verdict_json(verdict)
         if system is not None and all(s.id != system.id for s in self.systems):
@@ -696,8 +696,8 @@ class RlconformSession:
     def failures_by_impact(self) -> str:
         """'6 training-data, 1 api-contract (4 groups of one minimal case)': the failures that count,
         most severe class first, and how many groups sharing a minimal case they form."""
-        from rlconform.grouping import failing_from_json, groups
-        from rlconform.impact import IMPACTS, UNCLASSIFIED
+        from rlconform.core.grouping import failing_from_json, groups
+        from rlconform.core.impact import IMPACTS, UNCLASSIFIED
 
         counted = [r for r in self.ordered_results() if not (r.get("known") or r.get("expected"))]
         found = groups(failing_from_json(counted, [s.id for s in self.specs]))
@@ -727,8 +727,8 @@ class RlconformSession:
     def write_json(self) -> None:
         if self.json_path is None or self.profile is None or (self.passive and not self.verdicts):
             return
-        from rlconform.grouping import annotate
-        from rlconform.report import Results
+        from rlconform.core.grouping import annotate
+        from rlconform.reports.results import Results
 
         results = Results(
             profile=self.profile,

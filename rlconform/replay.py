@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from rlconform.runner import Run, execute
-from rlconform.specs.registry import Violation, all_specs, get_spec
-from rlconform.systems import System, get_system
+from rlconform.core.runner import Run, execute
+from rlconform.core.spec import Violation, all_specs, get_spec
+from rlconform.core.system import System, get_system
 
 
 def resolve_system(system: str | System, family: str | None = None) -> System:
@@ -18,7 +18,7 @@ def resolve_system(system: str | System, family: str | None = None) -> System:
     if isinstance(system, System):
         return system
     if ":" in system:
-        from rlconform.user import user_system
+        from rlconform.core.user import user_system
 
         if family is None:
             raise ValueError(f"{system!r} is a user factory: pass its family")

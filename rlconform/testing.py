@@ -34,10 +34,10 @@ from typing import Any
 
 import pytest
 
-from rlconform.search import Verdict
-from rlconform.specs.registry import Spec, all_specs
-from rlconform.systems import System, all_systems
-from rlconform.user import BadInput, factory_system, probe, user_system, with_intents
+from rlconform.core.search import Verdict
+from rlconform.core.spec import Spec, all_specs
+from rlconform.core.system import System, all_systems
+from rlconform.core.user import BadInput, factory_system, probe, user_system, with_intents
 
 #: what ``systems`` may hold: a factory, ``MODULE:CALLABLE``, a bundled system id or glob, a System
 SystemLike = Callable[..., Any] | str | System
@@ -61,7 +61,7 @@ class RlconformCheck:
 
     def __call__(self) -> Verdict:
         from rlconform import plugin as rl_plugin
-        from rlconform.search import check_spec
+        from rlconform.core.search import check_spec
 
         config = rl_plugin._current_config
         if config is None:
@@ -87,10 +87,10 @@ def parametrize_with_checks(
 
     ``systems``: factories (callables with the signature of family ``api``), ``MODULE:CALLABLE``
     strings (also of family ``api``), ids or globs of bundled systems (``rlconform list``), or
-    :class:`~rlconform.systems.System` objects. ``specs``: spec ids or globs (default: every spec
+    :class:`~rlconform.core.system.System` objects. ``specs``: spec ids or globs (default: every spec
     that applies to the system's family). ``intended``: value changes the systems make on purpose
-    (``"reward"``, ``"observation"``, ``"time_limit"``; rlconform.intents), accepted and listed as
-    "changed as declared". Bad input raises :class:`~rlconform.user.BadInput` when
+    (``"reward"``, ``"observation"``, ``"time_limit"``; rlconform.core.intents), accepted and listed as
+    "changed as declared". Bad input raises :class:`~rlconform.core.user.BadInput` when
     the test module is imported, with a one-line reason.
     """
     resolved = [with_intents(system, intended) for system in _resolve_systems(list(systems), api)]
@@ -175,7 +175,7 @@ _CACHE: list[Any] = []
 
 
 def _process_cache() -> Any:
-    from rlconform.runner import RunCache
+    from rlconform.core.runner import RunCache
 
     if not _CACHE:
         _CACHE.append(RunCache())

@@ -7,7 +7,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlconform.fixtures.spaces import (
+from rlconform.core.system import Capabilities
+from rlconform.envs.spaces import (
     BoxObs,
     DictObs,
     DiscreteObs,
@@ -16,9 +17,8 @@ from rlconform.fixtures.spaces import (
     MultiDiscreteObs,
     TupleObs,
 )
-from rlconform.fixtures.strategies import obs_specs
-from rlconform.stamp import MAX_ENVS, MAX_EPISODES, MAX_SALT, MAX_STEPS, Stamp
-from rlconform.systems import Capabilities
+from rlconform.envs.stamp import MAX_ENVS, MAX_EPISODES, MAX_SALT, MAX_STEPS, Stamp
+from rlconform.envs.strategies import obs_specs
 
 stamps = st.builds(
     Stamp,

@@ -9,9 +9,16 @@ from __future__ import annotations
 import pytest
 
 from rlconform.cli import EXIT_BAD_INPUT, main
-from rlconform.config import ConfigError, validate
+from rlconform.core.config import ConfigError, validate
 
-CHECK = ["check", "rlconform.fixtures.user_envs:counter", "--api", "gymnasium.Env", "--spec", "env.api_shape"]
+CHECK = [
+    "check",
+    "rlconform.libraries.envauthor.sample_envs:counter",
+    "--api",
+    "gymnasium.Env",
+    "--spec",
+    "env.api_shape",
+]
 
 BAD_VALUES = [
     ("RLCONFORM_CALL_TIMEOUT", "abc", "RLCONFORM_CALL_TIMEOUT='abc' is not a number of seconds"),
@@ -46,14 +53,14 @@ def test_good_numbers_are_accepted(value: str, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("RLCONFORM_CALL_TIMEOUT", value)
     monkeypatch.setenv("RLCONFORM_SYSTEM_TIMEOUT", value)
     validate()
-    from rlconform.suite import system_timeout
-    from rlconform.watchdog import call_timeout
+    from rlconform.core.suite import system_timeout
+    from rlconform.core.watchdog import call_timeout
 
     assert call_timeout() == system_timeout() == float(value)
 
 
 def test_empty_means_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlconform.watchdog import REFERENCE_CALL_TIMEOUT, call_timeout
+    from rlconform.core.watchdog import REFERENCE_CALL_TIMEOUT, call_timeout
 
     monkeypatch.setenv("RLCONFORM_CALL_TIMEOUT", "")
     validate()
@@ -62,9 +69,9 @@ def test_empty_means_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_search_never_turns_a_bad_value_into_a_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
     """rlconform.testing and other library callers reach check_spec without the CLI's check."""
-    from rlconform.search import check_spec
-    from rlconform.specs.registry import get_spec
-    from rlconform.systems import get_system
+    from rlconform.core.search import check_spec
+    from rlconform.core.spec import get_spec
+    from rlconform.core.system import get_system
 
     monkeypatch.setenv("RLCONFORM_CALL_TIMEOUT", "abc")
     with pytest.raises(ConfigError, match="RLCONFORM_CALL_TIMEOUT='abc' is not a number of seconds"):

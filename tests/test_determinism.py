@@ -27,11 +27,11 @@ pytest.importorskip("gymnasium")
 from hypothesis import settings
 from hypothesis.internal.conjecture import providers
 
-from rlconform.hypothesis_isolation import without_local_constants
-from rlconform.runner import RunCache
-from rlconform.search import Verdict, check_spec
-from rlconform.specs.registry import all_specs
-from rlconform.systems import all_systems
+from rlconform.core.hypothesis_isolation import without_local_constants
+from rlconform.core.runner import RunCache
+from rlconform.core.search import Verdict, check_spec
+from rlconform.core.spec import all_specs
+from rlconform.core.system import all_systems
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -224,7 +224,7 @@ def test_derandomized_profiles_bound_shrinking_by_examples_not_by_the_clock() ->
     minimal case, message and reproducer. Derandomized profiles keep only Hypothesis' own limit."""
     from hypothesis.internal.conjecture import engine
 
-    from rlconform.profiles import PROFILES
+    from rlconform.core.profiles import PROFILES
 
     derandomized = [p for p in PROFILES.values() if p.derandomize]
     assert {p.name for p in derandomized} >= {"ci", "matrix"}

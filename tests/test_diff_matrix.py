@@ -20,14 +20,14 @@ import pytest
 pytest.importorskip("gymnasium")
 
 from rlconform import cli
-from rlconform.profiles import get_profile
-from rlconform.report import Results
+from rlconform.core.profiles import get_profile
+from rlconform.core.search import Verdict
+from rlconform.core.spec import get_spec
+from rlconform.core.system import get_system
 from rlconform.reports import validate
 from rlconform.reports.diff import Diff, classify
 from rlconform.reports.document import SYMBOLS
-from rlconform.search import Verdict
-from rlconform.specs.registry import get_spec
-from rlconform.systems import get_system
+from rlconform.reports.results import Results
 
 SAME, KNOWN = "reference.gymnasium.vector.SameStep", "reference.sb3.VecNormalize"
 SPECS = ("flags.terminated", "flags.truncated", "terminal.final_obs")

@@ -23,14 +23,14 @@ pytest.importorskip("stable_baselines3")
 
 import gymnasium
 
-from rlconform import envcheck
-from rlconform.envcheck import EnvCase, execute_user_env
-from rlconform.profiles import Profile
-from rlconform.runner import RunCache
-from rlconform.search import Verdict, check_spec
-from rlconform.specs.registry import all_specs, get_spec
-from rlconform.systems import System
-from rlconform.user import USER_ENV_FAMILY, factory_system, user_system
+from rlconform.core.profiles import Profile
+from rlconform.core.runner import RunCache
+from rlconform.core.search import Verdict, check_spec
+from rlconform.core.spec import all_specs, get_spec
+from rlconform.core.system import System
+from rlconform.core.user import USER_ENV_FAMILY, factory_system, user_system
+from rlconform.libraries.envauthor import family as envcheck
+from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
 
 #: a few derandomized examples: every stack_equivalence example runs the env through every stack
 SMALL = Profile("envauthor-trust", 3, 2, True, "a few derandomized examples", 20, 5, 10.0)
@@ -42,8 +42,8 @@ IN_PROCESS = ("gymnasium.SyncVectorEnv.SameStep", "torchrl.GymWrapper", "sb3.Dum
 TORCHRL_STACKS = ("torchrl.GymWrapper", "torchrl.SerialEnv.GymWrapper", "torchrl.ParallelEnv.GymWrapper")
 
 
-def _fixture(name: str, module: str = "user_envs") -> str:
-    return f"rlconform.fixtures.{module}:{name}"
+def _fixture(name: str, module: str = "sample_envs") -> str:
+    return f"rlconform.libraries.envauthor.{module}:{name}"
 
 
 def _check(reference: str, spec_id: str) -> Verdict:
@@ -176,7 +176,7 @@ def test_leaky_env_still_fails_step_after_end() -> None:
 
 
 def test_correct_torch_native_env_gets_only_pass_verdicts_through_the_tensor_stacks() -> None:
-    verdicts = _check_all(user_system(_fixture("torch_counter", "torch_user_envs"), "gymnasium.Env"), SMALL)
+    verdicts = _check_all(user_system(_fixture("torch_counter", "sample_torch_envs"), "gymnasium.Env"), SMALL)
     assert not _not_passed(verdicts), _not_passed(verdicts)
     stacks = verdicts["env.stack_equivalence"].message
     assert f"the same transitions as the bare env through {', '.join(TORCHRL_STACKS)}" in stacks, stacks
@@ -186,7 +186,7 @@ def test_correct_torch_native_env_gets_only_pass_verdicts_through_the_tensor_sta
 
 def test_torch_native_stacks_hand_the_env_tensor_actions() -> None:
     run = execute_user_env(
-        user_system(_fixture("torch_counter", "torch_user_envs"), "gymnasium.Env"), EnvCase(3, 4, 6, 2)
+        user_system(_fixture("torch_counter", "sample_torch_envs"), "gymnasium.Env"), EnvCase(3, 4, 6, 2)
     )
     assert run.torch_device == "cpu"
     results = {r.stack: r for r in run.stacks() if r.stack.startswith("torchrl.")}
@@ -207,7 +207,7 @@ def test_torch_native_stacks_hand_the_env_tensor_actions() -> None:
     ],
 )
 def test_torch_native_env_with_a_real_bug_still_fails(name: str, spec_id: str, words: str) -> None:
-    verdict = _check(_fixture(name, "torch_user_envs"), spec_id)
+    verdict = _check(_fixture(name, "sample_torch_envs"), spec_id)
     assert verdict.status == "fail", verdict.message
     assert words in verdict.message, verdict.message
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rlconform.expected import ExpectedFailures, ExpectedFailuresError
-from rlconform.search import Verdict
+from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError
+from rlconform.core.search import Verdict
 
 TEXT = """
 # comment lines and blank lines are ignored

@@ -6,17 +6,17 @@ import time
 
 import numpy as np
 
-from rlconform.fixtures.reference_env import ReferenceEnv
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.fixtures.spaces import BoxObs, Garbage
-from rlconform.plan import Case, Reset, Step
-from rlconform.reference.gym_vector_model import ModelVectorEnv
-from rlconform.search import check_spec
+from rlconform.core.plan import Case, Reset, Step
+from rlconform.core.search import check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.system import Capabilities, System
+from rlconform.envs.reference_env import ReferenceEnv
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import BoxObs, Garbage
+from rlconform.envs.stamp import Stamp
+from rlconform.envs.truth import build_truth
+from rlconform.libraries.gymnasium.vector_model import ModelVectorEnv
 from rlconform.specs.helpers import decode_stacked
-from rlconform.specs.registry import get_spec
-from rlconform.stamp import Stamp
-from rlconform.systems import Capabilities, System
-from rlconform.truth import build_truth
 
 
 def _log(script: EnvScript, calls: list) -> list:
@@ -96,8 +96,8 @@ def test_a_hanging_call_becomes_a_verdict(monkeypatch):
 
 
 def test_a_run_of_a_case_is_deterministic():
-    from rlconform.runner import execute
-    from rlconform.systems import get_system
+    from rlconform.core.runner import execute
+    from rlconform.core.system import get_system
 
     script = EnvScript(episodes=(EpisodePlan(2, "both"), EpisodePlan(1)), env_stride=1)
     case = Case(script, 2, (Reset(seed=3), *[Step((1, 0))] * 5))

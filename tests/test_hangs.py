@@ -20,14 +20,14 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
-from rlconform import hangs
-from rlconform.profiles import get_profile
-from rlconform.runner import RUN_CACHE
-from rlconform.search import Verdict
-from rlconform.specs.registry import all_specs
-from rlconform.suite import run_checks
-from rlconform.user import probe, user_system
-from rlconform.watchdog import deadlines_available
+from rlconform.core import hangs
+from rlconform.core.profiles import get_profile
+from rlconform.core.runner import RUN_CACHE
+from rlconform.core.search import Verdict
+from rlconform.core.spec import all_specs
+from rlconform.core.suite import run_checks
+from rlconform.core.user import probe, user_system
+from rlconform.core.watchdog import deadlines_available
 
 pytestmark = pytest.mark.skipif(not deadlines_available(), reason="no SIGALRM deadlines on this platform")
 
@@ -293,8 +293,8 @@ def test_a_user_env_whose_step_never_returns(module_dir: Path, monkeypatch: pyte
 def test_specs_whose_cases_answer_keep_their_verdicts(module_dir: Path) -> None:
     """A hang in some cases is not a verdict on the others: a spec whose search meets no hang
     (transitions are checked on correct-size batches) passes, one whose cases hang is not run."""
-    from rlconform.search import check_spec
-    from rlconform.specs.registry import get_spec
+    from rlconform.core.search import check_spec
+    from rlconform.core.spec import get_spec
 
     system = probe(user_system("hangers:wrong_size_hangs", "gymnasium.vector"))
     exact = check_spec(system, get_spec("transitions.exact"), "ci")
@@ -309,9 +309,9 @@ def test_a_system_that_answers_still_passes_responsive(module_dir: Path) -> None
     """Control: the memory of hangs is per system; a correct vectorizer is judged on its own."""
     hung, _ = check_in_process("hangers:sleeping", "gymnasium.vector")
     assert any(v.status == "not_run" for v in hung)
-    from rlconform.search import check_spec
-    from rlconform.specs.registry import get_spec
-    from rlconform.systems import get_system
+    from rlconform.core.search import check_spec
+    from rlconform.core.spec import get_spec
+    from rlconform.core.system import get_system
 
     for spec_id in (hangs.RESPONSIVE, "transitions.exact"):
         verdict = check_spec(get_system("gymnasium.SyncVectorEnv.NextStep"), get_spec(spec_id), "fast")
@@ -516,10 +516,10 @@ def test_the_plugin_fails_responsive_and_skips_the_specs_not_run(pytester: pytes
 
 
 def _responsive(target: str, monkeypatch: pytest.MonkeyPatch, close_limit: float) -> Verdict:
-    from rlconform import watchdog
-    from rlconform.profiles import Profile
-    from rlconform.search import check_spec
-    from rlconform.specs.registry import get_spec
+    from rlconform.core import watchdog
+    from rlconform.core.profiles import Profile
+    from rlconform.core.search import check_spec
+    from rlconform.core.spec import get_spec
 
     monkeypatch.setattr(watchdog, "CLOSE_TIMEOUT", close_limit)
     system = probe(user_system(target, "gymnasium.vector"))

@@ -3,7 +3,7 @@
 Every spec declares an impact class; failures that share a minimal case are printed once, under
 their most specific spec, with one reproducer; ``--fail-on CLASS`` gates on the classes a CI
 cares about; each failure has a value-free signature that ``rlconform diff`` and ``rlconform
-matrix`` compare. Every search here runs a real planted bug (rlconform.reference.planted) through
+matrix`` compare. Every search here runs a real planted bug (rlconform.libraries.gymnasium.planted) through
 the real Gymnasium stack, under the fast profile with the seed conftest pins.
 """
 
@@ -23,17 +23,17 @@ import pytest
 pytest.importorskip("gymnasium")
 
 from rlconform import cli
-from rlconform.impact import IMPACTS, at_least, check_impact
-from rlconform.profiles import get_profile
-from rlconform.report import Results, header_lines, render_failures
+from rlconform.core.impact import IMPACTS, at_least, check_impact
+from rlconform.core.profiles import get_profile
+from rlconform.core.search import Verdict, check_spec
+from rlconform.core.signature import violation_kind
+from rlconform.core.spec import all_specs, get_spec, spec
+from rlconform.core.system import get_system
 from rlconform.reports import load_results, render_html, render_junit, render_markdown, validate
 from rlconform.reports.diff import Diff, render_text
 from rlconform.reports.matrix import Matrix, load_directory
 from rlconform.reports.matrix import render_markdown as matrix_markdown
-from rlconform.search import Verdict, check_spec
-from rlconform.signature import violation_kind
-from rlconform.specs.registry import all_specs, get_spec, spec
-from rlconform.systems import get_system
+from rlconform.reports.results import Results, header_lines, render_failures
 
 # the plugin's report header imports torch; importing it again after pytester's sys.modules
 # snapshot dropped it crashes the interpreter, so it is imported once here (as test_plugin does)
@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BASELINES = sorted((ROOT / "matrix" / "baseline").glob("*.json.gz"))
 
 PLANTS = """
-from rlconform.reference.planted import DoubleStep, TruncatesBatch
+from rlconform.libraries.gymnasium.planted import DoubleStep, TruncatesBatch
 
 
 def double_step(env_fns, **kwargs):
@@ -96,8 +96,8 @@ def test_isaaclab_specs_declare_impact_classes_too() -> None:
     """The Isaac Lab specs register only where isaaclab is installed; their modules import without
     it, in a process of their own (so that this session's registry is left as it is)."""
     script = (
-        "import json, rlconform.isaaclab.family, rlconform.specs.isaaclab_device\n"
-        "from rlconform.specs.registry import all_specs\n"
+        "import json, rlconform.libraries.isaaclab.torch_family, rlconform.libraries.isaaclab.device_specs\n"
+        "from rlconform.core.spec import all_specs\n"
         "print(json.dumps({s.id: s.impact for s in all_specs() if s.id.startswith('isaaclab')}))"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
@@ -196,7 +196,7 @@ def test_check_prints_one_group_with_one_reproducer_ranked_by_impact(
     html = render_html(loaded)
     assert html.count('<pre class="reproducer">') == 2 and "corrupts training data</span>" in html
     junit = render_junit(loaded)
-    assert '<property name="rlconform.impact" value="training-data" />' in junit
+    assert '<property name="rlconform.core.impact" value="training-data" />' in junit
     assert '<property name="rlconform.group" value="counts.env_steps" />' in junit
 
 

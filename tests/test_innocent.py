@@ -23,10 +23,10 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import vector as vector_wrappers
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from rlconform.search import check_spec
-from rlconform.specs.registry import all_specs
-from rlconform.systems import Capabilities
-from rlconform.user import factory_system
+from rlconform.core.search import check_spec
+from rlconform.core.spec import all_specs
+from rlconform.core.system import Capabilities
+from rlconform.core.user import factory_system
 
 # ------------------------------------------------------------------------------------ variants
 

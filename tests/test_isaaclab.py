@@ -15,16 +15,16 @@ pytest.importorskip("isaaclab", reason="isaaclab not installed: the isaaclab fam
 
 import torch
 
-from rlconform.adapters.isaaclab_env import ACTIONS_KEY, NAME, make, reused_buffers
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.fixtures.spaces import BoxAction, BoxObs
-from rlconform.plan import Case, Reset, Step
-from rlconform.runner import Run, execute
-from rlconform.search import check_spec
-from rlconform.specs.isaaclab_device import ACTIONS_SPEC, OUTPUTS_SPEC
-from rlconform.specs.registry import all_specs, get_spec
-from rlconform.stamp import Stamp
-from rlconform.systems import System, all_systems, get_system
+from rlconform.core.plan import Case, Reset, Step
+from rlconform.core.runner import Run, execute
+from rlconform.core.search import check_spec
+from rlconform.core.spec import all_specs, get_spec
+from rlconform.core.system import System, all_systems, get_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import BoxAction, BoxObs
+from rlconform.envs.stamp import Stamp
+from rlconform.libraries.isaaclab.device_specs import ACTIONS_SPEC, OUTPUTS_SPEC
+from rlconform.libraries.isaaclab.direct_family import ACTIONS_KEY, NAME, make, reused_buffers
 
 REFERENCE = "isaaclab.DirectRLEnv"
 NO_FINAL_OBS = "isaaclab.DirectRLEnv.no_final_obs"
@@ -156,7 +156,7 @@ def test_reference_env_on_cuda(spec_id: str) -> None:
 
 
 def test_other_isaaclab_releases_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlconform.fixtures import isaaclab_reference_env
+    from rlconform.libraries.isaaclab import reference_env as isaaclab_reference_env
 
     real = importlib.metadata.version
     monkeypatch.setattr(importlib.metadata, "version", lambda d: "3.1.0" if d == "isaaclab" else real(d))
@@ -244,7 +244,7 @@ def test_wrapper_verdicts(system_id: str) -> None:
 
 
 def _fns() -> list[functools.partial[object]]:
-    from rlconform.fixtures.reference_env import make_reference_env
+    from rlconform.envs.reference_env import make_reference_env
 
     return [functools.partial(make_reference_env, SCRIPT, i) for i in range(2)]
 
@@ -256,7 +256,7 @@ def test_sb3_wrapper_terminal_observation(compute_final_obs: bool, terminal: str
     the returned row, the next episode's first."""
     import numpy as np
 
-    from rlconform.adapters.isaaclab_wrappers import sb3_wrapper
+    from rlconform.libraries.isaaclab.wrapper_systems import sb3_wrapper
 
     venv = sb3_wrapper(_fns(), compute_final_obs=compute_final_obs)
     venv.reset()
@@ -283,7 +283,7 @@ def test_torchrl_wrappers_terminal_observation(
     """The ('next', obs) row of a done env: Isaac Lab's wrapper takes extras['final_obs'] or NaN-fills
     (vecenv_wrapper.py:177-192); TorchRL's IsaacLabWrapper with native_autoreset=True always NaN-fills
     (torchrl/envs/common.py:4149-4153), although the env wrote extras['final_obs']."""
-    from rlconform.adapters import isaaclab_wrappers
+    from rlconform.libraries.isaaclab import wrapper_systems as isaaclab_wrappers
 
     env = getattr(isaaclab_wrappers, build)(_fns(), compute_final_obs=compute_final_obs)
     td = env.reset()
@@ -305,7 +305,7 @@ def test_rsl_rl_wrapper_boundary() -> None:
     """RslRlVecEnvWrapper (vecenv_wrapper.py:155-168): resets once when built; dones int64; time_outs
     is the env's own truncated buffer in the env's extras; the obs after an ending step is the next
     episode's first (no terminal observation in RSL-RL's data)."""
-    from rlconform.adapters.isaaclab_rsl_rl import make as make_rsl_rl
+    from rlconform.libraries.isaaclab.rsl_rl_family import make as make_rsl_rl
 
     env = make_rsl_rl(_fns())
     first = env.get_observations()["policy"]
@@ -322,8 +322,8 @@ def test_rsl_rl_terminated_and_timed_out_reads_as_time_out() -> None:
     """The finding behind flags.terminated: DirectRLEnv returns both flags (direct_rl_env.py:423);
     dones = term | trunc and time_outs = trunc (vecenv_wrapper.py:162, 165-166) cannot express
     both, so RSL-RL's PPO bootstraps a terminated step (ppo.py:154-158)."""
-    from rlconform.adapters.isaaclab_rsl_rl import make as make_rsl_rl
-    from rlconform.fixtures.reference_env import make_reference_env
+    from rlconform.envs.reference_env import make_reference_env
+    from rlconform.libraries.isaaclab.rsl_rl_family import make as make_rsl_rl
 
     script = EnvScript(obs=BoxObs(), action=BoxAction(dims=1), episodes=(EpisodePlan(1, "both"),))
     env = make_rsl_rl([functools.partial(make_reference_env, script, 0)])

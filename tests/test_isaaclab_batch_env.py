@@ -19,14 +19,14 @@ pytest.importorskip("isaaclab", reason="isaaclab not installed: the isaaclab fam
 import torch
 from isaaclab.envs import DirectRLEnv
 
-from rlconform.fixtures.isaaclab_batch_env import (
+from rlconform.libraries.isaaclab.batch_env import (
     VARIANTS,
     BatchStampEnv,
     BatchStampModel,
     make_batch_stamp_env,
     run_with_model,
 )
-from rlconform.isaaclab.findings import hits
+from rlconform.libraries.isaaclab.findings import hits
 
 EPISODE_STEPS = 8
 STEPS = 3 * EPISODE_STEPS

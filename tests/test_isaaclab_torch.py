@@ -16,15 +16,15 @@ pytest.importorskip("isaaclab", reason="isaaclab not installed: the isaaclab.tor
 
 import torch
 
-from rlconform.fixtures.isaaclab_batch_env import BatchStampModel, make_batch_stamp_env
-from rlconform.isaaclab import monitor as mon
-from rlconform.isaaclab import wrappers as wr
-from rlconform.isaaclab.family import MODEL_SPECS, NAME, TARGETS
-from rlconform.isaaclab.monitor import ContractMonitor
-from rlconform.isaaclab.session import TorchCase, drive
-from rlconform.search import check_spec
-from rlconform.specs.registry import all_specs, get_spec
-from rlconform.systems import all_systems, get_system
+from rlconform.core.search import check_spec
+from rlconform.core.spec import all_specs, get_spec
+from rlconform.core.system import all_systems, get_system
+from rlconform.libraries.isaaclab import monitor as mon
+from rlconform.libraries.isaaclab import wrappers as wr
+from rlconform.libraries.isaaclab.batch_env import BatchStampModel, make_batch_stamp_env
+from rlconform.libraries.isaaclab.monitor import ContractMonitor
+from rlconform.libraries.isaaclab.session import TorchCase, drive
+from rlconform.libraries.isaaclab.torch_family import MODEL_SPECS, NAME, TARGETS
 
 SPECS = sorted(s.id for s in all_specs() if NAME in s.families)
 CASE = TorchCase(seed=5, action_seed=7, steps=20, pattern="uniform")
@@ -237,7 +237,7 @@ def test_returned_buffers_are_rewritten_by_directrlenv() -> None:
 
 
 # ------------------------------------------------------------------------------- the user API
-FACTORY = "rlconform.fixtures.isaaclab_batch_env:make_batch_stamp_env"
+FACTORY = "rlconform.libraries.isaaclab.batch_env:make_batch_stamp_env"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -259,7 +259,7 @@ def test_check_api_isaaclab_runs_the_users_env_and_the_reference_env() -> None:
 
 
 def test_check_api_isaaclab_rejects_a_factory_of_the_wrong_shape() -> None:
-    done = _cli("check", "rlconform.fixtures.isaaclab_batch_env:BatchStampModel.for_env", "--api", "isaaclab")
+    done = _cli("check", "rlconform.libraries.isaaclab.batch_env:BatchStampModel.for_env", "--api", "isaaclab")
     assert done.returncode == 2
     assert "(num_envs: int, device: str)" in done.stderr
 

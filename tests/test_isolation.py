@@ -209,7 +209,7 @@ def test_sigterm_ends_the_run_and_its_workers(workdir: Path) -> None:
 
 def test_in_process_mode_is_still_available_for_debugging(workdir: Path) -> None:
     (workdir / "fine.py").write_text(
-        "from rlconform.fixtures.user_envs import counter\n\ndef make():\n    return counter()\n"
+        "from rlconform.libraries.envauthor.sample_envs import counter\n\ndef make():\n    return counter()\n"
     )
     proc, marker = check(workdir, "fine:make", "--api", "gymnasium.Env", "--spec", "env.api_shape", "--in-process")
     assert proc.returncode == 0, proc.stdout + proc.stderr

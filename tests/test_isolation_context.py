@@ -1,6 +1,6 @@
 """Isolation must not change what the libraries under test see, and a user's ParallelEnv is checked.
 
-A system checked by ``rlconform check`` runs in a forked worker (:mod:`rlconform.isolation`). The
+A system checked by ``rlconform check`` runs in a forked worker (:mod:`rlconform.core.isolation`). The
 libraries read multiprocessing's global start method to choose how they start their own workers
 (TorchRL's ``ParallelEnv``, Gymnasium's ``AsyncVectorEnv(context=None)``); the isolated worker
 must show them the state of the user's process, not the 'fork' that ``Process._bootstrap``
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from rlconform.isolation import can_isolate, run_isolated
+from rlconform.core.isolation import can_isolate, run_isolated
 
 pytestmark = pytest.mark.skipif(not can_isolate(), reason="isolation needs fork and process groups")
 
@@ -143,8 +143,8 @@ def test_isolated_worker_starts_a_fork_server_of_its_own() -> None:
 
 
 def _env_fns(sinks: list[Any]) -> list[Callable[[], Any]]:
-    from rlconform.fixtures.reference_env import make_reference_env
-    from rlconform.fixtures.script import EnvScript
+    from rlconform.envs.reference_env import make_reference_env
+    from rlconform.envs.script import EnvScript
 
     return [functools.partial(make_reference_env, EnvScript(), i, sink) for i, sink in enumerate(sinks)]
 
@@ -153,8 +153,8 @@ def test_pickled_env_fn_builds_the_next_free_sub_env() -> None:
     """What ParallelEnv does under spawn or forkserver: pickle create_env_fn once per worker, in
     worker order. Worker k must build sub-env k (the old env_fn refused to be pickled)."""
     pytest.importorskip("torchrl")
-    from rlconform.adapters.torchrl_env import SubEnvFactory
-    from rlconform.fixtures.calllog import MemorySink
+    from rlconform.envs.calllog import MemorySink
+    from rlconform.libraries.torchrl.env_family import SubEnvFactory
 
     env_fn = SubEnvFactory(_env_fns([MemorySink() for _ in range(3)]))
     shadow = env_fn()  # TorchRL's metadata env, built and closed in this process
@@ -172,8 +172,8 @@ def test_envs_closed_while_the_factory_builds_leave_no_log() -> None:
     process and closes it: those calls are no part of the run, and in the ground truth they were
     a transition the system 'missed' (a false FAIL of transitions.exact)."""
     pytest.importorskip("torchrl")
-    from rlconform.adapters.torchrl_env import SubEnvFactory
-    from rlconform.fixtures.calllog import MemorySink, ResetRecord, StepRecord
+    from rlconform.envs.calllog import MemorySink, ResetRecord, StepRecord
+    from rlconform.libraries.torchrl.env_family import SubEnvFactory
 
     sinks = [MemorySink() for _ in range(2)]
     env_fn = SubEnvFactory(_env_fns(sinks))
@@ -197,8 +197,8 @@ def _build_in_forked_worker(env_fn: Any) -> None:
 def test_a_forked_copy_of_env_fn_refuses_to_build() -> None:
     """Workers started with fork copy env_fn as it is: each would build the same sub-env."""
     pytest.importorskip("torchrl")
-    from rlconform.adapters.torchrl_env import SubEnvFactory
-    from rlconform.fixtures.calllog import MemorySink
+    from rlconform.envs.calllog import MemorySink
+    from rlconform.libraries.torchrl.env_family import SubEnvFactory
 
     env_fn = SubEnvFactory(_env_fns([MemorySink() for _ in range(2)]))
     assert not env_fn.refused_fork()
@@ -249,10 +249,10 @@ def test_a_users_parallel_env_gets_the_bundled_systems_verdicts_isolated_and_in_
     """Isolated, both workers built sub-env 0 (false FAILs); in process, env_fn refused to be
     pickled (an ERROR for every spec). Now both get what the bundled ParallelEnv system gets."""
     pytest.importorskip("torchrl")
-    from rlconform.profiles import get_profile
-    from rlconform.search import check_spec
-    from rlconform.specs.registry import get_spec
-    from rlconform.systems import get_system
+    from rlconform.core.profiles import get_profile
+    from rlconform.core.search import check_spec
+    from rlconform.core.spec import get_spec
+    from rlconform.core.system import get_system
 
     (tmp_path / "myparallel.py").write_text(MYPARALLEL)
     specs = [arg for spec in PARALLEL_SPECS for arg in ("--spec", spec)]

@@ -16,14 +16,14 @@ pytest.importorskip("gymnasium")
 
 # The in-process runs import these; importing them here once keeps pytester's sys.modules snapshot
 # from dropping them after every run, so that each run does not import them again (seconds each).
-import rlconform.search
-from rlconform.report import header_lines
-from rlconform.systems import all_systems
+import rlconform.core.search
+from rlconform.core.system import all_systems
+from rlconform.reports.results import header_lines
 
 all_systems()
 # the report header imports torch (to name the accelerator): importing torch twice in one process
 # (after pytester's snapshot dropped it) crashes the interpreter, so it is imported here, once
-header_lines(rlconform.search.get_profile("ci"), None)
+header_lines(rlconform.core.search.get_profile("ci"), None)
 
 MYVEC = '''
 import gymnasium
@@ -248,7 +248,7 @@ def test_documented_violation_is_an_xfail(downstream: pytest.Pytester) -> None:
 
 
 NOT_INSTALLED_CONFTEST = """
-from rlconform.systems import System, register
+from rlconform.core.system import System, register
 
 register(
     System(
@@ -294,7 +294,7 @@ def test_plugin_loaded_but_nothing_heavy_imported(pytestconfig):
     # --rlconform-json alone only readies a passive session, for rlconform.testing's tests
     session = pytestconfig.pluginmanager.get_plugin("rlconform.session")
     assert session is not None and session.passive and session.systems == []
-    heavy = ("gymnasium", "torch", "stable_baselines3", "rlconform.search", "rlconform.systems")
+    heavy = ("gymnasium", "torch", "stable_baselines3", "rlconform.core.search", "rlconform.core.system")
     assert [name for name in heavy if name in sys.modules] == []
 """
     )

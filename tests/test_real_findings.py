@@ -13,10 +13,10 @@ import re
 
 import pytest
 
+from rlconform.core.search import check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.system import get_system
 from rlconform.replay import replay
-from rlconform.search import check_spec
-from rlconform.specs.registry import get_spec
-from rlconform.systems import get_system
 
 pytest.importorskip("gymnasium")
 pytest.importorskip("stable_baselines3")
@@ -86,9 +86,9 @@ def test_async_close_hang_direct_reproduction():
     import numpy as np
     from gymnasium.vector import AsyncVectorEnv
 
-    from rlconform.fixtures.reference_env import make_reference_env
-    from rlconform.fixtures.script import EnvScript
-    from rlconform.watchdog import CallTimeout, deadline
+    from rlconform.core.watchdog import CallTimeout, deadline
+    from rlconform.envs.reference_env import make_reference_env
+    from rlconform.envs.script import EnvScript
 
     env = AsyncVectorEnv([lambda i=i: make_reference_env(EnvScript(), i) for i in range(2)])
     env.reset()

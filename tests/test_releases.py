@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rlconform.adapters.gym_release import GymRelease
+from rlconform.libraries.gymnasium.releases import GymRelease
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,9 +51,9 @@ CHECK = textwrap.dedent(
     """
     import json, sys
     import gymnasium
-    from rlconform.search import check_spec
-    from rlconform.specs.registry import get_spec
-    from rlconform.systems import get_system
+    from rlconform.core.search import check_spec
+    from rlconform.core.spec import get_spec
+    from rlconform.core.system import get_system
     out = {"gymnasium": gymnasium.__version__, "verdicts": {}, "skips": {}}
     for system_id, spec_id in json.loads(sys.argv[1]):
         v = check_spec(get_system(system_id), get_spec(spec_id), "ci")

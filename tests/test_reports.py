@@ -29,8 +29,10 @@ import pytest
 pytest.importorskip("gymnasium")
 
 from rlconform import cli
-from rlconform.profiles import get_profile
-from rlconform.report import SYMBOLS, Results
+from rlconform.core.profiles import get_profile
+from rlconform.core.search import Status, Verdict, check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.system import SystemKind, get_system
 from rlconform.reports import (
     ResultsDocument,
     ResultsError,
@@ -42,10 +44,8 @@ from rlconform.reports import (
 )
 from rlconform.reports.document import STATUSES
 from rlconform.reports.load import schema
+from rlconform.reports.results import SYMBOLS, Results
 from rlconform.reports.validate import SchemaError, Validator
-from rlconform.search import Status, Verdict, check_spec
-from rlconform.specs.registry import get_spec
-from rlconform.systems import SystemKind, get_system
 
 #: text a message may quote from a system: markup, XML's CDATA end, Markdown table and code
 #: syntax, control characters XML forbids, a lone surrogate, non-ASCII
@@ -350,7 +350,7 @@ def test_markdown_has_header_table_legend_and_reproducers(
     assert f"| `{PLANTED}` | **FAIL** | skip | **FAIL** |" in text
     assert f"| `{KNOWN_SYSTEM}` | n/r | known | . |" in text
     assert "Legend: `ok` pass" in text
-    # the spec list names each spec's impact class (rlconform.impact) before its statement
+    # the spec list names each spec's impact class (rlconform.core.impact) before its statement
     assert f"1. `{PLANTED_SPEC}` (corrupts training data): " in text
     blocks = _fenced_blocks(text)
     fail = _verdict(planted_document, PLANTED, PLANTED_SPEC)

@@ -20,13 +20,13 @@ from gymnasium.wrappers import ClipReward
 from gymnasium.wrappers import vector as vector_wrappers
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.plan import BadStep, Case, Op, Reset, Step
-from rlconform.runner import Run, execute
-from rlconform.search import check_spec
-from rlconform.specs.registry import get_spec
-from rlconform.systems import Capabilities, get_system
-from rlconform.user import factory_system
+from rlconform.core.plan import BadStep, Case, Op, Reset, Step
+from rlconform.core.runner import Run, execute
+from rlconform.core.search import check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.system import Capabilities, get_system
+from rlconform.core.user import factory_system
+from rlconform.envs.script import EnvScript, EpisodePlan
 
 FAILED_CALL = "api.failed_call_no_side_effect"
 MODEL = "model.outputs_match"

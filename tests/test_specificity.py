@@ -1,6 +1,6 @@
 """The specificity matrix: every planted bug fails exactly the specs declared for it.
 
-``rlconform.reference.planted.MUST_FAIL`` declares, for every planted bug of every module, the
+``rlconform.libraries.gymnasium.planted.MUST_FAIL`` declares, for every planted bug of every module, the
 full set of specs it must fail; every other spec that applies must find no violation. A spec
 that fails outside its declared set blames the planted bug for something it does not do: the
 same false blame a user would get on correct code.
@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from rlconform.profiles import PROFILES, Profile
-from rlconform.reference.planted import MUST_FAIL
-from rlconform.runner import RunCache
-from rlconform.search import strategy_for
-from rlconform.specs.registry import Spec, all_specs, get_spec
-from rlconform.systems import System, all_systems, get_system
+from rlconform.core.profiles import PROFILES, Profile
+from rlconform.core.runner import RunCache
+from rlconform.core.search import strategy_for
+from rlconform.core.spec import Spec, all_specs, get_spec
+from rlconform.core.system import System, all_systems, get_system
+from rlconform.libraries.gymnasium.planted import MUST_FAIL
 
 PLANTED = sorted(s.id for s in all_systems() if s.kind == "planted")
 

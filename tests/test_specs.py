@@ -11,16 +11,19 @@ import io
 
 import pytest
 
+from rlconform.core.search import check_spec
+from rlconform.core.spec import all_specs, get_spec
+from rlconform.core.system import all_systems, get_system
+from rlconform.core.user import user_system
 from rlconform.replay import replay
-from rlconform.search import check_spec
-from rlconform.specs.registry import all_specs, get_spec
-from rlconform.systems import all_systems, get_system
-from rlconform.user import user_system
 
 PLANTED = [(s.id, spec_id) for s in all_systems() if s.kind == "planted" for spec_id in s.plants]
 REFERENCES = [s.id for s in all_systems() if s.kind == "reference"]
 #: correct envs of users, the control group of the env-author specs
-CORRECT_USER_ENVS = ["rlconform.fixtures.user_envs:counter", "rlconform.fixtures.user_envs:cartpole"]
+CORRECT_USER_ENVS = [
+    "rlconform.libraries.envauthor.sample_envs:counter",
+    "rlconform.libraries.envauthor.sample_envs:cartpole",
+]
 #: real library systems that conform to a spec no reference model covers (their family has none)
 LIBRARY_CONTROLS = {
     "torchrl.actions_reach_env_natively": "torchrl.GymWrapper.TorchNative.categorical",

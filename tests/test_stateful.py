@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from rlconform.stateful import ConformanceFailure, conformance_machine
-from rlconform.systems import all_systems, get_system
+from rlconform.core.system import all_systems, get_system
+from rlconform.envs.stateful import ConformanceFailure, conformance_machine
 
 SETTINGS = settings(
     max_examples=25,

@@ -18,12 +18,12 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.fixtures.spaces import BoxObs, DictObs, DiscreteAction
-from rlconform.plan import Case, Op, Reset, Step
-from rlconform.runner import Run, execute
-from rlconform.specs.registry import get_spec
-from rlconform.systems import EnvFn, System, get_system
+from rlconform.core.plan import Case, Op, Reset, Step
+from rlconform.core.runner import Run, execute
+from rlconform.core.spec import get_spec
+from rlconform.core.system import EnvFn, System, get_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction
 
 BOX = BoxObs(dtype="float32", shape=(5,))
 DICT = DictObs(entries=(("state", BOX), ("tag", BoxObs(dtype="float64", shape=(5,))), ("extra", BOX)))
@@ -122,7 +122,7 @@ def test_e8_reproducer() -> None:
     import torch
     from torchrl.envs import GymWrapper
 
-    from rlconform.fixtures.reference_env import ReferenceEnv
+    from rlconform.envs.reference_env import ReferenceEnv
 
     fns = [functools.partial(ReferenceEnv, EnvScript(), i) for i in range(2)]
     v = gymnasium.vector.SyncVectorEnv(fns, copy=False, autoreset_mode=gymnasium.vector.AutoresetMode.DISABLED)
@@ -148,7 +148,7 @@ def test_e9_reproducer() -> None:
     import torch
     from torchrl.envs import GymWrapper
 
-    from rlconform.fixtures.reference_env import ReferenceEnv
+    from rlconform.envs.reference_env import ReferenceEnv
 
     script = EnvScript(episodes=(EpisodePlan(1),))
     fns = [functools.partial(ReferenceEnv, script, 0)]
@@ -173,7 +173,7 @@ def test_copying_vector_env_conforms_where_no_copy_does_not() -> None:
 def test_torchrl_systems_are_searched_with_dict_observations_of_box_leaves() -> None:
     from hypothesis import find
 
-    from rlconform.fixtures.strategies import obs_specs
+    from rlconform.envs.strategies import obs_specs
 
     for system_id in ("torchrl.SerialEnv.GymWrapper", "torchrl.GymWrapper.SyncVectorEnv", NO_COPY):
         caps = get_system(system_id).capabilities

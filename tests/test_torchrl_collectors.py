@@ -14,14 +14,14 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.plan import Reset
-from rlconform.profiles import Profile
+from rlconform.core.plan import Reset
+from rlconform.core.profiles import Profile
+from rlconform.core.search import check_spec
+from rlconform.core.spec import Violation, get_spec
+from rlconform.core.system import get_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.libraries.torchrl.collectors import CollectorCase
 from rlconform.replay import replay
-from rlconform.search import check_spec
-from rlconform.specs.registry import Violation, get_spec
-from rlconform.systems import get_system
-from rlconform.torchrl_collectors import CollectorCase
 
 SMALL = Profile("torchrl-collectors", 6, 3, True, "a few derandomized examples", 20, 5, 20.0)
 SPECS = ("collector.frame_accounting", "collector.transitions", "collector.policy_updates")

@@ -15,14 +15,14 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.adapters.torchrl_env import SUB_ENV_RESETS
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.plan import Case, Reset, Step
-from rlconform.runner import Run, execute
+from rlconform.core.plan import Case, Reset, Step
+from rlconform.core.runner import Run, execute
+from rlconform.core.spec import get_spec
+from rlconform.core.system import get_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.stamp import Stamp
+from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS
 from rlconform.specs.helpers import decode
-from rlconform.specs.registry import get_spec
-from rlconform.stamp import Stamp
-from rlconform.systems import get_system
 
 SCRIPT = EnvScript(
     episodes=(EpisodePlan(2, "terminated"), EpisodePlan(3, "truncated"), EpisodePlan(4, "never")),
@@ -114,7 +114,7 @@ def test_gym_env_num_envs_runs_next_step_mode_and_records_reset_steps() -> None:
 
 
 def test_double_to_float_transform_declares_and_returns_float32() -> None:
-    from rlconform.fixtures.spaces import BoxObs
+    from rlconform.envs.spaces import BoxObs
 
     script = EnvScript(
         obs=BoxObs(dtype="float64", shape=(5,)), episodes=SCRIPT.episodes, env_stride=1, max_episode_steps=3
@@ -139,7 +139,7 @@ def _not_an_env(env_fn: Any) -> Any:
 
 
 def test_user_factory_picks_the_number_of_sub_envs_from_its_batch_size() -> None:
-    from rlconform.user import BadInput, factory_system
+    from rlconform.core.user import BadInput, factory_system
 
     system = factory_system(_serial_three, "torchrl.EnvBase")
     assert (system.capabilities.min_envs, system.capabilities.max_envs) == (3, 3)

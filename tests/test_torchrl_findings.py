@@ -14,14 +14,14 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.fixtures.spaces import BoxObs, DictObs, DiscreteAction, MultiDiscreteAction
-from rlconform.plan import BadStep, Case, Op, Reset, Step
-from rlconform.profiles import Profile
-from rlconform.runner import RunCache, execute
-from rlconform.search import check_spec
-from rlconform.specs.registry import get_spec
-from rlconform.systems import get_system
+from rlconform.core.plan import BadStep, Case, Op, Reset, Step
+from rlconform.core.profiles import Profile
+from rlconform.core.runner import RunCache, execute
+from rlconform.core.search import check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.system import get_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction, MultiDiscreteAction
 
 BOX = BoxObs(dtype="float32", shape=(5,))
 DICT = DictObs(entries=(("state", BOX),))

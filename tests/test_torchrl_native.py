@@ -10,13 +10,13 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.fixtures.spaces import ActionValue, ActSpec, BoxAction, DiscreteAction, MultiDiscreteAction
-from rlconform.plan import Case, Reset, Step
-from rlconform.runner import Run, execute
-from rlconform.specs.registry import get_spec
-from rlconform.specs.torch_native import SPEC_ID
-from rlconform.systems import get_system
+from rlconform.core.plan import Case, Reset, Step
+from rlconform.core.runner import Run, execute
+from rlconform.core.spec import get_spec
+from rlconform.core.system import get_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import ActionValue, ActSpec, BoxAction, DiscreteAction, MultiDiscreteAction
+from rlconform.libraries.torchrl.native_specs import SPEC_ID
 
 NUMPY_DEFAULT = "torchrl.GymWrapper.TorchNative"
 TENSORS = "torchrl.GymWrapper.TorchNative.tensor_actions"
@@ -102,7 +102,7 @@ def test_spec_applies_only_to_declared_torch_native_systems() -> None:
 
 def test_finding_n2_torch_reward_keeps_its_dtype_against_the_reward_spec() -> None:
     """N2: GymWrapper passes a torch env's float64 reward through; its reward_spec says float32."""
-    from rlconform.search import check_spec
+    from rlconform.core.search import check_spec
 
     for system_id in ("torchrl.GymWrapper.TorchNative", "torchrl.GymWrapper.TorchNative.categorical"):
         verdict = check_spec(get_system(system_id), get_spec("dtype.rewards_flags"), "fast")

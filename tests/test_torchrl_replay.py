@@ -12,14 +12,14 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.plan import Reset
-from rlconform.profiles import Profile
+from rlconform.core.plan import Reset
+from rlconform.core.profiles import Profile
+from rlconform.core.search import check_spec
+from rlconform.core.spec import Violation, get_spec
+from rlconform.core.system import get_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.libraries.torchrl.replay_buffers import ReplayCase
 from rlconform.replay import replay
-from rlconform.search import check_spec
-from rlconform.specs.registry import Violation, get_spec
-from rlconform.systems import get_system
-from rlconform.torchrl_replay import ReplayCase
 
 SMALL = Profile("torchrl-replay", 8, 4, True, "a few derandomized examples", 20, 5, 20.0)
 SPEC = "replay.slices_within_episode"

@@ -21,18 +21,18 @@ pytest.importorskip("stable_baselines3")
 
 from gymnasium import spaces
 
-from rlconform import envcheck
-from rlconform.adapters.torchrl_env import SUB_ENV_RESETS
-from rlconform.envcheck import EnvCase, execute_user_env
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.fixtures.user_envs import CounterEnv
-from rlconform.plan import Case, Reset, Step
-from rlconform.profiles import Profile
-from rlconform.runner import RunCache, execute
-from rlconform.search import check_spec
-from rlconform.specs.registry import get_spec
-from rlconform.systems import System, get_system
-from rlconform.user import user_system
+from rlconform.core.plan import Case, Reset, Step
+from rlconform.core.profiles import Profile
+from rlconform.core.runner import RunCache, execute
+from rlconform.core.search import check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.system import System, get_system
+from rlconform.core.user import user_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.libraries.envauthor import family as envcheck
+from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
+from rlconform.libraries.envauthor.sample_envs import CounterEnv
+from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS
 
 #: a few examples each: every example runs the env through every stack, several with workers
 SMALL = Profile(
@@ -50,7 +50,10 @@ IN_PROCESS_OTHERS = (
 )
 
 
-@pytest.mark.parametrize("reference", ["rlconform.fixtures.user_envs:counter", "rlconform.fixtures.user_envs:cartpole"])
+@pytest.mark.parametrize(
+    "reference",
+    ["rlconform.libraries.envauthor.sample_envs:counter", "rlconform.libraries.envauthor.sample_envs:cartpole"],
+)
 def test_correct_user_env_is_equivalent_through_the_torchrl_stacks(reference: str) -> None:
     assert set(TORCHRL_STACKS) <= set(envcheck.STACKS)
     system = user_system(reference, "gymnasium.Env")
@@ -96,7 +99,7 @@ def previous_action() -> PreviousActionEnv:
 
 
 def _planted_system() -> System:
-    base = user_system("rlconform.fixtures.user_envs:counter", "gymnasium.Env")
+    base = user_system("rlconform.libraries.envauthor.sample_envs:counter", "gymnasium.Env")
     return dataclasses.replace(
         base,
         id="user:test_torchrl_stacks:previous_action",
@@ -128,7 +131,7 @@ def test_stacks_of_a_missing_library_are_named_in_the_verdict(monkeypatch: pytes
         "stack_skip_reason",
         lambda stack_id: "not installed: torchrl" if stack_id.startswith("torchrl.") else real(stack_id),
     )
-    system = user_system("rlconform.fixtures.user_envs:counter", "gymnasium.Env")
+    system = user_system("rlconform.libraries.envauthor.sample_envs:counter", "gymnasium.Env")
     verdict = check_spec(system, get_spec("env.stack_equivalence"), SMALL, cache=RunCache())
     assert verdict.status == "pass", verdict.message
     for stack_id in IN_PROCESS_TORCHRL:

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rlconform.search import check_spec
-from rlconform.specs.registry import Outcome, Spec, get_spec
-from rlconform.systems import System
-from rlconform.user import BadInput, factory_system, probe
+from rlconform.core.search import check_spec
+from rlconform.core.spec import Outcome, Spec, get_spec
+from rlconform.core.system import System
+from rlconform.core.user import BadInput, factory_system, probe
 
 gymnasium = pytest.importorskip("gymnasium")
 
@@ -95,8 +95,8 @@ def test_box_only_action_wrapper_is_probed_for_the_kinds_it_accepts_and_not_blam
 
 
 def test_actions_are_sent_inside_the_declared_box_and_reach_the_env_as_planned() -> None:
-    from rlconform.adapters.action_space import codec_in_space
-    from rlconform.fixtures.spaces import BoxAction
+    from rlconform.envs.action_space import codec_in_space
+    from rlconform.envs.spaces import BoxAction
 
     action = BoxAction(dims=2, dtype="float32")
     space = gymnasium.spaces.Box(-0.5, 0.5, (2,), np.float32)
@@ -187,8 +187,8 @@ def _raises_inside_rlconform(run: Any) -> Outcome:
 
 def test_an_exception_inside_rlconform_is_an_internal_error_with_its_traceback() -> None:
     pytest.importorskip("stable_baselines3")
-    from rlconform.search import INTERNAL_ERROR
-    from rlconform.systems import get_system
+    from rlconform.core.search import INTERNAL_ERROR
+    from rlconform.core.system import get_system
 
     spec = Spec(
         "test.raises",
@@ -291,7 +291,7 @@ def renamed_torchrl(env_fn: Callable[[], Any]) -> Any:
 
 def test_a_kind_that_crashes_rlconform_in_the_probe_is_left_out_and_named_an_internal_error() -> None:
     pytest.importorskip("torchrl")
-    from rlconform.search import INTERNAL_ERROR
+    from rlconform.core.search import INTERNAL_ERROR
 
     system = checked(renamed_torchrl, "torchrl.EnvBase")
     if "dict" not in system.capabilities.obs_kinds:

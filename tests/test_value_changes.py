@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from rlconform.fixtures.script import EnvScript, EpisodePlan
-from rlconform.fixtures.spaces import BoxObs, DictObs, DiscreteAction
-from rlconform.intents import INTENTS, parse_intents
-from rlconform.plan import Case, Reset, Step
-from rlconform.runner import Run, execute
-from rlconform.specs.registry import Outcome, get_spec
-from rlconform.systems import System, get_system
-from rlconform.user import BadInput, factory_system, with_intents
+from rlconform.core.intents import INTENTS, parse_intents
+from rlconform.core.plan import Case, Reset, Step
+from rlconform.core.runner import Run, execute
+from rlconform.core.spec import Outcome, get_spec
+from rlconform.core.system import System, get_system
+from rlconform.core.user import BadInput, factory_system, with_intents
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction
 
 gymnasium = pytest.importorskip("gymnasium")
 
@@ -197,8 +197,8 @@ def test_a_declared_normalisation_whose_observations_decode_by_chance_is_matched
     with ``--intended observation`` declared, one observation that carries no stamp means the
     stack's observations are matched by position, not reported as transitions from nowhere (the
     corpus entry gym_normalize_observation failed these three specs before)."""
-    from rlconform.search import check_spec
-    from rlconform.user import probe
+    from rlconform.core.search import check_spec
+    from rlconform.core.user import probe
 
     system = _declared(probe(factory_system(normalize_observation, "gymnasium.vector")), "observation")
     for spec_id in ("transitions.exact", "reset_step.neutral", "continuity.fresh_first_obs"):

@@ -1,4 +1,4 @@
-"""The call deadline (rlconform.watchdog.deadline) that turns a hung library call into a verdict."""
+"""The call deadline (rlconform.core.watchdog.deadline) that turns a hung library call into a verdict."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from rlconform.watchdog import CallTimeout, deadline, deadlines_available
+from rlconform.core.watchdog import CallTimeout, deadline, deadlines_available
 
 pytestmark = pytest.mark.skipif(not deadlines_available(), reason="no SIGALRM deadlines on this platform")
 

@@ -8,7 +8,7 @@ missing). Statuses are the table's statuses (``Result.cell``), so a failure that
 as known is a change, not a fix. The header names both documents' library versions, and which ones
 differ, because a verdict change between releases is read against the release that caused it.
 
-A check that fails in both documents but with another signature (``rlconform.signature``: the spec
+A check that fails in both documents but with another signature (``rlconform.core.signature``: the spec
 and its kinds of violation) fails in another way: a release that fixes one defect and brings
 another under the same spec. That is listed in a section of its own, right after the regressions.
 It does not make ``rlconform diff`` exit 1 (only a regression does): the check was already failing

@@ -12,12 +12,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlconform.grouping import failing_from_json, groups
-from rlconform.impact import rank
+from rlconform.core.grouping import failing_from_json, groups
+from rlconform.core.impact import rank
 
 #: table statuses in report order; "known" is a failure that is known (documented) or expected
 STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error")
-#: the symbols of the text table printed by ``rlconform run`` (rlconform.report uses these)
+#: the symbols of the text table printed by ``rlconform run`` (rlconform.reports.results uses these)
 SYMBOLS = {
     "pass": "ok",
     "fail": "FAIL",
@@ -86,9 +86,9 @@ class Result:
     checked: int
     seconds: float
     seed: int | None
-    #: the spec's impact class (rlconform.impact); None in a document that predates them
+    #: the spec's impact class (rlconform.core.impact); None in a document that predates them
     impact: str | None = None
-    #: spec and kinds of violation of a failure (rlconform.signature); None: not a failure, or a
+    #: spec and kinds of violation of a failure (rlconform.core.signature); None: not a failure, or a
     #: document that predates signatures (never compared as a change)
     signature: str | None = None
     violation_kinds: tuple[str, ...] = ()
@@ -127,7 +127,7 @@ class ResultsDocument:
     results: list[Result]
     summary: dict[str, int]
     _index: dict[tuple[str, str], Result] = field(default_factory=dict, repr=False)
-    #: (system, spec) of a failure -> the spec heading its group (rlconform.grouping)
+    #: (system, spec) of a failure -> the spec heading its group (rlconform.core.grouping)
     group_heads: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -266,7 +266,7 @@ class ResultsDocument:
 
     def failure_groups(self, results: list[Result] | None = None) -> list[list[Result]]:
         """The reported results (or ``results``) as groups in listing order: a group of failures
-        sharing a minimal case (head first, ``rlconform.grouping``), or one error or unexercised
+        sharing a minimal case (head first, ``rlconform.core.grouping``), or one error or unexercised
         spec. Failures by their head's impact class then spec id; errors and unexercised specs
         after them, each kind by impact then spec id."""
         chosen = self.reported() if results is None else results

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import xml.etree.ElementTree as ET
 
-from rlconform.impact import title
+from rlconform.core.impact import title
 from rlconform.reports.document import Result, ResultsDocument, SystemInfo
 from rlconform.reports.text import clean
 
@@ -92,9 +92,9 @@ def _case_properties(result: Result, document: ResultsDocument | None) -> ET.Ele
     values: dict[str, str] = {}
     impact = document.impact_of(result) if document is not None else result.impact
     if impact:
-        values["rlconform.impact"] = impact
+        values["rlconform.core.impact"] = impact
     if result.signature:
-        values["rlconform.signature"] = result.signature
+        values["rlconform.core.signature"] = result.signature
     head = document.group_head(result) if document is not None else None
     if head is not None:
         values["rlconform.group"] = head

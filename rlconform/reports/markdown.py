@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from rlconform.impact import title
+from rlconform.core.impact import title
 from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, Result, ResultsDocument
 from rlconform.reports.text import clean
 

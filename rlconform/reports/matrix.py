@@ -7,7 +7,7 @@ the few rows that change. A column is labelled by what distinguishes its documen
 version and any other library whose version differs between the documents (the file stem when
 they all agree, or when two documents would get the same label).
 
-A failure also shows its signature's hash (``rlconform.signature``), and a row whose status is the
+A failure also shows its signature's hash (``rlconform.core.signature``), and a row whose status is the
 same everywhere is still kept when its failures' signatures differ: two releases that fail one
 spec in different ways differ in the matrix. A document written before signatures has none there,
 and a missing signature never makes a row differ.
@@ -19,11 +19,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlconform.core.signature import short
 from rlconform.reports.document import LABELS, STATUSES, SYMBOLS, Result, ResultsDocument
 from rlconform.reports.html import CSS, esc, page
 from rlconform.reports.load import ResultsError, load_results
 from rlconform.reports.markdown import code, inline, symbol
-from rlconform.signature import short
 
 #: the library every column names, whether or not its version differs
 PRIMARY = "gymnasium"

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.compare import first_difference
-from rlconform.specs.registry import TORCHRL_FAMILY, Checker, Outcome, spec
+from rlconform.core.compare import first_difference
+from rlconform.core.spec import TORCHRL_FAMILY, Checker, Outcome, spec
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
+    from rlconform.core.runner import Run
 
 
 @spec(

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.adapters.base import get_family
-from rlconform.plan import BadStep, Case, Step
+from rlconform.core.family import get_family
+from rlconform.core.plan import BadStep, Case, Step
+from rlconform.core.spec import TORCHRL_FAMILY, TRANSITION_FAMILIES, VECTOR_FAMILIES, Checker, Outcome, spec
 from rlconform.specs.helpers import decode, describe_decoded, events_by_call
-from rlconform.specs.registry import TORCHRL_FAMILY, TRANSITION_FAMILIES, VECTOR_FAMILIES, Checker, Outcome, spec
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
-    from rlconform.trace import CallRecord, CallView
+    from rlconform.core.runner import Run
+    from rlconform.core.trace import CallRecord, CallView
 
 
 @spec(
@@ -149,7 +149,7 @@ def _control_run(run: Run) -> Run | None:
     has none. The comparison is with the system itself, never with a model that may not describe
     it: an unrelated defect is in both runs and cancels out."""
     if _CONTROL not in run.memo:
-        from rlconform.runner import execute
+        from rlconform.core.runner import execute
 
         ops = tuple(op for op in run.case.ops if not isinstance(op, BadStep))
         control = None

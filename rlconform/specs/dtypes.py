@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlconform.adapters.base import get_family
-from rlconform.specs.helpers import agent_step_of_call, call_of_records
-from rlconform.specs.registry import (
+from rlconform.core.family import get_family
+from rlconform.core.spec import (
     ISAACLAB_FAMILY,
     ISAACLAB_RSL_RL_FAMILY,
     TORCHRL_FAMILY,
@@ -26,10 +25,11 @@ from rlconform.specs.registry import (
     Outcome,
     spec,
 )
+from rlconform.specs.helpers import agent_step_of_call, call_of_records
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
-    from rlconform.systems import System
+    from rlconform.core.runner import Run
+    from rlconform.core.system import System
 
 
 def conformance_problem(space: Any, value: Any) -> str | None:
@@ -244,7 +244,7 @@ def _action_problem(space: Any, receipt: Any) -> str | None:
 def _numpy_env(system: System) -> str | None:
     """A torch-native env wants torch tensors, which are not elements of a Gymnasium space:
     ``torchrl.actions_reach_env_natively`` checks what such an env receives instead."""
-    from rlconform.specs.torch_native import declared_device
+    from rlconform.libraries.torchrl.native_specs import declared_device
 
     if declared_device(system) is not None:
         return "the env is torch-native: torchrl.actions_reach_env_natively checks the actions it receives"

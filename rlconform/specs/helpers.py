@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlconform.fixtures.calllog import LogRecord, ResetRecord, StepRecord
-from rlconform.fixtures.layouts import decode_flattened
-from rlconform.fixtures.spaces import Decoded, Garbage
-from rlconform.stamp import Stamp
-from rlconform.trace import Slot
-from rlconform.truth import TrueTransition
+from rlconform.core.trace import Slot
+from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
+from rlconform.envs.layouts import decode_flattened
+from rlconform.envs.spaces import Decoded, Garbage
+from rlconform.envs.stamp import Stamp
+from rlconform.envs.truth import TrueTransition
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
+    from rlconform.core.runner import Run
 
 
 def decode(run: Run, value: Any) -> Decoded:
@@ -66,7 +66,7 @@ def flattened_shape(run: Run, value: Any) -> tuple[int, ...] | None:
 
 
 def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
-    from rlconform.fixtures.spaces import BoxObs, DictObs
+    from rlconform.envs.spaces import BoxObs, DictObs
 
     if isinstance(spec, DictObs):
         if not isinstance(value, dict):
@@ -309,20 +309,20 @@ def agent_step_of_call(run: Run, position: int) -> int | None:
 
 
 def reward_precision(run: Run) -> str:
-    from rlconform.adapters.base import get_family
+    from rlconform.core.family import get_family
 
     return get_family(run.system.family).contract.reward_precision
 
 
 def expected_truncated(run: Run, terminated: bool, truncated: bool) -> bool:
-    from rlconform.adapters.base import get_family
+    from rlconform.core.family import get_family
 
     return get_family(run.system.family).contract.expected_truncated(terminated, truncated)
 
 
 def info_stamp(info: Any) -> Decoded | None:
     """The stamp a reference env put in an info dict, None if the key is absent."""
-    from rlconform.fixtures.reference_env import STAMP_INFO_KEY
+    from rlconform.envs.reference_env import STAMP_INFO_KEY
 
     if not isinstance(info, dict) or STAMP_INFO_KEY not in info:
         return None

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.specs.registry import TRANSITION_FAMILIES, Checker, Outcome, spec
-from rlconform.user import USER_ENV_FAMILY
+from rlconform.core.spec import TRANSITION_FAMILIES, Checker, Outcome, spec
+from rlconform.core.user import USER_ENV_FAMILY
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
+    from rlconform.core.runner import Run
 
 
 @spec(

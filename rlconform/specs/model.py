@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rlconform.compare import first_difference
+from rlconform.core.compare import first_difference
+from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.specs.helpers import decode, describe_decoded
-from rlconform.specs.registry import Checker, Outcome, spec
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
-    from rlconform.trace import CallRecord
+    from rlconform.core.runner import Run
+    from rlconform.core.trace import CallRecord
 
 
 def _volatile(path: str) -> bool:

@@ -4,20 +4,20 @@
 ``reset(seed=s)`` convention and leave ``torchrl.EnvBase`` out: TorchRL documents no seed + i; it
 seeds through ``env.set_seed(s)``, whose convention differs by env class (a batched env chains
 ``torchrl._utils.seed_generator``, a GymWrapper around a vector env passes s on), see
-:mod:`rlconform.adapters.torchrl_env`. ``seeding.reset_determinism`` needs no convention and applies."""
+:mod:`rlconform.libraries.torchrl.env_family`. ``seeding.reset_determinism`` needs no convention and applies."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.plan import Reset
+from rlconform.core.plan import Reset
+from rlconform.core.spec import TRANSITION_FAMILIES, VECTOR_FAMILIES, Checker, Outcome, spec
+from rlconform.envs.stamp import Stamp
 from rlconform.specs.helpers import decode, events_by_call, resets_in, rewards_equal
-from rlconform.specs.registry import TRANSITION_FAMILIES, VECTOR_FAMILIES, Checker, Outcome, spec
-from rlconform.stamp import Stamp
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
-    from rlconform.trace import CallRecord
+    from rlconform.core.runner import Run
+    from rlconform.core.trace import CallRecord
 
 
 def _seeded_resets(run: Run) -> list[CallRecord]:

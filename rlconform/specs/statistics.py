@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlconform.fixtures.calllog import ResetRecord, StepRecord
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.envs.calllog import ResetRecord, StepRecord
 from rlconform.specs.helpers import events_by_call, match_transitions, model_counterpart, reward_precision
-from rlconform.specs.registry import Checker, Outcome, spec
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
+    from rlconform.core.runner import Run
 
 RMS_EPSILON = 1e-4
 

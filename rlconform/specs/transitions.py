@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rlconform.fixtures.calllog import RejectedRecord, StepRecord, receipt_value_equal
-from rlconform.fixtures.spaces import Garbage
+from rlconform.core.spec import ISAACLAB_RSL_RL_FAMILY, TRANSITION_FAMILIES, Checker, Outcome, spec
+from rlconform.envs.calllog import RejectedRecord, StepRecord, receipt_value_equal
+from rlconform.envs.spaces import Garbage
+from rlconform.envs.stamp import Stamp
 from rlconform.specs.helpers import (
     agent_step_of_call,
     call_of_records,
@@ -27,7 +29,6 @@ from rlconform.specs.helpers import (
     stamps_survive,
     steps_in,
 )
-from rlconform.specs.registry import ISAACLAB_RSL_RL_FAMILY, TRANSITION_FAMILIES, Checker, Outcome, spec
 from rlconform.specs.value_changes import (
     check_one_time_limit,
     declared,
@@ -39,10 +40,9 @@ from rlconform.specs.value_changes import (
     reward_change,
     stack_truncation,
 )
-from rlconform.stamp import Stamp
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
+    from rlconform.core.runner import Run
 
 
 def _unusable(ck: Checker, run: Run) -> Outcome | None:
@@ -251,7 +251,7 @@ def _cut_by_stack(run: Run, env: int) -> set[tuple[int, int]]:
 
 
 def _user_reset_touches(call: object, env: int) -> bool:
-    from rlconform.plan import Reset
+    from rlconform.core.plan import Reset
 
     op = getattr(call, "op", None)
     if not isinstance(op, Reset):

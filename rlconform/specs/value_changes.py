@@ -1,5 +1,5 @@
 """Transitions delivered with a field changed by the stack, judged against the user's declared
-intents (rlconform.intents).
+intents (rlconform.core.intents).
 
 A transition identified by its stamp (or, where no stamp survives, by its position) was
 delivered: if its reward, observation or truncation differs from what the env returned, that
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rlconform.intents import hint
+from rlconform.core.intents import hint
+from rlconform.core.spec import Checker
 from rlconform.specs.helpers import Match, flattened_shape, match_transitions
-from rlconform.specs.registry import Checker
 
 if TYPE_CHECKING:
-    from rlconform.runner import Run
+    from rlconform.core.runner import Run
 
 #: the note a declared change leaves on the verdict, per intent
 _DECLARED = {

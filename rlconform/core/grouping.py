@@ -1,0 +1,99 @@
+"""One defect, one story: failures of one system that share a minimal case are one group.
+
+A planted bug that steps an env twice fails ``counts.env_steps``, ``transitions.exact``,
+``terminal.final_obs``, ``infos.aligned`` and ``model.outputs_match``, each search shrinking to the
+same two calls. Listed one by one that is five failures and five identical reproducers for one
+defect. So the failures of one system whose minimal cases are equal (their ``repr``: what the JSON
+document stores) form a group, printed once, with one reproducer, under its head; the others are
+listed as "also fails". Failures excused (known or expected) are grouped apart from the others,
+so that a group is either counted against the system or not.
+
+The head is the most specific member, by this rule (in order):
+
+1. the most severe impact class (rlconform.core.impact), so that a group is ranked by the worst thing
+   the defect does;
+2. the fewest violations on the shared case: a narrow spec (``counts.env_steps``: "stepped twice")
+   names the defect in one fact where a catch-all (``transitions.exact``, ``model.outputs_match``)
+   lists every consequence;
+3. the spec listed first (registration order, as ``rlconform list`` shows them);
+4. the spec id.
+
+Groups are listed by their head's impact class, then spec id, then system order. Nothing is lost:
+the JSON document keeps every verdict, each failure naming its group's head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlconform.core.impact import rank
+
+
+@dataclass(frozen=True)
+class Failing:
+    """What grouping needs to know of one failed (system, spec) result."""
+
+    system: str
+    spec: str
+    #: the minimal case's repr; None: the failure has no case and stays alone
+    case: str | None
+    #: known or expected: grouped apart from failures that count
+    excused: bool
+    impact: str | None
+    violations: int
+    #: the spec's position in the run's spec list (rule 3)
+    spec_order: int
+    #: the system's position in the run's system list (listing order)
+    system_order: int
+
+    def head_key(self) -> tuple[int, int, int, str]:
+        return (rank(self.impact), self.violations, self.spec_order, self.spec)
+
+
+def groups(failures: Iterable[Failing]) -> list[list[Failing]]:
+    """The groups, each head first then its members by the same rule, in listing order."""
+    buckets: dict[tuple[Any, ...], list[Failing]] = {}
+    for failure in failures:
+        key = (failure.system, failure.excused, failure.case) if failure.case is not None else (id(failure),)
+        buckets.setdefault(key, []).append(failure)
+    found = [sorted(members, key=Failing.head_key) for members in buckets.values()]
+    return sorted(found, key=lambda g: (rank(g[0].impact), g[0].spec, g[0].system_order, g[0].system))
+
+
+def heads(failures: Iterable[Failing]) -> dict[tuple[str, str], str]:
+    """(system, spec) -> the spec id heading its group (itself for a head or a lone failure)."""
+    return {(m.system, m.spec): group[0].spec for group in groups(failures) for m in group}
+
+
+def failing_from_json(results: Sequence[dict[str, Any]], spec_ids: Sequence[str]) -> list[Failing]:
+    """The failed results of a JSON document's ``results`` list, as grouping reads them."""
+    spec_order = {spec_id: i for i, spec_id in enumerate(spec_ids)}
+    system_order: dict[str, int] = {}
+    found = []
+    for result in results:
+        system_order.setdefault(result["system"], len(system_order))
+        if result["status"] != "fail":
+            continue
+        found.append(
+            Failing(
+                system=result["system"],
+                spec=result["spec"],
+                case=result.get("case"),
+                excused=bool(result.get("known") or result.get("expected")),
+                impact=result.get("impact"),
+                violations=len(result.get("violations") or ()),
+                spec_order=spec_order.get(result["spec"], len(spec_order)),
+                system_order=system_order[result["system"]],
+            )
+        )
+    return found
+
+
+def annotate(results: Sequence[dict[str, Any]], spec_ids: Sequence[str]) -> None:
+    """Set ``group`` on every result of a JSON ``results`` list: the spec id heading the group of
+    a failure, None for any other status."""
+    found = heads(failing_from_json(results, spec_ids))
+    for result in results:
+        result["group"] = found.get((result["system"], result["spec"]))

@@ -1,0 +1,137 @@
+"""Systems that hung in this process, and the bound on the time a hanging system may cost.
+
+A call that does not answer is stopped by its deadline (:mod:`rlconform.core.watchdog`), but every
+further case drawn for the same system may wait for the deadline again: forty cases of thirty
+specs of a vectorizer that hangs on one step in five took minutes, and one that sleeps forever in
+``step`` never finished shrinking. So:
+
+* ``lifecycle.responsive`` fails on the first hung run its search meets, without shrinking (every
+  shrink step would wait for a deadline again);
+* the other specs skip hung runs: a run stopped at a hang is not evidence about transitions, and
+  ``lifecycle.responsive`` already reports it;
+* the hung calls of a system cost at most :data:`HANG_BUDGET_SECONDS` in one process: once they
+  did, its remaining searches stop, and their specs are "not run: system hung".
+
+A system that hangs only after a rare call sequence (Gymnasium's AsyncVectorEnv, FINDINGS G3)
+keeps its other verdicts; one that hangs on every step is done in about the budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: the spec that judges hangs; the others are not run on a system that hung
+RESPONSIVE = "lifecycle.responsive"
+#: how a call record names a call that passed its deadline
+TIMEOUT_ERROR = "CallTimeout"
+
+
+#: seconds of hung calls (deadlines waited for) one system may cost in one process
+HANG_BUDGET_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Hang:
+    """A run in which a system hung, and the call that did not answer."""
+
+    system_id: str
+    #: which call hung, in words ("env.step(1) did not answer within 2 s (agent step 3)")
+    description: str
+    case: Any
+    run: Any
+
+    def not_run_message(self) -> str:
+        return f"not run: system hung ({self.description}; see {RESPONSIVE})"
+
+
+@dataclass
+class _Record:
+    first: Hang
+    #: seconds spent waiting for hung calls of this system
+    spent: float = 0.0
+
+
+_HUNG: dict[str, _Record] = {}
+
+
+def hung_call(run: Any) -> str | None:
+    """Which call of ``run`` hung, in words; None when every call answered.
+
+    ``run`` is a :class:`~rlconform.core.runner.Run` (its calls and close) or an env-author
+    :class:`~rlconform.libraries.envauthor.family.EnvRun` (its runs of the bare env)."""
+    if run is None:
+        return None
+    calls = getattr(run, "calls", None)
+    if calls is None:  # an EnvRun: the runs of the bare env it drove
+        for part in (getattr(run, "first", None), getattr(run, "second", None)):
+            found = hung_call(part)
+            if found is not None:
+                return found
+        return None
+    limit = getattr(run, "call_timeout", 0.0)
+    within = f"within {limit:g} s" if limit else "within its deadline"
+    for call in calls:
+        if call.error_type == TIMEOUT_ERROR:
+            where = f"agent step {call.agent_step}" if call.agent_step else f"call {call.position}"
+            return f"{call.source} did not answer {within} ({where})"
+    close_error = getattr(run, "close_error", None) or ""
+    if close_error.startswith(TIMEOUT_ERROR):
+        close_limit = getattr(run, "close_timeout", 0.0)
+        return f"close() did not answer {f'within {close_limit:g} s' if close_limit else within}"
+    return None
+
+
+def hang_in(system_id: str, case: Any, run: Any) -> Hang | None:
+    """``run`` as a :class:`Hang` if one of its calls hung; None otherwise."""
+    description = hung_call(run)
+    return None if description is None else Hang(system_id, description, case, run)
+
+
+def note_run(system_id: str, case: Any, run: Any) -> None:
+    """Count a freshly executed run against its system's hang budget if it hung (the run cache
+    calls this once per execution: a hung run read again from the cache costs nothing)."""
+    hang = hang_in(system_id, case, run)
+    if hang is None:
+        return
+    record = _HUNG.setdefault(system_id, _Record(hang))
+    record.spent += _deadline_of(run)
+
+
+def _deadline_of(run: Any) -> float:
+    """What one hang counts against the budget: its run's call deadline (an env-author run: its
+    bare run's), also for a close() that hung past its longer limit, so that one rare close hang
+    (Gymnasium's AsyncVectorEnv, FINDINGS G3) does not stop a system's other searches."""
+    limit = getattr(run, "call_timeout", None)
+    if limit is None:
+        limit = getattr(getattr(run, "first", None), "call_timeout", 0.0)
+    return float(limit or 1.0)
+
+
+def hang_of(system_id: str) -> Hang | None:
+    """The first recorded hang of ``system_id`` in this process, if it hung."""
+    record = _HUNG.get(system_id)
+    return record.first if record is not None else None
+
+
+def budget_spent(system_id: str) -> Hang | None:
+    """The system's first hang once its hung calls have cost :data:`HANG_BUDGET_SECONDS`."""
+    record = _HUNG.get(system_id)
+    return record.first if record is not None and record.spent >= HANG_BUDGET_SECONDS else None
+
+
+def forget(system_id: str | None = None) -> None:
+    """Forget one system's hangs (all of them with no argument): a fresh check re-draws its cases."""
+    if system_id is None:
+        _HUNG.clear()
+    else:
+        _HUNG.pop(system_id, None)
+
+
+class SystemHung(BaseException):
+    """Ends a Hypothesis search at once when the system hangs (a BaseException: Hypothesis would
+    treat an Exception as a failure to shrink, waiting for the deadline on every shrink step)."""
+
+    def __init__(self, hang: Hang) -> None:
+        super().__init__(hang.description)
+        self.hang = hang

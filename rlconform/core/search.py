@@ -1,0 +1,338 @@
+"""Search for a counterexample to one spec on one system, and turn the outcome into a verdict.
+
+Hypothesis draws cases, the run cache executes them (shared across the specs of a system), the
+spec checks each run, and the first violation is shrunk to a minimal case with a standalone
+reproducer. A search that checked nothing is "not exercised", never "pass". Hung runs are
+handled as :mod:`rlconform.core.hangs` says: ``lifecycle.responsive`` fails on the first one, other
+specs skip them, and a system that spent its hang budget is "not run" for the specs left, a
+status of its own that is neither a pass nor a failure of a spec that never checked anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hypothesis import given, reject
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import HypothesisWarning
+from hypothesis.reporting import with_reporter
+from hypothesis.strategies import SearchStrategy
+
+from rlconform.core.config import validate as validate_config
+from rlconform.core.hangs import RESPONSIVE, Hang, SystemHung, budget_spent, hang_in
+from rlconform.core.hypothesis_isolation import without_local_constants
+from rlconform.core.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
+from rlconform.core.reproducer import reproducer_source
+from rlconform.core.runner import RUN_CACHE, RunCache
+from rlconform.core.signature import signature
+from rlconform.core.spec import Spec, Violation
+from rlconform.core.system import System
+from rlconform.envs.strategies import cases
+
+Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "not_run", "error"]
+
+
+class SpecFailure(AssertionError):
+    """A spec's violation on a concrete case: title, message, reproducer."""
+
+    def __init__(self, system: System, spec: Spec, case: Any, violations: list[Violation], run: Any) -> None:
+        self.system, self.spec, self.case, self.violations, self.run = system, spec, case, violations, run
+        self.title = f"{system.id} violates {spec.id}"
+        more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+        self.message = violations[0].render() + more
+        super().__init__(f"{self.title}: {self.message}")
+
+
+@dataclass
+class Verdict:
+    system_id: str
+    spec_id: str
+    status: Status
+    message: str = ""
+    reproducer: str | None = None
+    case: Any = None
+    violations: list[str] = field(default_factory=list)
+    examples: int = 0
+    checked: int = 0
+    seconds: float = 0.0
+    profile: str = ""
+    seed: int | None = None
+    #: why this failure is known and documented (from the system's known_violations)
+    known: str | None = None
+    #: why the downstream project expects this check to fail (its expected-failures file)
+    expected: str | None = None
+    #: the spec's impact class (rlconform.core.impact): how failures are ranked and gated
+    impact: str | None = None
+    #: a failure's spec and kinds of violation, values left out (rlconform.core.signature)
+    signature: str | None = None
+    #: the distinct kinds of violation of a failure, sorted (what its signature hashes)
+    violation_kinds: list[str] = field(default_factory=list)
+
+    @property
+    def internal_error(self) -> bool:
+        """The error is rlconform's own, not the system's (see :func:`internal_error_message`)."""
+        return self.status == "error" and self.message.startswith(INTERNAL_ERROR)
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.status in ("pass", "not_applicable")
+            or (self.status == "fail" and self.known is not None)
+            or self.expected is not None
+        )
+
+
+#: how the message of an error verdict raised by rlconform itself begins
+INTERNAL_ERROR = "internal error in rlconform (please report)"
+#: innermost frames of an internal error's traceback kept in its message
+INTERNAL_ERROR_FRAMES = 12
+
+
+def internal_error_message(exc: BaseException) -> str:
+    """An exception inside rlconform (adapter, spec, model, strategy) while checking: never a
+    verdict on the system, so the message says whose error it is and carries the traceback's
+    innermost frames, where the bug is."""
+    summary = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else '(no message)'}"
+    frames = traceback.extract_tb(exc.__traceback__)[-INTERNAL_ERROR_FRAMES:]
+    trace = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
+    return f"{INTERNAL_ERROR}: {summary}\nTraceback (innermost {len(frames)} frames):\n{trace.rstrip()}"
+
+
+@dataclass
+class _Tally:
+    examples: int = 0
+    checked: int = 0
+    build_errors: int = 0
+    build_error: str = ""
+    not_applicable: int = 0
+    not_applicable_reason: str = ""
+    #: examples run when the first violation was found
+    first_failure: int = 0
+    #: the specs' notes on what they could not check, in order of first appearance
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, notes: list[str]) -> None:
+        self.notes.extend(n for n in notes if n not in self.notes)
+
+    def with_notes(self, message: str) -> str:
+        return message + "".join(f"; {n}" for n in self.notes)
+
+
+def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
+    from rlconform.core.scenarios import case_strategy
+    from rlconform.core.user import USER_ENV_FAMILY
+
+    own = case_strategy(system)
+    if own is not None:
+        return own
+    if system.family == USER_ENV_FAMILY:
+        from rlconform.libraries.envauthor.family import env_cases
+
+        return env_cases(system)
+    return cases(system, spec.scenario)
+
+
+def _fail_verdict(
+    failure: SpecFailure, tally: _Tally, start: float, base: dict[str, Any], *, stopped: str | None = None
+) -> Verdict:
+    """The verdict of a search that found ``failure`` (``stopped``: why it could not shrink it further)."""
+    kinds = sorted({v.kind for v in failure.violations})
+    message = failure.message if stopped is None else f"{failure.message} (search stopped early: {stopped})"
+    return Verdict(
+        status="fail",
+        message=message,
+        reproducer=reproducer_source(failure.system, failure.spec, failure.case, failure.run),
+        case=failure.case,
+        violations=[v.render() for v in failure.violations],
+        examples=tally.examples,
+        checked=tally.checked,
+        seconds=time.perf_counter() - start,
+        known=failure.system.known_violation(failure.spec.id),
+        signature=signature(failure.spec.id, kinds),
+        violation_kinds=kinds,
+        **base,
+    )
+
+
+def check_spec(
+    system: System, spec: Spec, profile: Profile | str | None = None, cache: RunCache = RUN_CACHE
+) -> Verdict:
+    """Search for a violation of ``spec`` by ``system``.
+
+    A bad RLCONFORM_* variable raises :class:`~rlconform.core.config.ConfigError` here, before the
+    search: it is the caller's input, never a verdict on the system."""
+    validate_config()
+    prof = profile if isinstance(profile, Profile) else get_profile(profile)
+    start = time.perf_counter()
+    seed = None if prof.derandomize else session_seed()
+    base: dict[str, Any] = {
+        "system_id": system.id,
+        "spec_id": spec.id,
+        "profile": prof.name,
+        "seed": seed,
+        "impact": spec.impact,
+    }
+    reason = spec.not_applicable_reason(system)
+    if reason is not None:
+        return Verdict(status="not_applicable", message=reason, **base)
+    skip = system.skip_reason()
+    if skip:
+        return Verdict(status="skipped", message=skip, **base)
+
+    spent = budget_spent(system.id)
+    if spent is not None:
+        return _hung_verdict(system, spec, spent, base, time.perf_counter() - start)
+
+    tally = _Tally()
+    expensive = system.expensive or spec.expensive
+    shrink_budget = prof.shrink_examples_for(expensive)
+    failures: dict[Any, SpecFailure] = {}
+
+    # the cache as this search reads it: hung runs handled as rlconform.core.hangs says (the property
+    # below is kept as it was: derandomized profiles seed Hypothesis from its source text, so any
+    # edit of it would change every derandomized example and verdict)
+    cache = guarded = _HangGuard(cache, spec)
+
+    def prop(case: Any) -> None:
+        if failures and tally.examples - tally.first_failure >= shrink_budget:
+            # shrinking budget spent: the smallest failure found so far stands; known failures
+            # still fail (Hypothesis replays the final one), every other candidate is passed over
+            if case in failures:
+                raise failures[case]
+            return
+        run = cache.get(system, case)
+        tally.examples += 1
+        if run.build_error is not None:
+            tally.build_errors += 1
+            tally.build_error = run.build_error.splitlines()[0]
+            return
+        outcome = spec.check(run)
+        if outcome.not_applicable is not None:
+            tally.not_applicable += 1
+            tally.not_applicable_reason = outcome.not_applicable
+            return
+        tally.checked += outcome.checked
+        tally.note(outcome.notes)
+        if outcome.violations:
+            failure = SpecFailure(system, spec, case, outcome.violations, run)
+            if not failures:
+                tally.first_failure = tally.examples
+            failures[case] = failure
+            raise failure
+
+    test = given(strategy_for(system, spec))(prop)
+    test = hypothesis_settings(prof, expensive)(test)
+    if seed is not None:
+        test = hypothesis_seed(seed)(test)
+    try:
+        with shrink_time_limit(prof.shrink_seconds), without_local_constants(), _hypothesis_silenced():
+            test()
+    except SystemHung as hung:
+        if failures and spec.id != RESPONSIVE:
+            # a violation found before the hang stands (the search could not shrink it further)
+            failure = list(failures.values())[-1]
+            return _fail_verdict(failure, tally, start, base, stopped=hung.hang.description)
+        return _hung_verdict(system, spec, hung.hang, base, time.perf_counter() - start, tally.examples)
+    except SpecFailure as failure:
+        return _fail_verdict(failure, tally, start, base)
+    except Exception as exc:
+        # the system's own failures are recorded where they happen (a build error, a call that
+        # raised, a close that failed): what reaches here was raised by rlconform's own code
+        return Verdict(
+            status="error",
+            message=internal_error_message(exc),
+            examples=tally.examples,
+            seconds=time.perf_counter() - start,
+            **base,
+        )
+    elapsed = time.perf_counter() - start
+    common: dict[str, Any] = {"examples": tally.examples, "checked": tally.checked, "seconds": elapsed, **base}
+    if guarded.hang is not None:
+        tally.note([f"{guarded.hung} example(s) set aside: the system hung in them (see {RESPONSIVE})"])
+    if tally.checked > 0:
+        message = f"{tally.checked} facts checked over {tally.examples} examples"
+        return Verdict(status="pass", message=tally.with_notes(message), **common)
+    if guarded.hang is not None and tally.build_errors + tally.not_applicable == tally.examples:
+        return Verdict(status="not_run", message=guarded.hang.not_run_message(), **common)
+    if tally.build_errors == tally.examples:
+        return Verdict(
+            status="error", message=f"the system could not be built for any example: {tally.build_error}", **common
+        )
+    if tally.not_applicable and tally.not_applicable + tally.build_errors == tally.examples:
+        return Verdict(status="not_applicable", message=tally.not_applicable_reason, **common)
+    return Verdict(
+        status="not_exercised",
+        message=tally.with_notes(f"no example exercised this spec ({tally.examples} examples drawn)"),
+        **common,
+    )
+
+
+class _HangGuard(RunCache):
+    """The run cache as one search reads it (:mod:`rlconform.core.hangs`): a hung run ends the search of
+    ``lifecycle.responsive`` at once (its failure, unshrunk: shrinking would wait on every hang);
+    for any other spec it is set aside as an invalid example (a run stopped at a hang is not
+    evidence), until the system's hang budget is spent and the search stops."""
+
+    def __init__(self, inner: RunCache, spec: Spec) -> None:
+        super().__init__(size=0)
+        self.inner = inner
+        self.spec = spec
+        #: examples set aside because the system hung in them, and the first of them
+        self.hung = 0
+        self.hang: Hang | None = None
+
+    def get(self, system: System, case: Any) -> Any:
+        run = self.inner.get(system, case)
+        hang = hang_in(system.id, case, run)
+        if hang is None:
+            return run
+        if self.spec.id == RESPONSIVE:
+            raise SystemHung(hang)
+        self.hung += 1
+        self.hang = self.hang or hang
+        spent = budget_spent(system.id)
+        if spent is not None:
+            raise SystemHung(spent)
+        reject()  # Hypothesis draws another example in its place
+
+    def clear(self) -> None:
+        self.inner.clear()
+
+
+def _hung_verdict(
+    system: System, spec: Spec, hang: Hang, base: dict[str, Any], seconds: float, examples: int = 0
+) -> Verdict:
+    """``lifecycle.responsive`` fails on the run that hung; any other spec was not run."""
+    if spec.id == RESPONSIVE:
+        outcome = spec.check(hang.run)
+        if outcome.violations:
+            more = f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
+            return Verdict(
+                status="fail",
+                message=outcome.violations[0].render() + more,
+                reproducer=reproducer_source(system, spec, hang.case, hang.run),
+                case=hang.case,
+                violations=[v.render() for v in outcome.violations],
+                examples=max(examples, 1),
+                checked=outcome.checked,
+                seconds=seconds,
+                known=system.known_violation(spec.id),
+                **base,
+            )
+    return Verdict(status="not_run", message=hang.not_run_message(), examples=examples, seconds=seconds, **base)
+
+
+@contextlib.contextmanager
+def _hypothesis_silenced() -> Iterator[None]:
+    """Hypothesis' own printing (seeds to reproduce, "spent more than five minutes shrinking ...
+    PLEASE REPORT THIS") and warnings (health checks) are about rlconform's searches, not about the
+    user's system: the verdict carries the case and the reproducer, so none of it reaches the user."""
+    with with_reporter(lambda text: None), warnings.catch_warnings():
+        warnings.simplefilter("ignore", HypothesisWarning)
+        yield

@@ -1,0 +1,185 @@
+"""Systems under test: a named way to build one library object around reference environments.
+
+A system knows how to build itself from a list of env factories, which API family it belongs to
+(and so which recipe and model apply), which libraries it needs, and which env configurations it
+accepts. Bundled systems cover the real libraries; reference systems are the executable models;
+planted systems are models with one deliberate bug, used by the suite's own tests.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rlconform.envs.script import EnvScript
+
+EnvFn = Callable[[], Any]
+SystemKind = Literal["library", "reference", "planted", "user"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Which env configurations a system accepts and which calls it supports.
+
+    Restrictions here are documented limits of the library (e.g. VecFrameStack needs Box
+    observations, NormalizeObservation refuses partial resets): the strategies avoid them
+    rather than reporting the refusal as a violation. The report lists the restrictions.
+    """
+
+    obs_kinds: frozenset[str] = frozenset({"box", "discrete", "multidiscrete", "multibinary", "dict", "tuple"})
+    box_dtypes: frozenset[str] = frozenset({"float32", "float64", "uint8", "int64"})
+    action_kinds: frozenset[str] = frozenset({"box", "discrete", "multidiscrete"})
+    partial_reset: bool = True
+    max_envs: int = 4
+    min_envs: int = 1
+    #: whether scripts may ("allowed"), must ("required") or must not ("forbidden") put a
+    #: TimeLimit around each env
+    time_limit: Literal["allowed", "required", "forbidden"] = "allowed"
+    #: Dict/Tuple leaves must be Box (wrappers that normalise or stack every leaf)
+    composite_box_leaves_only: bool = False
+    notes: tuple[str, ...] = ()
+
+    def accepts(self, script: EnvScript) -> bool:
+        obs = script.obs
+        if obs.kind not in self.obs_kinds:
+            return False
+        leaves: list[Any] = [obs]
+        if obs.kind == "dict":
+            leaves = [leaf for _, leaf in obs.entries]  # type: ignore[union-attr]
+        elif obs.kind == "tuple":
+            leaves = list(obs.elements)  # type: ignore[union-attr]
+        for leaf in leaves:
+            if self.composite_box_leaves_only and leaf.kind != "box":
+                return False
+            if leaf.kind == "box" and leaf.dtype not in self.box_dtypes:
+                return False
+        if script.action.kind not in self.action_kinds:
+            return False
+        if self.time_limit == "forbidden" and script.max_episode_steps is not None:
+            return False
+        return not (self.time_limit == "required" and script.max_episode_steps is None)
+
+
+@dataclass(frozen=True)
+class System:
+    """One buildable system. ``build`` takes one env factory per sub-env."""
+
+    id: str
+    family: str
+    title: str
+    build: Callable[[Sequence[EnvFn]], Any]
+    #: Python source that builds the same object from a list ``env_fns``, for reproducers
+    source: str
+    requires: tuple[str, ...] = ()
+    kind: SystemKind = "library"
+    out_of_process: bool = False
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    #: id of the reference system that models this one; None: the family picks from the
+    #: semantics the built object declares (e.g. Gymnasium's metadata["autoreset_mode"])
+    model: str | None = None
+    #: extra imports the source needs
+    imports: tuple[str, ...] = ()
+    #: for planted bugs: the spec ids this planted bug must be caught by
+    plants: tuple[str, ...] = ()
+    #: (spec id, reason) pairs this system is known and documented to violate; for reference
+    #: models, the places where the documented semantics themselves break a spec
+    known_violations: tuple[tuple[str, str], ...] = ()
+    description: str = ""
+    #: for a user's own env (family user.env): the picklable ``() -> Env`` factory
+    env_factory: Callable[[], Any] | None = None
+    #: each example is costly (worker processes): searches use the smaller example budget;
+    #: None: costly exactly when the envs run out of process
+    costly: bool | None = None
+    #: why the installed release of the library has no such system (an autoreset mode an older
+    #: Gymnasium lacks, say); None: it has. Asked at run time: the compatibility matrix runs the
+    #: same registry against several releases.
+    availability: Callable[[], str | None] | None = None
+    #: value changes the user declared to be on purpose (rlconform.core.intents): the specs accept
+    #: them and list them as "changed as declared" instead of failing
+    intended: frozenset[str] = frozenset()
+
+    @property
+    def expensive(self) -> bool:
+        return self.out_of_process if self.costly is None else self.costly
+
+    def known_violation(self, spec_id: str) -> str | None:
+        for known_id, reason in self.known_violations:
+            if known_id == spec_id:
+                return reason
+        return None
+
+    def missing_requirements(self) -> list[str]:
+        missing = []
+        for dist in self.requires:
+            try:
+                importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                missing.append(dist)
+        return missing
+
+    def skip_reason(self) -> str | None:
+        """Why this system cannot be checked here ("not installed: ..." or the release's reason);
+        None when it can. A skipped system's specs are reported as skipped with this reason."""
+        missing = self.missing_requirements()
+        if missing:
+            return f"not installed: {', '.join(missing)}"
+        return self.availability() if self.availability is not None else None
+
+
+class UnknownSystemError(KeyError):
+    pass
+
+
+_REGISTRY: dict[str, System] = {}
+
+
+def register(system: System) -> System:
+    existing = _REGISTRY.get(system.id)
+    if existing is not None and (existing.family, existing.source, existing.kind) != (
+        system.family,
+        system.source,
+        system.kind,
+    ):
+        raise ValueError(f"duplicate system id {system.id!r}")
+    # the same definition seen again (its module was re-imported) replaces the old one
+    _REGISTRY[system.id] = system
+    return system
+
+
+def _load_bundled() -> None:
+    # Importing the adapter modules registers their systems; each module only imports its
+    # library when a system is built, so a missing library never breaks the import.
+    # (the isaaclab_* modules import isaaclab only when a system is built)
+    from rlconform.libraries.gymnasium import planted  # noqa: F401
+    from rlconform.libraries.gymnasium import reference_systems as registry  # noqa: F401
+    from rlconform.libraries.torchrl import collectors as torchrl_collectors  # noqa: F401
+    from rlconform.libraries.torchrl import planted_aliasing as planted_torchrl_aliasing  # noqa: F401
+    from rlconform.libraries.torchrl import replay_buffers as torchrl_replay  # noqa: F401
+
+    if importlib.util.find_spec("isaaclab") is not None:  # see rlconform.libraries.isaaclab.bundled
+        from rlconform.libraries.isaaclab.bundled import register_bundled
+
+        register_bundled()
+
+
+def all_systems() -> list[System]:
+    _load_bundled()
+    return list(_REGISTRY.values())
+
+
+def get_system(system_id: str) -> System:
+    _load_bundled()
+    try:
+        return _REGISTRY[system_id]
+    except KeyError:
+        raise UnknownSystemError(system_id) from None
+
+
+def library_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None

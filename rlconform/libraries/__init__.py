@@ -1,0 +1,1 @@
+"""One package per library: its families, reference models, planted bugs, own specs and systems."""

@@ -1,0 +1,317 @@
+"""Small user envs for env-author mode: correct ones, and ones with one classic bug each.
+
+They are module-level factories so that ``rlconform check rlconform.libraries.envauthor.sample_envs:NAME
+--api gymnasium.Env`` works and so that process-based stacks can pickle them by reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+
+class CounterEnv(gymnasium.Env[np.ndarray, np.int64]):
+    """A correct little env: a seeded random walk that ends at +-3 or after 8 steps."""
+
+    metadata = {"render_modes": []}  # Gymnasium declares it an instance attribute
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-10.0, 10.0, (2,), np.float32)
+        self.action_space = spaces.Discrete(3)
+        self._position = 0.0
+        self._steps = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self._position, self._steps], dtype=np.float32)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._position = float(self.np_random.integers(-1, 2))
+        self._steps = 0
+        return self._obs(), {"start": self._position}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self._position += float(int(action) - 1) + float(self.np_random.choice([-0.5, 0.0, 0.5]))
+        self._steps += 1
+        terminated = abs(self._position) >= 3
+        truncated = self._steps >= 8
+        return self._obs(), float(self._position), bool(terminated), bool(truncated), {}
+
+
+def counter() -> gymnasium.Env[Any, Any]:
+    return CounterEnv()
+
+
+def cartpole() -> gymnasium.Env[Any, Any]:
+    """Gymnasium's CartPole as a user would make it (with make's wrappers)."""
+    return gymnasium.make("CartPole-v1", max_episode_steps=20)
+
+
+class GlobalRandomEnv(CounterEnv):
+    """Bug: draws from NumPy's global RNG, so seeds do not determine episodes."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        _, info = super().reset(seed=seed)
+        # a continuous draw: two instances agree by chance with probability ~0, so a replay of the
+        # shrunk case shows the violation every time (a draw from {-1, 0, 1} agreed one time in three)
+        self._position = float(np.random.uniform(-1.0, 1.0))
+        return self._obs(), info
+
+
+class SeedOnceEnv(CounterEnv):
+    """Bug: only the first seed is honoured; a later reset(seed) continues the old RNG."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        if getattr(self, "_seeded", False):
+            seed = None
+        self._seeded = True
+        return super().reset(seed=seed)
+
+
+class ReusedBufferEnv(CounterEnv):
+    """Bug: returns the same observation array every call and overwrites it in place."""
+
+    def _obs(self) -> np.ndarray:
+        if not hasattr(self, "_buffer"):
+            self._buffer = np.zeros(2, dtype=np.float32)
+        self._buffer[:] = (self._position, self._steps)
+        return self._buffer
+
+
+class Float64ObsEnv(CounterEnv):
+    """Bug: declares float32 observations and returns float64 ones."""
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self._position, self._steps], dtype=np.float64)
+
+
+class FourTupleEnv(CounterEnv):
+    """Bug: the pre-0.26 Gym API, step returns (obs, reward, done, info)."""
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated or truncated, info
+
+
+class LeakyEnv(CounterEnv):
+    """Bug: a step past the end of an episode shifts where the next episode starts, even seeded."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if getattr(self, "_ended", False):
+            self._offset = getattr(self, "_offset", 0.0) + 1.0
+        out = super().step(action)
+        self._ended = out[2] or out[3]
+        return out
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        self._ended = False
+        _, info = super().reset(seed=seed)
+        self._position += getattr(self, "_offset", 0.0)
+        return self._obs(), info
+
+
+class SharedStateEnv(CounterEnv):
+    """Bug: remembers the previous action in a class attribute, shared by every copy in a process."""
+
+    previous_action: ClassVar[list[int]] = [0]
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        SharedStateEnv.previous_action[0] = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        previous = SharedStateEnv.previous_action[0]
+        SharedStateEnv.previous_action[0] = int(action)
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward + 0.25 * previous, terminated, truncated, info
+
+
+def global_random() -> gymnasium.Env[Any, Any]:
+    return GlobalRandomEnv()
+
+
+def seed_once() -> gymnasium.Env[Any, Any]:
+    return SeedOnceEnv()
+
+
+def reused_buffer() -> gymnasium.Env[Any, Any]:
+    return ReusedBufferEnv()
+
+
+def float64_obs() -> gymnasium.Env[Any, Any]:
+    return Float64ObsEnv()
+
+
+def four_tuple() -> gymnasium.Env[Any, Any]:
+    return FourTupleEnv()
+
+
+def leaky() -> gymnasium.Env[Any, Any]:
+    return LeakyEnv()
+
+
+def shared_state() -> gymnasium.Env[Any, Any]:
+    return SharedStateEnv()
+
+
+# ------------------------------------------------------------- correct envs that stacks cannot all take
+
+
+class TupleDiscreteEnv(CounterEnv):
+    """Correct: a Tuple of Discrete observations (a grid cell and a step phase). Gymnasium's and
+    SB3's vectorizers take it; TorchRL's GymWrapper cannot (it stacks a Tuple into one tensor)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Tuple((spaces.Discrete(7), spaces.Discrete(8)))  # type: ignore[assignment]
+
+    def _obs(self) -> Any:
+        return (int(np.clip(round(self._position), -3, 3)) + 3, self._steps % 8)
+
+
+class Word(spaces.Space[str]):
+    """A custom space of short strings: a legal Gymnasium space that no vectorizer can batch."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return "w" + str(int(self.np_random.integers(10)))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Word)
+
+    def __hash__(self) -> int:
+        return hash(Word)
+
+
+class WordEnv(CounterEnv):
+    """Correct: observes a string from a custom space (a text-adventure style env)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = Word()  # type: ignore[assignment]
+
+    def _obs(self) -> Any:
+        return f"at {self._position:+.1f} after {self._steps}"
+
+
+class EndlessEnv(CounterEnv):
+    """Correct: a continuing task whose episodes never end (no termination, no time limit)."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        _, reward, _, _, info = super().step(action)
+        self._position = float(np.clip(self._position, -2.5, 2.5))
+        self._steps %= 8
+        return self._obs(), reward, False, False, info
+
+
+class ShapeShiftEnv(CounterEnv):
+    """Bug: after its third step, returns observations of shape (3,) under a space of shape (2,)."""
+
+    def _obs(self) -> np.ndarray:
+        values = [self._position, self._steps] + ([0.0] if self._steps >= 3 else [])
+        return np.array(values, dtype=np.float32)
+
+
+def tuple_discrete() -> gymnasium.Env[Any, Any]:
+    return TupleDiscreteEnv()
+
+
+def word() -> gymnasium.Env[Any, Any]:
+    return WordEnv()
+
+
+def endless() -> gymnasium.Env[Any, Any]:
+    return EndlessEnv()
+
+
+def shape_shift() -> gymnasium.Env[Any, Any]:
+    return ShapeShiftEnv()
+
+
+# ---------------------------------------------------------- correct envs that are unusual, not wrong
+
+
+class Float64Env(CounterEnv):
+    """Correct: float64 observations, declared float64 (a physics env that keeps double precision)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Box(-10.0, 10.0, (2,), np.float64)
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self._position, self._steps], dtype=np.float64)
+
+
+class DictObsEnv(CounterEnv):
+    """Correct: a Dict observation of a Box and a Discrete (a goal-conditioned layout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Dict(  # type: ignore[assignment]
+            {"position": spaces.Box(-10.0, 10.0, (1,), np.float32), "steps": spaces.Discrete(9)}
+        )
+
+    def _obs(self) -> Any:
+        return {"position": np.array([self._position], dtype=np.float32), "steps": np.int64(self._steps)}
+
+
+class OffsetDiscreteEnv(CounterEnv):
+    """Correct: Discrete spaces that start at -1 (actions -1, 0, 1; observations from 5 on)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action_space = spaces.Discrete(3, start=-1)
+        self.observation_space = spaces.Discrete(9, start=5)  # type: ignore[assignment]
+
+    def _obs(self) -> Any:
+        return np.int64(5 + self._steps)
+
+    def step(self, action: Any) -> Any:
+        _, reward, terminated, truncated, info = super().step(int(action) + 1)
+        return self._obs(), reward, terminated, truncated, info
+
+
+class CopyingEnv(CounterEnv):
+    """Correct: copies its observations and infos before returning them, and its actions on arrival."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        obs, info = super().reset(seed=seed, options=options)
+        return obs.copy(), dict(info)
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = super().step(np.array(action, copy=True))
+        return obs.copy(), reward, terminated, truncated, dict(info)
+
+
+def float64_declared() -> gymnasium.Env[Any, Any]:
+    return Float64Env()
+
+
+def dict_obs() -> gymnasium.Env[Any, Any]:
+    return DictObsEnv()
+
+
+def offset_discrete() -> gymnasium.Env[Any, Any]:
+    return OffsetDiscreteEnv()
+
+
+def copying() -> gymnasium.Env[Any, Any]:
+    return CopyingEnv()

@@ -1,0 +1,270 @@
+"""Family ``gymnasium.Env``: a single Gymnasium environment, bare or under Gymnasium's wrappers.
+
+Recipe, as Gymnasium documents it: every step is a transition; after ``terminated or truncated``
+the caller must call ``reset()`` before stepping again (the driver does, and marks the call as
+required by the recipe). Under the ``Autoreset`` wrapper the step after an episode end is a reset
+step (next-step autoreset, like the vector API) and must be skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rlconform.core.family import Contract, Family, find_layer, layer_chain, register_family
+from rlconform.core.plan import BadStep, Op, Reset, Step
+from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.envs.spaces import ActionValue, ActSpec, DiscreteAction, array_literal
+from rlconform.libraries.gymnasium.releases import installed as installed_release
+from rlconform.libraries.gymnasium.releases import unavailable_unless
+
+
+def single_action(spec: ActSpec, value: ActionValue) -> Any:
+    """The action object a correct caller passes to ``env.step``."""
+    if isinstance(spec, DiscreteAction):
+        return np.int64(value)  # type: ignore[arg-type]
+    return spec.to_array(value)
+
+
+def action_literal(action: Any) -> str:
+    if isinstance(action, np.ndarray):
+        return array_literal(action)
+    if isinstance(action, np.generic):
+        return f"np.{type(action).__name__}({action.item()!r})"
+    return repr(action)
+
+
+def has_autoreset(env: Any) -> bool:
+    return find_layer(env, "Autoreset", "env") is not None
+
+
+def wrapper_names(env: Any) -> list[str]:
+    return [type(layer).__name__ for layer in layer_chain(env, "env")]
+
+
+class GymEnvFamily(Family):
+    name = "gymnasium.Env"
+    contract = Contract(
+        reward_dtype=None, reward_precision="float64", step_arity=5, separate_flags=True, vectorized=False
+    )
+
+    def describe_semantics(self, obj: Any) -> dict[str, Any]:
+        wrappers = wrapper_names(obj)
+        return {
+            "autoreset_mode": "NextStep" if has_autoreset(obj) else None,
+            "wrappers": wrappers,
+            "single_observation_space": getattr(obj, "observation_space", None),
+            "single_action_space": getattr(obj, "action_space", None),
+            "metadata_type": type(getattr(obj, "metadata", None)).__name__,
+        }
+
+    def model_match(self, obj: Any) -> Any:
+        from rlconform.libraries.gymnasium.model_selection import ModelMatch
+
+        return ModelMatch("reference.gymnasium.Env.Autoreset" if has_autoreset(obj) else "reference.gymnasium.Env")
+
+    def begin(self, session: Any, obj: Any) -> None:
+        session.state["autoreset"] = has_autoreset(obj)
+        session.state["ended"] = False
+
+    def execute(self, session: Any, obj: Any, op: Op) -> None:
+        if isinstance(op, Reset):
+            self._reset(session, obj, op, implied=False)
+            return
+        if isinstance(op, BadStep):
+            raise ValueError("wrong-size batches do not apply to a single env")
+        assert isinstance(op, Step)
+        if session.state["ended"] and not session.state["autoreset"]:
+            self._reset(session, obj, Reset(seed=None), implied=True)
+        action = session.single(op.actions[0])
+        record = session.call(op, f"env.step({action_literal(action)})", obj.step, (action,), view=_view_step, obj=obj)
+        if record.view is not None and record.view.terminated is not None and record.view.truncated is not None:
+            session.state["ended"] = record.view.terminated[0] or record.view.truncated[0]
+
+    def _reset(self, session: Any, obj: Any, op: Reset, *, implied: bool) -> None:
+        record = session.call(
+            op,
+            f"env.reset(seed={op.seed!r})",
+            lambda seed: obj.reset(seed=seed),
+            (op.seed,),
+            implied=implied,
+            view=_view_reset,
+            obj=obj,
+        )
+        if record.view is not None:
+            session.state["ended"] = False
+
+    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
+        autoreset = semantics.get("autoreset_mode") == "NextStep"
+        slots: list[Slot] = []
+        last_obs: Any = None
+        prev_done = False
+        for record in calls:
+            view = record.view
+            if record.failed or view is None:
+                continue
+            if view.kind == "reset":
+                last_obs, prev_done = view.obs[0], False
+                continue
+            assert view.rewards is not None and view.terminated is not None and view.truncated is not None
+            done = view.terminated[0] or view.truncated[0]
+            kind = "reset_step" if autoreset and prev_done else "transition"
+            slots.append(
+                Slot(
+                    env=0,
+                    call=record.position,
+                    agent_step=record.agent_step,
+                    kind=kind,  # type: ignore[arg-type]
+                    obs=last_obs,
+                    action=record.op.actions[0],  # type: ignore[union-attr]
+                    reward=view.rewards[0],
+                    next_obs=view.obs[0],
+                    terminated=view.terminated[0],
+                    truncated=view.truncated[0],
+                    info=view.infos[0] if view.infos else None,
+                )
+            )
+            last_obs, prev_done = view.obs[0], done
+        return slots
+
+    def api_problems(self, call: CallRecord, num_envs: int) -> list[str]:
+        result = call.result_live
+        expected = 2 if isinstance(call.op, Reset) else 5
+        if not isinstance(result, tuple) or len(result) != expected:
+            return [f"returned a {type(result).__name__}; documented: a {expected}-tuple"]
+        if not isinstance(result[-1], dict):
+            return [f"info is a {type(result[-1]).__name__}; documented: a dict"]
+        return []
+
+    def object_problems(self, semantics: dict[str, Any], num_envs: int) -> list[str]:
+        problems = []
+        for name in ("single_observation_space", "single_action_space"):
+            if semantics.get(name) is None:
+                problems.append(f"no {name.removeprefix('single_')} attribute")
+        if semantics.get("metadata_type") != "dict":
+            problems.append(f"metadata is a {semantics.get('metadata_type')}, not a dict")
+        return problems
+
+
+def _view_reset(result: Any) -> CallView:
+    obs, info = result
+    return CallView(kind="reset", obs=[obs], infos=[info], touched=[True])
+
+
+def _view_step(result: Any) -> CallView:
+    obs, reward, terminated, truncated, info = result
+    return CallView(
+        kind="step",
+        obs=[obs],
+        rewards=[float(reward)],
+        terminated=[bool(terminated)],
+        truncated=[bool(truncated)],
+        infos=[info],
+        touched=[True],
+    )
+
+
+FAMILY = register_family(GymEnvFamily())
+
+# ------------------------------------------------------------------------------------- systems
+
+_IMPORTS = ("import gymnasium", "import numpy as np")
+
+
+def _single(fn: Any) -> Any:
+    """Adapt a one-env builder to the systems' list-of-factories signature."""
+
+    @functools.wraps(fn)
+    def build(env_fns: Sequence[EnvFn]) -> Any:
+        if len(env_fns) != 1:
+            raise ValueError(f"a single-env system takes one env factory, got {len(env_fns)}")
+        return fn(env_fns[0])
+
+    return build
+
+
+def _build_raw(env_fn: EnvFn) -> Any:
+    return env_fn()
+
+
+def _build_make(env_fn: EnvFn) -> Any:
+    import gymnasium
+
+    from rlconform.envs.reference_env import register_reference_env
+
+    script, index, sink = _partial_args(env_fn)
+    return gymnasium.make(
+        register_reference_env(), script=script, index=index, sink=sink, max_episode_steps=script.max_episode_steps
+    )
+
+
+def _build_autoreset(env_fn: EnvFn) -> Any:
+    from gymnasium.wrappers import Autoreset
+
+    return Autoreset(env_fn())
+
+
+def _partial_args(env_fn: EnvFn) -> tuple[Any, int, Any]:
+    """The (script, index, sink) a reference env factory was made with."""
+    args = getattr(env_fn, "args", None)
+    if not isinstance(env_fn, functools.partial) or args is None or len(args) != 3:
+        raise TypeError("gymnasium.make systems are built from rlconform's reference env factories")
+    return args[0], args[1], args[2]
+
+
+register(
+    System(
+        id="gymnasium.Env.raw",
+        family="gymnasium.Env",
+        title="ReferenceEnv, no wrapper",
+        build=_single(_build_raw),
+        source="env_fns[0]()",
+        requires=("gymnasium",),
+        imports=_IMPORTS,
+        capabilities=Capabilities(time_limit="forbidden", partial_reset=False, max_envs=1),
+    )
+)
+register(
+    System(
+        id="gymnasium.Env.make",
+        family="gymnasium.Env",
+        title="gymnasium.make (PassiveEnvChecker, OrderEnforcing, TimeLimit when set)",
+        build=_single(_build_make),
+        source="gymnasium.make('rlconform/Reference-v0', script=script, index=0, max_episode_steps=script.max_episode_steps)",
+        requires=("gymnasium",),
+        imports=_IMPORTS,
+        capabilities=Capabilities(partial_reset=False, max_envs=1),
+    )
+)
+register(
+    System(
+        id="gymnasium.Env.TimeLimit",
+        family="gymnasium.Env",
+        title="gymnasium.wrappers.TimeLimit(ReferenceEnv)",
+        build=_single(_build_raw),
+        source="gymnasium.wrappers.TimeLimit(ReferenceEnv(script, 0), max_episode_steps=script.max_episode_steps)",
+        requires=("gymnasium",),
+        imports=_IMPORTS,
+        capabilities=Capabilities(time_limit="required", partial_reset=False, max_envs=1),
+    )
+)
+register(
+    System(
+        id="gymnasium.Env.Autoreset",
+        family="gymnasium.Env",
+        title="gymnasium.wrappers.Autoreset(ReferenceEnv) (next-step autoreset)",
+        build=_single(_build_autoreset),
+        source="gymnasium.wrappers.Autoreset(env_fns[0]())",
+        requires=("gymnasium",),
+        imports=_IMPORTS,
+        capabilities=Capabilities(partial_reset=False, max_envs=1),
+        availability=lambda: unavailable_unless(
+            installed_release().next_step_autoreset_wrapper,
+            "next-step Autoreset wrapper (0.29's AutoResetWrapper resets in the same step)",
+        ),
+    )
+)

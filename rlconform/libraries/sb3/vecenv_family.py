@@ -1,0 +1,320 @@
+"""Family ``sb3.VecEnv``: Stable-Baselines3's VecEnv API and its wrappers.
+
+Recipe, as SB3's off-policy algorithms implement it (``OffPolicyAlgorithm._store_transition``):
+``step`` returns ``(obs, rewards, dones, infos)``; a sub-env that ended was already reset, its
+true last observation is ``infos[i]["terminal_observation"]`` and ``infos[i]["TimeLimit.truncated"]``
+says whether the end was a time-out. Under ``VecNormalize`` the stored data are the original
+observations and rewards (``get_original_obs()``, ``get_original_reward()``) and the terminal
+observation passes through ``unnormalize_obs``. Seeds are set with ``seed(s)`` before ``reset()``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rlconform.core.family import Contract, Family, find_layer, layer_chain, register_family
+from rlconform.core.plan import BadStep, Op, Reset, Step
+from rlconform.core.same_step import same_step_slots
+from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.trace import CallRecord, CallView, Slot, snapshot
+from rlconform.envs.action_space import send_in_space
+from rlconform.envs.batching import as_bool_list, as_float_list, split_batch
+from rlconform.envs.spaces import array_literal
+
+TERMINAL_KEY = "terminal_observation"
+TIMEOUT_KEY = "TimeLimit.truncated"
+
+
+def venv_chain(obj: Any) -> list[Any]:
+    return layer_chain(obj, "venv")
+
+
+def find_venv_layer(obj: Any, class_name: str) -> Any | None:
+    """The VecEnvWrapper ``class_name`` in the stack (or its reference model)."""
+    return find_layer(obj, class_name, "venv")
+
+
+class SB3Family(Family):
+    name = "sb3.VecEnv"
+    contract = Contract(
+        reward_dtype=None,
+        reward_precision="float32",
+        step_arity=4,
+        separate_flags=False,
+        vectorized=True,
+        reward_position=1,
+        flag_positions=(2,),
+        truncation_survives_termination=False,
+    )
+
+    def describe_semantics(self, obj: Any) -> dict[str, Any]:
+        normalize = find_venv_layer(obj, "VecNormalize")
+        stack = find_venv_layer(obj, "VecFrameStack")
+        n_stack = None
+        if stack is not None:
+            n_stack = getattr(getattr(stack, "stacked_obs", None), "n_stack", None) or getattr(stack, "n_stack", None)
+        return {
+            "autoreset_mode": "SameStep",
+            "num_envs": getattr(obj, "num_envs", None),
+            "single_observation_space": getattr(obj, "observation_space", None),
+            "single_action_space": getattr(obj, "action_space", None),
+            "episode_statistics": "episode" if find_venv_layer(obj, "VecMonitor") is not None else None,
+            "normalizers": ["VecNormalize"] if normalize is not None else [],
+            "normalizer_gamma": getattr(normalize, "gamma", None),
+            "frame_stack": n_stack,
+            "layers": [type(layer).__name__ for layer in venv_chain(obj)],
+        }
+
+    def begin(self, session: Any, obj: Any) -> None:
+        send_in_space(session, getattr(obj, "action_space", None))
+
+    def model_match(self, obj: Any) -> Any:
+        from rlconform.libraries.gymnasium.model_selection import match_vec_env_model
+
+        return match_vec_env_model(obj)
+
+    # ---------------------------------------------------------------------------------- driving
+    def execute(self, session: Any, obj: Any, op: Op) -> None:
+        n = session.num_envs
+        if isinstance(op, Reset):
+            if op.mask is not None:
+                raise ValueError("SB3 VecEnvs have no partial reset")
+            if op.seed is None:
+                fn, source = (lambda: obj.reset()), "venv.reset()"
+            else:
+                seed = op.seed
+                fn, source = (lambda: (obj.seed(seed), obj.reset())[1]), f"venv.seed({seed}); venv.reset()"
+            session.call(op, source, fn, (), view=functools.partial(_view_reset, n), obj=obj)
+            return
+        assert isinstance(op, (Step, BadStep))
+        actions = session.batch(op.actions)
+        session.call(
+            op,
+            f"venv.step({array_literal(actions)})",
+            obj.step,
+            (actions,),
+            view=functools.partial(_view_step, n),
+            obj=obj,
+        )
+
+    def observe(self, obj: Any, record: CallRecord) -> None:
+        view = record.view
+        if view is None:
+            return
+        if view.kind == "reset":
+            infos = getattr(obj, "reset_infos", None)
+            if isinstance(infos, (list, tuple)) and len(infos) == len(view.obs):
+                view.infos = [dict(i) if isinstance(i, dict) else i for i in infos]
+        normalize = find_venv_layer(obj, "VecNormalize")
+        if normalize is None:
+            return
+        # SB3's own recipe under VecNormalize stores the original data, and un-normalises the
+        # terminal observation; the adapter does exactly that, right after the call.
+        view.env_obs = split_batch(snapshot(normalize.get_original_obs()), len(view.obs))
+        if view.kind == "step":
+            view.env_rewards = as_float_list(snapshot(normalize.get_original_reward()), len(view.obs))
+            if view.final_obs is not None:
+                view.env_final_obs = [
+                    None if f is None else snapshot(normalize.unnormalize_obs(f)) for f in view.final_obs
+                ]
+        if not getattr(normalize, "training", True):
+            return  # frozen statistics (training=False) are not updated by design: nothing to count
+        # VecNormalize creates obs_rms only with norm_obs=True (and for norm_obs_keys only)
+        rms = getattr(normalize, "obs_rms", None) if getattr(normalize, "norm_obs", True) else None
+        if isinstance(rms, dict):
+            rms = rms[sorted(rms)[0]] if rms else None
+        if rms is not None:
+            record.extra["obs_rms"] = (np.array(rms.mean, copy=True), np.array(rms.var, copy=True), float(rms.count))
+        ret = getattr(normalize, "ret_rms", None)
+        if ret is not None:
+            record.extra["return_rms"] = (float(ret.mean), float(ret.var), float(ret.count))
+            returns = getattr(normalize, "returns", None)
+            if returns is not None:
+                record.extra["accumulated_reward"] = np.array(returns, copy=True)
+
+    # ----------------------------------------------------------------------------------- recipe
+    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
+        return same_step_slots(calls, num_envs)
+
+    def api_problems(self, call: CallRecord, num_envs: int) -> list[str]:
+        result = call.result_live
+        if isinstance(call.op, Reset):
+            if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], (dict, list)):
+                return ["returned an (obs, info) pair; SB3 documents reset() -> obs"]
+            return []
+        if not isinstance(result, tuple) or len(result) != 4:
+            return [f"returned a {type(result).__name__}; documented: (obs, rewards, dones, infos)"]
+        _, rewards, dones, infos = result
+        problems = []
+        if (
+            not isinstance(infos, (list, tuple))
+            or len(infos) != num_envs
+            or not all(isinstance(i, dict) for i in infos)
+        ):
+            problems.append(f"infos is {type(infos).__name__}; documented: a list of {num_envs} dicts")
+        for name, value in (("rewards", rewards), ("dones", dones)):
+            if not isinstance(value, np.ndarray) or value.shape != (num_envs,):
+                problems.append(
+                    f"{name} is {type(value).__name__} of shape {getattr(value, 'shape', None)}; documented: an array of shape ({num_envs},)"
+                )
+        return problems
+
+    def object_problems(self, semantics: dict[str, Any], num_envs: int) -> list[str]:
+        problems = []
+        if semantics.get("num_envs") != num_envs:
+            problems.append(f"num_envs is {semantics.get('num_envs')!r} for {num_envs} env factories")
+        for name in ("single_observation_space", "single_action_space"):
+            if semantics.get(name) is None:
+                problems.append(f"no {name.removeprefix('single_')} attribute")
+        return problems
+
+
+def _view_reset(num_envs: int, result: Any) -> CallView:
+    return CallView(kind="reset", obs=split_batch(result, num_envs), touched=[True] * num_envs)
+
+
+def _view_step(num_envs: int, result: Any) -> CallView:
+    obs, rewards, dones, infos = result
+    done = as_bool_list(dones, num_envs)
+    per_info = [dict(info) for info in infos]
+    if len(per_info) != num_envs:
+        raise ValueError(f"{len(per_info)} infos for {num_envs} sub-envs")
+    truncated = [bool(info.get(TIMEOUT_KEY, False)) for info in per_info]
+    return CallView(
+        kind="step",
+        obs=split_batch(obs, num_envs),
+        rewards=as_float_list(rewards, num_envs),
+        terminated=[d and not t for d, t in zip(done, truncated, strict=True)],
+        truncated=truncated,
+        infos=per_info,
+        final_obs=[info.get(TERMINAL_KEY) if d else None for d, info in zip(done, per_info, strict=True)],
+        touched=[True] * num_envs,
+    )
+
+
+FAMILY = register_family(SB3Family())
+
+# ------------------------------------------------------------------------------------- systems
+
+_IMPORTS = ("import numpy as np", "from stable_baselines3.common import vec_env")
+_BOX_OR_DICT = Capabilities(
+    obs_kinds=frozenset({"box", "dict"}),
+    composite_box_leaves_only=True,
+    partial_reset=False,
+)
+N_STACK = 3
+
+
+def _dummy(env_fns: Sequence[EnvFn]) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    return DummyVecEnv(list(env_fns))
+
+
+def preload_forkserver() -> None:
+    """SubprocVecEnv's default start method is forkserver, whose workers re-import torch through
+    SB3 (seconds per worker). Preloading SB3 and the reference env in the fork server keeps the
+    default method, with the same semantics, at fork speed. It only takes effect if this process
+    has not started its fork server yet."""
+    import multiprocessing
+
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        multiprocessing.set_forkserver_preload(
+            ["stable_baselines3.common.vec_env.subproc_vec_env", "rlconform.envs.reference_env"]
+        )
+
+
+def _subproc(env_fns: Sequence[EnvFn]) -> Any:
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    preload_forkserver()
+    return SubprocVecEnv(list(env_fns))
+
+
+def _wrapped(wrapper: str, **kwargs: Any) -> Any:
+    def build(env_fns: Sequence[EnvFn]) -> Any:
+        from stable_baselines3.common import vec_env
+
+        return getattr(vec_env, wrapper)(_dummy(env_fns), **kwargs)
+
+    return build
+
+
+register(
+    System(
+        id="sb3.DummyVecEnv",
+        family="sb3.VecEnv",
+        title="DummyVecEnv",
+        build=_dummy,
+        source="vec_env.DummyVecEnv(env_fns)",
+        requires=("stable-baselines3",),
+        imports=_IMPORTS,
+        capabilities=Capabilities(partial_reset=False),
+    )
+)
+register(
+    System(
+        id="sb3.SubprocVecEnv",
+        family="sb3.VecEnv",
+        title="SubprocVecEnv (default start method)",
+        build=_subproc,
+        source="vec_env.SubprocVecEnv(env_fns)",
+        requires=("stable-baselines3",),
+        imports=_IMPORTS,
+        out_of_process=True,
+        capabilities=Capabilities(partial_reset=False, max_envs=3),
+    )
+)
+register(
+    System(
+        id="sb3.VecNormalize.DummyVecEnv",
+        family="sb3.VecEnv",
+        title="VecNormalize(DummyVecEnv)",
+        build=_wrapped("VecNormalize"),
+        source="vec_env.VecNormalize(vec_env.DummyVecEnv(env_fns))",
+        requires=("stable-baselines3",),
+        imports=_IMPORTS,
+        capabilities=Capabilities(
+            obs_kinds=frozenset({"box", "dict"}),
+            composite_box_leaves_only=True,
+            partial_reset=False,
+            notes=("VecNormalize documents Box and Dict-of-Box observations only",),
+        ),
+        model="reference.sb3.VecNormalize",
+    )
+)
+register(
+    System(
+        id="sb3.VecFrameStack.DummyVecEnv",
+        family="sb3.VecEnv",
+        title=f"VecFrameStack(DummyVecEnv, n_stack={N_STACK})",
+        build=_wrapped("VecFrameStack", n_stack=N_STACK),
+        source=f"vec_env.VecFrameStack(vec_env.DummyVecEnv(env_fns), n_stack={N_STACK})",
+        requires=("stable-baselines3",),
+        imports=_IMPORTS,
+        capabilities=Capabilities(
+            obs_kinds=frozenset({"box", "dict"}),
+            composite_box_leaves_only=True,
+            partial_reset=False,
+            notes=("VecFrameStack documents Box and Dict-of-Box observations only",),
+        ),
+        model="reference.sb3.VecFrameStack",
+    )
+)
+register(
+    System(
+        id="sb3.VecMonitor.DummyVecEnv",
+        family="sb3.VecEnv",
+        title="VecMonitor(DummyVecEnv)",
+        build=_wrapped("VecMonitor"),
+        source="vec_env.VecMonitor(vec_env.DummyVecEnv(env_fns))",
+        requires=("stable-baselines3",),
+        imports=_IMPORTS,
+        capabilities=Capabilities(partial_reset=False),
+        model="reference.sb3.VecMonitor",
+    )
+)

@@ -1,0 +1,885 @@
+"""Family ``torchrl.EnvBase``: TorchRL environments, driven with TensorDicts.
+
+Recipe, as TorchRL documents a manual loop (``EnvBase.step_and_maybe_reset``, the loop of
+``EnvBase.rollout`` and of its collectors): ``td = env.reset()``; then for each step the caller
+writes the action into ``td["action"]`` and calls ``data, td = env.step_and_maybe_reset(td)``.
+``data`` *is* the transition: its root entries are the observation at t and the action, its
+``("next", ...)`` entries the next observation, the reward (shape ``[..., 1]``) and the
+``done``/``terminated``/``truncated`` flags (bool, ``[..., 1]``). ``td`` is ``step_mdp(data)``
+where sub-envs that ended were reset through a ``"_reset"`` mask: the root the next step starts
+from. Seeds are set with ``env.set_seed(seed)`` before ``env.reset()``.
+
+What TorchRL does with seeds, read from its source (torchrl 0.14) and checked against the
+reference envs' logs by the tests: ``GymWrapper.set_seed(s)`` calls the wrapped env's
+``reset(seed=s)`` at once, so the ``reset()`` that follows starts a second, unseeded episode; a
+``SerialEnv``/``ParallelEnv`` seeds sub-env 0 with ``s`` and each next one with
+``torchrl._utils.seed_generator`` of the previous seed (not ``s + i``); a GymWrapper around a
+Gymnasium vector env passes ``s`` to the vector env, which seeds sub-env i with ``s + i``. The
+adapter records these reset seeds with the call (``record.extra["sub_env_resets"]``) so that a
+comparison with the bare env can replay them; it changes nothing in what TorchRL returns.
+
+The observations are read back into the env's native structure (:mod:`rlconform.libraries.torchrl.tensordicts`)
+so that transitions compare with a bare Gymnasium env's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import mmap
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlconform.core.family import Contract, Family, register_family
+from rlconform.core.plan import BadStep, Op, Reset, Step
+from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.libraries.gymnasium.vector_family import mode_availability, mode_kwargs, mode_source
+from rlconform.libraries.torchrl.tensordicts import ObsLayout, per_env_scalars
+
+NAME = "torchrl.EnvBase"
+#: record.extra key: per sub-env, the seeds of the resets it received from ``set_seed(s); reset()``
+SUB_ENV_RESETS = "sub_env_resets"
+
+
+@dataclass
+class TransitionView(CallView):
+    """A ``step_and_maybe_reset`` call. ``obs`` is the root the next step starts from (after the
+    resets of ended sub-envs); ``root_obs``/``next_obs`` are the transition's own entries."""
+
+    root_obs: list[Any] = field(default_factory=list)
+    next_obs: list[Any] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------ TorchRL objects
+
+
+def _base(env: Any) -> Any:
+    """The env under a TransformedEnv (GymWrapper around a vector env returns one)."""
+    from torchrl.envs import TransformedEnv
+
+    return env.base_env if isinstance(env, TransformedEnv) else env
+
+
+def _is_batched_env(env: Any) -> bool:
+    from torchrl.envs.batched_envs import BatchedEnvBase
+
+    return isinstance(env, BatchedEnvBase)
+
+
+def batch_shape(env: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in env.batch_size)
+
+
+def native_observation_space(env: Any) -> Any:
+    """One sub-env's Gymnasium observation space, through the attribute access TorchRL documents:
+    a GymWrapper forwards unknown attributes to the env it wraps; a batched env answers with one
+    value per worker (a batched env must have been started)."""
+    base = _base(env)
+    policy = _isaaclab_policy_space(base)
+    if policy is not None:
+        return policy
+    if _is_batched_env(base):
+        if base.is_closed:
+            # a user's factory may return a batched env not started yet (TorchRL starts it
+            # lazily on the first reset): its workers answer attribute access only once started
+            base.start()
+        return next(iter(base.observation_space))
+    if batch_shape(base):
+        return base.single_observation_space
+    return base.observation_space
+
+
+def _isaaclab_policy_space(base: Any) -> Any | None:
+    """An Isaac Lab env under a TorchRL wrapper: one sub-env observes its ``"policy"`` group.
+    ``DirectRLEnv.single_observation_space`` is ``Dict(policy=...)`` while its observations are
+    that group's tensor, which Isaac Lab's own wrapper returns under ``"policy"`` and TorchRL's
+    ``IsaacLabWrapper`` (from the batched ``observation_space`` Box) under ``"observation"``."""
+    if _is_batched_env(base):  # attribute access on a batched env asks its workers
+        return None
+    try:
+        unwrapped = base.unwrapped  # Isaac Lab's wrapper defines it; a GymWrapper forwards it to its env
+    except AttributeError:
+        return None
+    if unwrapped is None or not any(c.__module__.startswith("isaaclab.envs") for c in type(unwrapped).__mro__):
+        return None
+    return unwrapped.single_observation_space["policy"]
+
+
+def declared_observation_space(env: Any) -> Any:
+    """One sub-env's observation space as the env declares it: the wrapped env's, with the dtype
+    of a Box observation taken from the env's own observation spec, which a dtype transform
+    (``DoubleToFloat``) changes; the transform's output is checked against what it declares."""
+    import numpy as np
+    from gymnasium import spaces
+
+    native = native_observation_space(env)
+    if not isinstance(native, spaces.Box) or ("observation",) not in [
+        k if isinstance(k, tuple) else (k,) for k in env.observation_spec.keys(True, True)
+    ]:
+        return native
+    dtype = np.dtype(str(env.observation_spec["observation"].dtype).removeprefix("torch."))
+    if dtype == native.dtype:
+        return native
+    return spaces.Box(native.low.astype(dtype), native.high.astype(dtype), native.shape, dtype)  # type: ignore[arg-type]
+
+
+def key_name(key: Any) -> str:
+    """A TensorDict key as one string: ``"reward"``, ``"next/reward"``."""
+    return "/".join(key) if isinstance(key, tuple) else str(key)
+
+
+def leaf_specs(env: Any) -> dict[str, dict[str, Any]]:
+    """What the env declares for each entry it returns, by :func:`key_name`: the ``kind`` of spec
+    (observation, reward, done, action), its dtype, shape (with the batch dimensions) and device
+    (None: the spec declares none). Recorded as strings and tuples, read by the specs later."""
+    out: dict[str, dict[str, Any]] = {}
+    parts = (
+        ("observation", env.full_observation_spec),
+        ("reward", env.full_reward_spec),
+        ("done", env.full_done_spec),
+        ("action", env.full_action_spec),
+    )
+    for kind, composite in parts:
+        for key, leaf in composite.items(True, True):
+            out[key_name(key)] = {
+                "kind": kind,
+                "dtype": str(leaf.dtype),
+                "shape": tuple(int(d) for d in leaf.shape),
+                "device": None if leaf.device is None else str(leaf.device),
+            }
+    return out
+
+
+def sub_env_resets(env: Any, seed: int, num_envs: int) -> list[tuple[int | None, ...]]:
+    """The ``reset(seed=...)`` calls each sub-env receives from ``env.set_seed(seed); env.reset()``
+    (see the module docstring); the last one starts the episode the first transition comes from."""
+    base = _base(env)
+    if _is_batched_env(base):
+        from torchrl._utils import seed_generator  # what EnvBase.set_seed returns as the next seed
+
+        seeds = [seed]
+        while len(seeds) < num_envs:
+            seeds.append(int(seed_generator(seeds[-1])))
+        return [(s, None) for s in seeds]
+    if batch_shape(base):
+        return [(seed + i, None) for i in range(num_envs)]
+    return [(seed, None)]
+
+
+# -------------------------------------------------------------------------------------- family
+
+
+class TorchRLFamily(Family):
+    name = NAME
+    # step_arity/reward_position/flag_positions describe tuples; a TorchRL step returns
+    # TensorDicts, and no tuple-reading spec applies to this family
+    contract = Contract(
+        reward_dtype="float32",
+        reward_precision="float32",
+        step_arity=2,
+        separate_flags=True,
+        vectorized=True,
+        reward_position=0,
+        flag_positions=(0,),
+    )
+
+    def describe_semantics(self, obj: Any) -> dict[str, Any]:
+        base = _base(obj)
+        shape = batch_shape(obj)
+        layers = [type(obj).__name__] + ([type(base).__name__] if base is not obj else [])
+        return {
+            # step_and_maybe_reset resets ended sub-envs in the same call and keeps their last
+            # observation under ("next", ...): same-step semantics, read from the TensorDicts
+            "autoreset_mode": "SameStep",
+            "recipe": "step_and_maybe_reset",
+            "batch_size": shape,
+            "num_envs": shape[0] if shape else 1,
+            "single_observation_space": declared_observation_space(obj),
+            "observation_keys": [str(k) for k in obj.observation_spec.keys(True, True)],
+            "action_keys": [str(k) for k in obj.action_keys],
+            "done_keys": [str(k) for k in obj.done_keys],
+            "layers": layers,
+            # what the specs compare each returned leaf with (torchrl.device, dtype.rewards_flags)
+            "device": None if obj.device is None else str(obj.device),
+            "leaf_specs": leaf_specs(obj),
+        }
+
+    def begin(self, session: Any, obj: Any) -> None:
+        shape = batch_shape(obj)
+        session.state["layout"] = ObsLayout.of(native_observation_space(obj), obj.observation_spec, shape)
+        session.state["td"] = None
+
+    # ---------------------------------------------------------------------------------- driving
+    def execute(self, session: Any, obj: Any, op: Op) -> None:
+        layout: ObsLayout = session.state["layout"]
+        if isinstance(op, Reset):
+            if op.mask is not None:
+                raise ValueError("the torchrl systems are driven without partial resets")
+            seed = op.seed
+            if seed is None:
+                fn, source = (lambda: obj.reset()), "td = env.reset()"
+            else:
+                fn, source = (lambda: (obj.set_seed(seed), obj.reset())[1]), f"env.set_seed({seed}); td = env.reset()"
+            record = session.call(op, source, fn, (), view=functools.partial(_view_reset, layout), obj=obj)
+            if not record.failed:
+                session.state["td"] = record.result_live
+                if seed is not None:
+                    record.extra[SUB_ENV_RESETS] = sub_env_resets(obj, seed, layout.num_envs)
+            return
+        assert isinstance(op, (Step, BadStep))
+        if not layout.batch_shape and len(op.actions) == 1:
+            action = session.single(op.actions[0])
+        else:
+            action = session.batch(op.actions)
+        td = session.state["td"]
+        if td is None:
+            from tensordict import TensorDict
+
+            td = TensorDict({}, batch_size=obj.batch_size)
+        record = session.call(
+            op,
+            f'td["action"] = env.action_spec.encode({_literal(action)}); data, td = env.step_and_maybe_reset(td)',
+            functools.partial(_step, obj),
+            (td, action),
+            view=functools.partial(_view_step, layout),
+            obj=obj,
+        )
+        if not record.failed:
+            session.state["td"] = record.result_live[1]
+
+    def close(self, obj: Any) -> None:
+        """Close once: a ParallelEnv's close() shuts its worker processes down (and raises if it
+        is called on an env already closed)."""
+        if not getattr(obj, "is_closed", False):
+            obj.close()
+
+    # ----------------------------------------------------------------------------------- recipe
+    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
+        """Each ``step_and_maybe_reset`` result is the transition: root = obs at t, ``next`` = the
+        rest; nothing carries over from one call to the next. The action is the one the driver
+        wrote into ``td["action"]`` (the plan's action, as in the other families' recipes)."""
+        slots: list[Slot] = []
+        for record in calls:
+            view = record.view
+            if record.failed or not isinstance(view, TransitionView):
+                continue
+            assert view.rewards is not None and view.terminated is not None and view.truncated is not None
+            actions = record.op.actions  # type: ignore[union-attr]
+            for j in range(num_envs):
+                slots.append(
+                    Slot(
+                        env=j,
+                        call=record.position,
+                        agent_step=record.agent_step,
+                        kind="transition",
+                        obs=view.root_obs[j],
+                        action=actions[j] if j < len(actions) else None,
+                        reward=view.rewards[j],
+                        next_obs=view.next_obs[j],
+                        terminated=view.terminated[j],
+                        truncated=view.truncated[j],
+                    )
+                )
+        return slots
+
+
+def _step(env: Any, td: Any, action: Any) -> Any:
+    td.set("action", env.action_spec.encode(action))
+    return env.step_and_maybe_reset(td)
+
+
+def _literal(action: Any) -> str:
+    from rlconform.libraries.gymnasium.env_family import action_literal
+
+    return action_literal(action)
+
+
+def _view_reset(layout: ObsLayout, td: Any) -> CallView:
+    return CallView(kind="reset", obs=layout.read(td), touched=[True] * layout.num_envs)
+
+
+def _view_step(layout: ObsLayout, result: Any) -> CallView:
+    data, after = result
+    shape = layout.batch_shape
+    nxt = data.get("next")
+    terminated = [bool(v) for v in per_env_scalars(nxt, ("terminated",), shape)]
+    truncated = [bool(v) for v in per_env_scalars(nxt, ("truncated",), shape)]
+    next_obs = layout.read(nxt)
+    return TransitionView(
+        kind="step",
+        obs=layout.read(after),
+        rewards=[float(v) for v in per_env_scalars(nxt, ("reward",), shape)],
+        terminated=terminated,
+        truncated=truncated,
+        final_obs=[o if t or u else None for o, t, u in zip(next_obs, terminated, truncated, strict=True)],
+        touched=[True] * layout.num_envs,
+        root_obs=layout.read(data),
+        next_obs=next_obs,
+    )
+
+
+FAMILY = register_family(TorchRLFamily())
+
+# ------------------------------------------------------------------------------------- systems
+
+_IMPORTS = (
+    "import functools",
+    "import gymnasium",
+    "import numpy as np",
+    "from torchrl.envs import GymWrapper",
+    "from rlconform.libraries.torchrl.env_family import gym_wrapper",
+)
+#: GymWrapper refuses what it cannot map; recorded here, never hidden
+_NO_TUPLE = "GymWrapper stacks a Tuple observation into one tensor and rejects Tuples of mixed leaves ('Stacking specs cannot occur: Found more than one type of specs in the list.'); the reference env's Tuples mix leaves, so Tuple observations are left out"
+_NEXT_STEP_REJECTED = "GymWrapper rejects a Gymnasium vector env in NextStep mode: 'The auto-reset mode must be one of SAME_STEP or DISABLED (which is preferred). Got autoreset_mode=AutoresetMode.NEXT_STEP.'"
+_ONE_HOT = "GymWrapper one-hot encodes Discrete observations (n entries each): the reference env's Discrete(n) packs a whole stamp (n about 2**40), so Discrete observations, and Dict leaves other than Box, are left out"
+_OBS_KINDS = frozenset({"box", "multidiscrete", "multibinary", "dict"})
+
+
+def _capabilities(*notes: str, max_envs: int = 4) -> Capabilities:
+    return Capabilities(
+        obs_kinds=_OBS_KINDS,
+        composite_box_leaves_only=True,
+        partial_reset=False,
+        max_envs=max_envs,
+        notes=(_NO_TUPLE, _ONE_HOT, *notes),
+    )
+
+
+# ------------------------------------------------------------------------------ user factories
+
+
+class SubEnvFactory:
+    """The ``env_fn`` a user's ``torchrl.EnvBase`` factory receives (``rlconform check --api
+    torchrl.EnvBase``): each call builds a sub-env not in use, so that
+    ``SerialEnv(n, lambda: GymWrapper(env_fn()))`` gets n distinct, separately logged envs.
+
+    The factory chooses the number of sub-envs; rlconform reads it from the returned env's batch
+    size (``[]`` is one env). A batched env first builds one env to read its specs and closes it:
+    a sub-env closed hands its index back, so the next call builds that sub-env again. Asking for
+    more sub-envs at once than rlconform made raises, naming the count.
+
+    Worker processes: pickling the factory binds the copy to the next free sub-env
+    (:class:`SubEnvFn`). A ``ParallelEnv`` (or an ``AsyncVectorEnv``) started with spawn or
+    forkserver pickles its ``create_env_fn`` once per worker, in worker order, as it starts
+    them, so worker k builds sub-env k, as in the bundled ``torchrl.ParallelEnv.GymWrapper``
+    system. A worker started with fork gets a copy of this object, unpickled, as it was when the
+    worker forked, and could not tell which sub-env is its own: such a copy refuses to build
+    (:class:`ForkedEnvFn`) instead of building a sub-env another worker builds too.
+
+    Envs built while the factory runs and closed before it returns were never handed to
+    rlconform: ``ParallelEnv`` wraps a lambda in an ``EnvCreator``, which builds a "shadow" env in
+    this process, resets it, takes a random step and closes it to read the specs. Their log
+    records are held back until :meth:`built` and dropped when the env closes first, so that
+    the ground truth holds the envs the system runs, not its throwaway copy. A system that
+    returned data from such a copy still fails: its transitions are in no env's log."""
+
+    def __init__(self, env_fns: Sequence[EnvFn]) -> None:
+        self._env_fns = list(env_fns)
+        self._free = list(range(len(self._env_fns)))
+        self._owner = os.getpid()
+        #: one byte shared with forked copies: set when one refused to build (see :meth:`refused_fork`)
+        self._fork_refusals = mmap.mmap(-1, 1)
+        #: logs held back while the factory builds (None once it has returned)
+        self._held: list[_HeldLog] | None = []
+
+    def built(self) -> None:
+        """The factory returned its env: the logs of envs still open are written out, and every
+        record from now on is written as it comes."""
+        for held in self._held or []:
+            held.write_out()
+        self._held = None
+
+    def _take(self) -> int:
+        if not self._free:
+            raise IndexError(
+                f"the factory asked env_fn for more than {len(self._env_fns)} sub-envs at once (the batch size of "
+                "the env the factory returned when rlconform probed it)"
+            )
+        return self._free.pop(0)
+
+    def release(self, index: int) -> None:
+        if index not in self._free:
+            self._free.append(index)
+            self._free.sort()
+
+    def refused_fork(self) -> bool:
+        """Whether a copy of this object in a forked worker was asked for a sub-env: the worker's
+        error reaches this process as whatever the library makes of a dead worker (EOFError)."""
+        return self._fork_refusals[0] != 0
+
+    def __call__(self) -> Any:
+        if os.getpid() != self._owner:
+            self._fork_refusals[0] = 1
+            raise ForkedEnvFn(FORKED_ENV_FN)
+        index = self._take()
+        env = self._env_fns[index]()
+        held = _HeldLog.hold(env) if self._held is not None else None
+        if held is not None:
+            self._held.append(held)  # type: ignore[union-attr]
+        return _closing_with(env, functools.partial(self._closed, index, held))
+
+    def _closed(self, index: int, held: _HeldLog | None) -> None:
+        if held is not None and self._held is not None:
+            held.drop()  # closed before the factory returned: a throwaway copy (see the class)
+            self._held.remove(held)
+        self.release(index)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SubEnvFactory:
+        """The same factory: a copy handing out the same sub-envs again would build each twice.
+        Gymnasium deep-copies an env's spec, whose ``entry_point`` is this factory when the user
+        registers it (``gymnasium.register(id, entry_point=env_fn)`` then ``GymEnv(id)``); refusing
+        the copy made ``gymnasium.make`` fail its bare ``assert env.spec is not None``."""
+        return self
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Sent to a worker process: a copy bound to the next free sub-env (see the class)."""
+        if os.getpid() != self._owner:
+            raise ForkedEnvFn(FORKED_ENV_FN)
+        index = self._take()
+        return SubEnvFn, (self._env_fns[index], index)
+
+
+#: why a forked copy of :class:`SubEnvFactory` refuses to build (one line: it is the bad-input reason)
+FORKED_ENV_FN = (
+    "a worker process started with fork called rlconform's env_fn: forked workers get copies of it that cannot "
+    "tell which sub-env is theirs; start the workers with spawn or forkserver (TorchRL's default, "
+    "ParallelEnv(mp_start_method='spawn'))"
+)
+
+
+class ForkedEnvFn(RuntimeError):
+    """A copy of :class:`SubEnvFactory` made by fork was asked for a sub-env."""
+
+    #: rlconform's own refusal, whose message says all there is: bad input in one line, with no
+    #: traceback of the factory under it (rlconform.core.user.factory_error)
+    explains_itself = True
+
+
+class SubEnvFn:
+    """The ``env_fn`` a worker process unpickles: it builds sub-env ``index``, one at a time (a
+    worker closing its env and building it again gets the same sub-env)."""
+
+    def __init__(self, env_fn: EnvFn, index: int) -> None:
+        self.env_fn = env_fn
+        self.index = index
+        self._open = False
+
+    def __call__(self) -> Any:
+        if self._open:
+            raise IndexError(
+                f"the worker building sub-env {self.index} asked env_fn for a second env while the first is open"
+            )
+        self._open = True
+        return _closing_with(self.env_fn(), self._closed)
+
+    def _closed(self) -> None:
+        self._open = False
+
+
+class _HeldLog:
+    """A reference env's log sink that keeps its records in memory until :meth:`write_out`."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.records: list[Any] | None = []
+
+    @classmethod
+    def hold(cls, env: Any) -> _HeldLog | None:
+        """Hold back the log of ``env`` if it is a reference env (rlconform's ``env_fns``)."""
+        from rlconform.envs.reference_env import ReferenceEnv
+
+        reference = getattr(env, "unwrapped", None)
+        if not isinstance(reference, ReferenceEnv):
+            return None
+        held = cls(reference.sink)
+        reference.sink = held
+        return held
+
+    def write(self, record: Any) -> None:
+        if self.records is None:
+            self.sink.write(record)
+        else:
+            self.records.append(record)
+
+    def read(self) -> list[Any]:
+        return [*self.sink.read(), *(self.records or [])]
+
+    def write_out(self) -> None:
+        for record in self.records or []:
+            self.sink.write(record)
+        self.records = None
+
+    def drop(self) -> None:
+        self.records = []
+
+    def close(self) -> None:
+        close = getattr(self.sink, "close", None)
+        if callable(close):
+            close()
+
+
+def _closing_with(env: Any, on_close: Callable[[], None]) -> Any:
+    """``env`` in a wrapper that calls ``on_close`` after closing it (hands a sub-env back)."""
+    import gymnasium
+
+    class Released(gymnasium.Wrapper):  # type: ignore[type-arg]
+        def close(self) -> None:
+            super().close()
+            on_close()
+
+    return Released(env)
+
+
+def build_user_env(factory: Callable[[SubEnvFactory], Any], env_fns: Sequence[EnvFn]) -> Any:
+    """``factory(env_fn)`` for a user's ``torchrl.EnvBase`` system, its workers started.
+
+    A batched env is started here, as the bundled systems start theirs, so that its workers are
+    built while the runner sends their stderr to a file and a worker that cannot start is a build
+    error, not a failed first reset."""
+    env_fn = SubEnvFactory(env_fns)
+    try:
+        env = factory(env_fn)
+    except Exception:
+        if env_fn.refused_fork():
+            raise ForkedEnvFn(FORKED_ENV_FN) from None
+        raise
+    base = _base(env)
+    if _is_batched_env(base) and base.is_closed:
+        try:
+            base.start()
+        except BaseException as exc:
+            FAMILY.close(env)
+            if env_fn.refused_fork() and isinstance(exc, Exception):
+                raise ForkedEnvFn(FORKED_ENV_FN) from None
+            raise
+    env_fn.built()
+    return env
+
+
+def user_num_envs(factory: Any, max_envs: int = 8) -> int:
+    """Build ``factory(SubEnvFactory(...))`` once around unlogged reference envs and return its
+    number of sub-envs (run it isolated: the env may start worker processes)."""
+    from rlconform.core.watchdog import stderr_to
+    from rlconform.envs.reference_env import make_reference_env
+    from rlconform.envs.script import EnvScript
+
+    script = EnvScript()
+    # the worker processes' tracebacks would bury the one-line reason a failed build gets
+    with stderr_to(os.devnull):
+        env = build_user_env(factory, [functools.partial(make_reference_env, script, i) for i in range(max_envs)])
+        try:
+            shape = batch_shape(env)
+        finally:
+            FAMILY.close(env)
+    if len(shape) > 1:
+        raise ValueError(f"the env's batch size is {list(shape)}; rlconform drives one batch dimension")
+    return shape[0] if shape else 1
+
+
+def user_capabilities(num_envs: int) -> Capabilities:
+    """What a user's TorchRL env is driven with: the observation kinds GymWrapper maps (see the
+    notes) and exactly the number of sub-envs the factory builds."""
+    caps = _capabilities(max_envs=num_envs)
+    return Capabilities(
+        obs_kinds=caps.obs_kinds,
+        composite_box_leaves_only=caps.composite_box_leaves_only,
+        partial_reset=False,
+        max_envs=num_envs,
+        min_envs=num_envs,
+        notes=caps.notes,
+    )
+
+
+def gym_wrapper(env_fn: EnvFn, **kwargs: Any) -> Any:
+    """``GymWrapper(env_fn(), **kwargs)``: picklable (via functools.partial) for ParallelEnv's workers."""
+    from torchrl.envs import GymWrapper
+
+    return GymWrapper(env_fn(), **kwargs)
+
+
+def _single(env_fns: Sequence[EnvFn], **kwargs: Any) -> Any:
+    return gym_wrapper(env_fns[0], **kwargs)
+
+
+def _serial(env_fns: Sequence[EnvFn], **kwargs: Any) -> Any:
+    from torchrl.envs import SerialEnv
+
+    env = SerialEnv(len(env_fns), [functools.partial(gym_wrapper, fn, **kwargs) for fn in env_fns])
+    env.start()
+    return env
+
+
+#: ParallelEnv's start method. TorchRL's default is spawn, which re-imports torch and TorchRL in
+#: every worker (seconds per build); forkserver keeps workers out of this process's threads, as
+#: spawn does, and with TorchRL preloaded in the fork server a build takes a fraction of a second
+MP_START_METHOD = "forkserver"
+
+
+#: what the fork server imports once for all its workers. A process has one fork server, which
+#: keeps the list of whoever starts it: SB3's SubprocVecEnv workers are served too (the server
+#: skips a module that is not installed)
+FORKSERVER_PRELOAD = (
+    "torchrl.envs",
+    "stable_baselines3.common.vec_env.subproc_vec_env",
+    "rlconform.envs.reference_env",
+)
+
+
+def _preload_forkserver() -> None:
+    """As sb3's SubprocVecEnv system does: preload the workers' imports in the fork server. It
+    only takes effect if this process has not started its fork server yet."""
+    import multiprocessing
+
+    if MP_START_METHOD in multiprocessing.get_all_start_methods():
+        multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+
+
+def _parallel(env_fns: Sequence[EnvFn], **kwargs: Any) -> Any:
+    import multiprocessing
+
+    from torchrl.envs import ParallelEnv
+
+    method = MP_START_METHOD if MP_START_METHOD in multiprocessing.get_all_start_methods() else None
+    _preload_forkserver()
+    wrap = [functools.partial(gym_wrapper, fn, **kwargs) for fn in env_fns]
+    env = ParallelEnv(len(env_fns), wrap, mp_start_method=method)
+    try:
+        # start the workers here, while the runner sends their stderr to a file
+        env.start()
+    except BaseException:
+        if not env.is_closed:
+            env.close(raise_if_closed=False)
+        raise
+    return env
+
+
+#: the env-author stacks' builds, by system id (see :func:`torch_native_stack`)
+_ENV_AUTHOR_BUILDS = {
+    "torchrl.GymWrapper": _single,
+    "torchrl.SerialEnv.GymWrapper": _serial,
+    "torchrl.ParallelEnv.GymWrapper": _parallel,
+}
+
+
+def torch_native_stack(system: System, device: str) -> System | None:
+    """An env-author stack as it takes a torch-native env (tensors in and out, on ``device``):
+    GymWrapper with ``convert_actions_to_numpy=False``, so that the env's ``step`` gets the action
+    tensor (TorchRL's documented switch for such envs; the default hands it a NumPy array), and
+    ``device=device``, so that the action tensor is on the env's device. None for a stack that has
+    no such switch."""
+    build = _ENV_AUTHOR_BUILDS.get(system.id)
+    if build is None:
+        return None
+    kwargs = f"convert_actions_to_numpy=False, device={device!r}"
+    return dataclasses.replace(
+        system,
+        id=f"{system.id}.convert_actions_to_numpy=False",
+        title=f"{system.title} with {kwargs}",
+        build=functools.partial(build, convert_actions_to_numpy=False, device=device),
+        source=system.source.replace("())", f"(), {kwargs})").replace(
+            "gym_wrapper, fn)", f"gym_wrapper, fn, {kwargs})"
+        ),
+    )
+
+
+def _gym_vector(mode: str, *, copy: bool = True) -> Any:
+    def build(env_fns: Sequence[EnvFn]) -> Any:
+        from gymnasium.vector import SyncVectorEnv
+        from torchrl.envs import GymWrapper
+
+        return GymWrapper(SyncVectorEnv(list(env_fns), copy=copy, **mode_kwargs(mode)))
+
+    return build
+
+
+_REQUIRES = ("torchrl", "tensordict", "gymnasium")
+_WRAP = "[functools.partial(gym_wrapper, fn) for fn in env_fns]"
+
+register(
+    System(
+        id="torchrl.GymWrapper",
+        family=NAME,
+        title="GymWrapper(env)",
+        build=_single,
+        source="GymWrapper(env_fns[0]())",
+        requires=_REQUIRES,
+        imports=_IMPORTS,
+        capabilities=_capabilities(max_envs=1),
+        description="one Gymnasium env in TorchRL's GymWrapper (batch_size [])",
+    )
+)
+register(
+    System(
+        id="torchrl.SerialEnv.GymWrapper",
+        family=NAME,
+        title="SerialEnv(n, [GymWrapper(env_fn()) ...])",
+        build=_serial,
+        source=f"torchrl.envs.SerialEnv(len(env_fns), {_WRAP})",
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "import torchrl.envs"),
+        capabilities=_capabilities(),
+    )
+)
+register(
+    System(
+        id="torchrl.ParallelEnv.GymWrapper",
+        family=NAME,
+        title=f"ParallelEnv(n, [GymWrapper(env_fn()) ...], mp_start_method={MP_START_METHOD!r})",
+        build=_parallel,
+        source=f"torchrl.envs.ParallelEnv(len(env_fns), {_WRAP}, mp_start_method={MP_START_METHOD!r})",
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "import torchrl.envs"),
+        out_of_process=True,
+        capabilities=_capabilities(max_envs=3),
+    )
+)
+register(
+    System(
+        id="torchrl.GymWrapper.SyncVectorEnv",
+        family=NAME,
+        title="GymWrapper(SyncVectorEnv(autoreset_mode=Disabled))",
+        build=_gym_vector("Disabled"),
+        availability=mode_availability("Disabled"),
+        source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns{mode_source('Disabled')}))",
+        requires=_REQUIRES,
+        imports=_IMPORTS,
+        capabilities=_capabilities(_NEXT_STEP_REJECTED, "Disabled is the mode TorchRL prefers"),
+    )
+)
+register(
+    System(
+        id="torchrl.GymWrapper.SyncVectorEnv.NoCopy",
+        family=NAME,
+        title="GymWrapper(SyncVectorEnv(copy=False, autoreset_mode=Disabled))",
+        build=_gym_vector("Disabled", copy=False),
+        availability=mode_availability("Disabled"),
+        source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, copy=False{mode_source('Disabled')}))",
+        requires=_REQUIRES,
+        imports=_IMPORTS,
+        capabilities=_capabilities(
+            _NEXT_STEP_REJECTED,
+            "copy=False: the vector env returns its own observation buffer, which its next step overwrites",
+        ),
+        description="a vector env that reuses its observation buffer (copy=False) under GymWrapper",
+    )
+)
+register(
+    System(
+        id="torchrl.GymWrapper.SyncVectorEnv.SameStep",
+        family=NAME,
+        title="GymWrapper(SyncVectorEnv(autoreset_mode=SameStep))",
+        build=_gym_vector("SameStep"),
+        availability=mode_availability("SameStep"),
+        source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns{mode_source('SameStep')}))",
+        requires=_REQUIRES,
+        imports=_IMPORTS,
+        capabilities=_capabilities(
+            _NEXT_STEP_REJECTED,
+            "GymWrapper registers a terminal-observation info reader and checks it with random rollouts "
+            "(auto_register_info_dict, check_env_specs) while it is built: the envs are stepped before the first call",
+        ),
+    )
+)
+
+# ------------------------------------------------------------------- GymEnv(id, num_envs=N)
+
+_GYM_ENV_KWARGS = (
+    "GymEnv(id, num_envs=N) makes every sub-env with the same kwargs ([make_fn] * num_envs), so the reference "
+    "envs could not be told apart (one index, one log): this system runs GymEnv's own construction with its "
+    "AsyncVectorEnv built from the N distinct reference env factories instead (GymEnv._async_env), in "
+    "Gymnasium's default mode, NEXT_STEP; GymEnv accepts that mode although GymWrapper rejects it (GymEnv builds "
+    "the vector env after GymWrapper's mode check)"
+)
+
+
+def _gym_env_num_envs(env_fns: Sequence[EnvFn]) -> Any:
+    """``GymEnv("rlconform/Reference-v0", num_envs=N, ...)`` with distinct sub-envs (see the note)."""
+    import gymnasium
+    from torchrl.envs import GymEnv
+
+    from rlconform.envs.reference_env import register_reference_env
+    from rlconform.libraries.gymnasium.env_family import _partial_args
+
+    fns = list(env_fns)
+
+    class ReferenceGymEnv(GymEnv):  # type: ignore[misc]
+        def _async_env(self, *args: Any, **kwargs: Any) -> Any:
+            return gymnasium.vector.AsyncVectorEnv(fns, **kwargs)
+
+    script, _, sink = _partial_args(fns[0])
+    return ReferenceGymEnv(
+        register_reference_env(),
+        num_envs=len(fns),
+        script=script,
+        index=0,
+        sink=sink,
+        max_episode_steps=script.max_episode_steps,
+    )
+
+
+register(
+    System(
+        id="torchrl.GymEnv.num_envs",
+        family=NAME,
+        title='GymEnv("rlconform/Reference-v0", num_envs=n)',
+        build=_gym_env_num_envs,
+        source='GymEnv("rlconform/Reference-v0", num_envs=len(env_fns), script=script)',
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "from torchrl.envs import GymEnv"),
+        out_of_process=True,
+        capabilities=_capabilities(_GYM_ENV_KWARGS, max_envs=3),
+        description="TorchRL's GymEnv with num_envs: an AsyncVectorEnv in Gymnasium's default mode under GymWrapper",
+    )
+)
+
+# ---------------------------------------------------------------------------- TransformedEnv
+
+
+def _step_counter(env_fns: Sequence[EnvFn]) -> Any:
+    from torchrl.envs import StepCounter, TransformedEnv
+
+    return TransformedEnv(_serial(env_fns), StepCounter())
+
+
+register(
+    System(
+        id="torchrl.TransformedEnv.StepCounter.SerialEnv",
+        family=NAME,
+        title="TransformedEnv(SerialEnv(n, [GymWrapper(env_fn()) ...]), StepCounter())",
+        build=_step_counter,
+        source=f"TransformedEnv(torchrl.envs.SerialEnv(len(env_fns), {_WRAP}), StepCounter())",
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "import torchrl.envs", "from torchrl.envs import StepCounter, TransformedEnv"),
+        capabilities=_capabilities(),
+        description="a transform that adds an entry (step_count) and must leave the transitions as they are",
+    )
+)
+
+
+def _double_to_float(env_fns: Sequence[EnvFn]) -> Any:
+    from torchrl.envs import DoubleToFloat, TransformedEnv
+
+    return TransformedEnv(_serial(env_fns), DoubleToFloat())
+
+
+register(
+    System(
+        id="torchrl.TransformedEnv.DoubleToFloat.SerialEnv",
+        family=NAME,
+        title="TransformedEnv(SerialEnv(n, [GymWrapper(env_fn()) ...]), DoubleToFloat())",
+        build=_double_to_float,
+        source=f"TransformedEnv(torchrl.envs.SerialEnv(len(env_fns), {_WRAP}), DoubleToFloat())",
+        requires=_REQUIRES,
+        imports=(*_IMPORTS, "import torchrl.envs", "from torchrl.envs import DoubleToFloat, TransformedEnv"),
+        capabilities=dataclasses.replace(
+            _capabilities("float64 Box observations only: the dtype the transform exists for"),
+            obs_kinds=frozenset({"box"}),
+            box_dtypes=frozenset({"float64"}),
+        ),
+        description="a dtype transform: float64 observations become float32, as its observation spec declares",
+    )
+)

@@ -1,1 +1,0 @@
-"""Executable reference models of each family's documented semantics, and planted bugs."""

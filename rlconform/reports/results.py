@@ -1,0 +1,310 @@
+"""Results: the versioned JSON document and the systems x specs table printed at the end of a run.
+
+The JSON schema is stable: fields are only added, and ``schema_version`` changes when a field
+changes meaning. Every result carries its status, message, violations and reproducer.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rlconform import __version__
+from rlconform.core.grouping import Failing, annotate, groups
+from rlconform.core.impact import rank, title
+from rlconform.core.profiles import Profile
+from rlconform.core.search import Verdict
+from rlconform.core.spec import Spec, registered_impact
+from rlconform.core.system import System, library_version
+from rlconform.reports.document import SYMBOLS as REPORT_SYMBOLS
+from rlconform.reports.document import table_status
+
+SCHEMA = "rlconform/results"
+SCHEMA_VERSION = 1
+LIBRARIES = (
+    "gymnasium",
+    "stable-baselines3",
+    "torch",
+    "torchrl",
+    "tensordict",
+    "isaaclab",
+    "numpy",
+    "hypothesis",
+    "pytest",
+)
+
+#: the heading of a crashed worker's native traceback in its error verdict (rlconform.core.suite)
+NATIVE_TRACEBACK = "native traceback (faulthandler):"
+#: the table's cell symbols, shared with the report formats (rlconform.reports)
+SYMBOLS = REPORT_SYMBOLS
+
+
+def library_versions() -> dict[str, str | None]:
+    return {name: library_version(name) for name in LIBRARIES}
+
+
+@dataclass
+class Results:
+    profile: Profile
+    seed: int | None
+    systems: list[System]
+    specs: list[Spec]
+    verdicts: list[Verdict] = field(default_factory=list)
+    started: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    notes: list[str] = field(default_factory=list)
+    #: the run was interrupted (Ctrl-C): the results are those finished by then
+    interrupted: bool = False
+
+    def verdict(self, system_id: str, spec_id: str) -> Verdict | None:
+        for verdict in self.verdicts:
+            if verdict.system_id == system_id and verdict.spec_id == spec_id:
+                return verdict
+        return None
+
+    def summary(self) -> dict[str, int]:
+        return dict(Counter(cell_status(v) for v in self.verdicts))
+
+    def to_json(self) -> dict[str, Any]:
+        results = [verdict_json(v) for v in self.verdicts]
+        annotate(results, [s.id for s in self.specs])
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "rlconform_version": __version__,
+            "created": self.started,
+            "profile": {**asdict(self.profile), "seed": self.seed},
+            "environment": {
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "libraries": library_versions(),
+            },
+            "notes": self.notes,
+            "specs": [spec_json(s) for s in self.specs],
+            "systems": [system_json(s) for s in self.systems],
+            "results": results,
+            "summary": self.summary(),
+            "interrupted": self.interrupted,
+        }
+
+    def write_json(self, path: str) -> None:
+        import os
+
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(self.to_json(), handle, indent=2, default=str)
+            handle.write("\n")
+
+
+def spec_json(spec: Spec) -> dict[str, Any]:
+    return {
+        "id": spec.id,
+        "statement": spec.statement,
+        "rationale": spec.rationale,
+        "families": sorted(spec.families),
+        "scenario": spec.scenario,
+        "impact": spec.impact,
+    }
+
+
+def system_json(system: System) -> dict[str, Any]:
+    return {
+        "id": system.id,
+        "family": system.family,
+        "title": system.title,
+        "kind": system.kind,
+        "source": system.source,
+        "requires": list(system.requires),
+        "missing": system.missing_requirements(),
+        "restrictions": list(system.capabilities.notes),
+        "known_violations": [{"spec": k, "reason": r} for k, r in system.known_violations],
+    }
+
+
+def cell_status(verdict: Verdict) -> str:
+    return table_status(verdict.status, verdict.known, verdict.expected)
+
+
+def impact_of(verdict: Verdict) -> str | None:
+    """The verdict's impact class: its own, else its spec's (a verdict made outside a search)."""
+    return verdict.impact or registered_impact(verdict.spec_id)
+
+
+def verdict_json(verdict: Verdict) -> dict[str, Any]:
+    """One result of the document; ``group`` is set by ``grouping.annotate`` over all of them."""
+    return {
+        "system": verdict.system_id,
+        "spec": verdict.spec_id,
+        "status": verdict.status,
+        "known": verdict.known,
+        "expected": verdict.expected,
+        "message": verdict.message,
+        "violations": verdict.violations,
+        "reproducer": verdict.reproducer,
+        "case": None if verdict.case is None else repr(verdict.case),
+        "examples": verdict.examples,
+        "checked": verdict.checked,
+        "seconds": round(verdict.seconds, 3),
+        "profile": verdict.profile,
+        "seed": verdict.seed,
+        "impact": impact_of(verdict),
+        "signature": verdict.signature,
+        "violation_kinds": list(verdict.violation_kinds),
+        "group": None,
+    }
+
+
+def accelerator() -> str:
+    """Which accelerator the torch-backed families could use; said explicitly when there is none."""
+    if library_version("torch") is None:
+        return "none checked (torch not installed)"
+    try:
+        import torch
+
+        # device_count, not get_device_name: naming the device creates a CUDA context, and the
+        # checks run in forked children, which cannot use CUDA after their parent initialised it
+        if torch.cuda.is_available():
+            return f"cuda ({torch.cuda.device_count()} device(s)): the isaaclab.torch *.cuda systems run on it"
+        return (
+            "no GPU available (torch.cuda.is_available() is False): "
+            "the isaaclab.torch *.cuda systems are skipped, nothing else runs on a GPU"
+        )
+    except Exception as exc:  # a broken torch install must not stop the report
+        return f"unknown (importing torch failed: {type(exc).__name__})"
+
+
+def header_lines(profile: Profile, seed: int | None) -> list[str]:
+    versions = ", ".join(f"{name} {version or 'not installed'}" for name, version in library_versions().items())
+    seed_text = "derandomized" if profile.derandomize else f"seed {seed} (RLCONFORM_SEED={seed} reproduces this run)"
+    return [
+        f"rlconform {__version__} on Python {sys.version.split()[0]}",
+        f"libraries: {versions}",
+        f"accelerator: {accelerator()}",
+        f"profile: {profile.name} ({profile.max_examples} examples per search, "
+        f"{profile.max_examples_out_of_process} for systems with worker processes; {seed_text})",
+    ]
+
+
+def render_table(results: Results, systems: Sequence[System] | None = None, specs: Sequence[Spec] | None = None) -> str:
+    """A systems x specs grid with numbered spec columns and a legend."""
+    systems = list(systems or results.systems)
+    specs = list(specs or results.specs)
+    width = max([len(s.id) for s in systems] + [6])
+    cell = 6
+    lines = ["specs: " + "  ".join(f"[{i + 1}] {spec.id} ({spec.impact})" for i, spec in enumerate(specs))]
+    lines.append(" " * width + " " + "".join(f"{i + 1:>{cell}}" for i in range(len(specs))))
+    for system in systems:
+        row = []
+        for spec in specs:
+            verdict = results.verdict(system.id, spec.id)
+            row.append(f"{SYMBOLS[cell_status(verdict)] if verdict else '':>{cell}}")
+        lines.append(f"{system.id:<{width}} " + "".join(row))
+    lines.append(
+        "legend: ok pass | FAIL violation found | known documented or expected failure | "
+        ". not applicable | n/e not exercised by any example | skip not installed or not in this release | "
+        "n/r not run (the system hung or crashed first) | ERR error"
+    )
+    lines.append(
+        "impact (most severe first): training-data corrupts training data | reproducibility breaks reproducibility "
+        "| api-contract breaks the API contract | robustness"
+    )
+    return "\n".join(lines)
+
+
+def _label(verdict: Verdict) -> str:
+    return "KNOWN" if verdict.known else "EXPECTED" if verdict.expected else verdict.status.upper()
+
+
+def _case_line(case: Any) -> str:
+    ops = getattr(case, "ops", None)
+    if ops is not None:
+        return f"    minimal case: {len(ops)} calls on {case.num_envs} sub-env(s)"
+    return f"    minimal case: {case!r}"
+
+
+def failure_groups(verdicts: Sequence[Verdict], specs: Sequence[Spec] | None = None) -> list[list[Verdict]]:
+    """The reported verdicts (failures, errors, unexercised specs) in listing order, failures that
+    share a minimal case in one group headed by its most specific spec (``rlconform.core.grouping``).
+
+    Order: failures that count, by the impact class of their group's head, then spec id; then
+    errors and unexercised specs (no verdict on the system: they are not ranked below any
+    failure they might hide); then the known and expected ones, grouped the same way.
+    """
+    spec_order = {spec.id: i for i, spec in enumerate(specs or ())}
+    for verdict in verdicts:
+        spec_order.setdefault(verdict.spec_id, len(spec_order))
+    system_order: dict[str, int] = {}
+    for verdict in verdicts:
+        system_order.setdefault(verdict.system_id, len(system_order))
+    failed = [v for v in verdicts if v.status == "fail"]
+    by_pair = {(v.system_id, v.spec_id): v for v in failed}
+    failing = [
+        Failing(
+            system=v.system_id,
+            spec=v.spec_id,
+            case=None if v.case is None else repr(v.case),
+            excused=bool(v.known or v.expected),
+            impact=impact_of(v),
+            violations=len(v.violations),
+            spec_order=spec_order[v.spec_id],
+            system_order=system_order[v.system_id],
+        )
+        for v in failed
+    ]
+    grouped = [[by_pair[(f.system, f.spec)] for f in group] for group in groups(failing)]
+    others = [[v] for v in verdicts if v.status in ("error", "not_exercised")]
+
+    def key(group: list[Verdict]) -> tuple[int, int, str, int]:
+        head = group[0]
+        category = 3 if head.known or head.expected else {"fail": 0, "error": 1}.get(head.status, 2)
+        return (category, rank(impact_of(head)), head.spec_id, system_order[head.system_id])
+
+    return sorted(grouped + others, key=key)
+
+
+def render_failures(
+    verdicts: Iterable[Verdict], *, with_reproducers: bool = False, specs: Sequence[Spec] | None = None
+) -> str:
+    """The failures, errors and unexercised specs: one entry per group, ranked by impact, each
+    with its impact class, its signature, the specs that also fail on its minimal case, and (with
+    ``with_reproducers``) one reproducer."""
+    lines = []
+    for group in failure_groups(list(verdicts), specs):
+        verdict = group[0]
+        impact = impact_of(verdict)
+        lines.append(f"{_label(verdict)} [{title(impact)}] {verdict.system_id} :: {verdict.spec_id}")
+        lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
+        if NATIVE_TRACEBACK in verdict.message:
+            # a crashed or stuck worker's native traceback, told once (its other specs are "not run")
+            lines.extend("    " + line for line in verdict.message.split("\n\n", 1)[1].splitlines())
+        if len(group) > 1:
+            also = ", ".join(f"{v.spec_id} ({impact_of(v)})" for v in group[1:])
+            lines.append(f"    also fails on the same minimal case: {also}")
+        if verdict.signature:
+            lines.append(f"    signature: {verdict.signature}")
+        if verdict.known:
+            lines.append(f"    known because: {verdict.known}")
+        if verdict.expected:
+            lines.append(f"    expected by the project: {verdict.expected}")
+        if verdict.case is not None:
+            lines.append(_case_line(verdict.case))
+        if with_reproducers and verdict.reproducer:
+            lines.append("    reproducer:")
+            lines.extend("        " + line for line in verdict.reproducer.splitlines())
+    return "\n".join(lines)
+
+
+def render_skips(results: Results) -> str:
+    """Systems whose library is missing or whose installed release lacks them, stated explicitly
+    (never silently dropped)."""
+    lines = []
+    for system in results.systems:
+        reason = system.skip_reason()
+        if reason:
+            lines.append(f"SKIPPED {system.id}: {reason}; its specs were not run")
+    return "\n".join(lines)
