@@ -268,7 +268,7 @@ class OverheadResult:
 
 
 def measure_raw(system: System, case: Case, loop: Callable[[Any], None]) -> tuple[float, float, float]:
-    from rlconform.core.runner import _sinks, env_fns_for
+    from rlconform.envs.driver import _sinks, env_fns_for
 
     log_dir = Path(tempfile.mkdtemp(prefix="rlconform-bench-")) if system.out_of_process else None
     try:
@@ -291,8 +291,9 @@ def measure_raw(system: System, case: Case, loop: Callable[[Any], None]) -> tupl
 def measure_recorded(system: System, case: Case, specs: Sequence[Spec]) -> tuple[OverheadSample, str | None]:
     """What ``execute(system, case, with_model=False)`` does, phase by phase, then the checks
     without and with the model run attached. Returns the sample (raw fields zero) and the model id."""
-    from rlconform.core.runner import LiveRun, execute
+    from rlconform.core.runner import execute
     from rlconform.core.system import get_system
+    from rlconform.envs.driver import LiveRun
 
     _quiet_gc()
     t0 = _clock()

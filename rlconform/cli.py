@@ -34,7 +34,7 @@ from rlconform.core.search import Verdict
 from rlconform.core.spec import Spec, all_specs
 from rlconform.core.suite import RunInterrupted, print_progress, run_checks
 from rlconform.core.system import System, all_systems
-from rlconform.core.user import FACTORY_SIGNATURES, ISAACLAB_API, BadInput, probe, user_system, with_intents
+from rlconform.core.user import BadInput, factory_signatures, family_for, probe, user_system, with_intents
 from rlconform.reports.results import Results, header_lines, impact_of, render_failures, render_skips, render_table
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -110,16 +110,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="check your own system: MODULE:CALLABLE")
     check.add_argument("target", metavar="MODULE:CALLABLE")
+    check.add_argument("--api", required=True, metavar="FAMILY", help=f"one of: {', '.join(factory_signatures())}")
     check.add_argument(
-        "--api", required=True, metavar="FAMILY", help=f"one of: {', '.join(sorted(FACTORY_SIGNATURES))}"
-    )
-    check.add_argument(
-        "--num-envs", type=int, default=None, metavar="N", help="--api isaaclab: sub-envs to build (default 16)"
+        "--num-envs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="for a family that builds its own sub-envs (--api isaaclab): how many (default 16)",
     )
     check.add_argument(
         "--device",
         default="auto",
-        help="--api isaaclab: torch device of the env (default: cuda if there is one, else cpu)",
+        help="for a family that builds its own sub-envs (--api isaaclab): their torch device "
+        "(default: cuda if there is one, else cpu)",
     )
     check.add_argument(
         "--intended",
@@ -198,6 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _list() -> int:
+    from rlconform.core.catalog import current
+
+    for library, reason in current().unavailable():
+        print(f"library {library}: {reason}; its families, systems and specs are not listed")
     for system in all_systems():
         if system.kind == "planted":
             continue
@@ -482,20 +489,14 @@ def _check(args: argparse.Namespace) -> int:
     fail_on = _fail_on(args)
     profile = get_profile(args.profile)
     seed = None if profile.derandomize else session_seed()
-    options = {"num_envs": args.num_envs, "device": args.device} if args.api == ISAACLAB_API else {}
+    family = family_for(args.api)
+    options = {name: getattr(args, name) for name in family.user_options}
     system = probe(user_system(args.target, args.api, **options))
     system = with_intents(system, args.intended)
     specs = [spec for spec in _specs(args) if system.family in spec.families]
     if not specs:
         raise BadInput(f"no spec matches {args.spec} for family {args.api}")
-    systems = [system]
-    if args.api == ISAACLAB_API:
-        # beside the user's env: the reference env on the same device, through the same DirectRLEnv
-        # code, with the exact checks only decodable observations allow
-        from rlconform.libraries.isaaclab.torch_family import target_of
-        from rlconform.libraries.isaaclab.user import reference_system
-
-        systems.append(reference_system(target_of(system).device))
+    systems = [system, *family.companions(system)]
     out = sys.stdout
     for line in header_lines(profile, seed):
         print(line, file=out)

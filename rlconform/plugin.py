@@ -59,7 +59,6 @@ WORKEROUTPUT_KEY = "rlconform_verdicts"
 #: key of the seed the controller hands to every worker in ``workerinput``
 WORKERINPUT_SEED = "rlconform_seed"
 
-FAMILIES = ("gymnasium.Env", "gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase", "isaaclab")
 #: at most this many violations are listed in a failure (all are in the JSON document)
 MAX_VIOLATIONS_SHOWN = 10
 #: the expected-failures entry that matched an item (set at collection)
@@ -89,7 +88,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         dest="rlconform_api",
         metavar="FAMILY",
-        help=f"the API family of the --rlconform-check factories: one of {', '.join(FAMILIES)}",
+        help="the API family of the --rlconform-check factories, as rlconform check --api names it "
+        "(rlconform check --help lists them with their factory signatures)",
     )
     group.addoption(
         "--rlconform-num-envs",
@@ -97,14 +97,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         dest="rlconform_num_envs",
         metavar="N",
-        help="--rlconform-api isaaclab: sub-envs the factory builds (default 16)",
+        help="for a family that builds its own sub-envs (--rlconform-api isaaclab): how many (default 16)",
     )
     group.addoption(
         "--rlconform-device",
         default="auto",
         dest="rlconform_device",
         metavar="DEVICE",
-        help="--rlconform-api isaaclab: torch device of the env (default: cuda if there is one, else cpu)",
+        help="for a family that builds its own sub-envs (--rlconform-api isaaclab): their torch device "
+        "(default: cuda if there is one, else cpu)",
     )
     group.addoption(
         "--rlconform-intended",
@@ -541,17 +542,20 @@ class RlconformSession:
         references: list[str] = self.config.getoption("rlconform_check")
         if not references:
             return []
-        from rlconform.core.user import BadInput, probe, user_system, with_intents
+        from rlconform.core.user import BadInput, family_for, probe, user_system, with_intents
 
         family = self.config.getoption("rlconform_api")
         if not family:
-            raise pytest.UsageError(f"rlconform: --rlconform-check needs --rlconform-api, one of {', '.join(FAMILIES)}")
-        options: dict[str, Any] = {}
-        if family == "isaaclab":
-            options = {
-                "num_envs": self.config.getoption("rlconform_num_envs"),
-                "device": self.config.getoption("rlconform_device"),
-            }
+            from rlconform.core.user import factory_signatures
+
+            raise pytest.UsageError(
+                f"rlconform: --rlconform-check needs --rlconform-api, one of {', '.join(factory_signatures())}"
+            )
+        try:
+            wanted = family_for(family).user_options
+        except BadInput as exc:
+            raise pytest.UsageError(f"rlconform: {exc}") from None
+        options: dict[str, Any] = {name: self.config.getoption(f"rlconform_{name}") for name in wanted}
         systems = []
         for reference in references:
             try:

@@ -1,28 +1,86 @@
-"""Replay one case on one system without Hypothesis and print what the specs find.
+"""The stable public entry point of reproducers: replay one case on one system, without Hypothesis.
 
-Reproducers call :func:`replay`; it is also handy at a debugger prompt.
+A reproducer imports only from here: :func:`replay` and the names its case is written with (plan
+operations, env scripts and spaces, and the case types of the families that draw their own). The
+modules behind them may move; these names stay. The case types of optional libraries (Isaac Lab's
+``TorchCase``, TorchRL's collector and replay-buffer cases) are imported only when a reproducer
+asks for them, so that importing this module needs no optional library.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any, TextIO
 
-from rlconform.core.runner import Run, execute
+from rlconform.core.family import get_family
+from rlconform.core.plan import BadStep, Case, Reset, Step
+from rlconform.core.runner import execute
 from rlconform.core.spec import Violation, all_specs, get_spec
 from rlconform.core.system import System, get_system
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import (
+    BoxAction,
+    BoxObs,
+    DictObs,
+    DiscreteAction,
+    DiscreteObs,
+    MultiBinaryObs,
+    MultiDiscreteAction,
+    MultiDiscreteObs,
+    TupleObs,
+)
+
+#: names a reproducer may import from here that live in an optional library's package
+_LAZY = {
+    "EnvCase": "rlconform.libraries.envauthor.family",
+    "TorchCase": "rlconform.libraries.isaaclab.session",
+    "CollectorCase": "rlconform.libraries.torchrl.collectors",
+    "ReplayCase": "rlconform.libraries.torchrl.replay_buffers",
+}
+
+__all__ = [
+    "BadStep",
+    "BoxAction",
+    "BoxObs",
+    "Case",
+    "DictObs",
+    "DiscreteAction",
+    "DiscreteObs",
+    "EnvScript",
+    "EpisodePlan",
+    "MultiBinaryObs",
+    "MultiDiscreteAction",
+    "MultiDiscreteObs",
+    "Reset",
+    "Step",
+    "TupleObs",
+    "replay",
+    "resolve_system",
+    *_LAZY,
+]
 
 
-def resolve_system(system: str | System, family: str | None = None) -> System:
-    """A bundled system by id, or a user's factory given as ``module:callable`` with its family."""
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlconform.replay' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def resolve_system(system: str | System, family: str | None = None, **options: Any) -> System:
+    """A bundled system by id, or a user's factory given as ``module:callable`` (or its system id
+    ``user:module:callable``) with the ``--api`` name of its family and that family's options
+    (Isaac Lab: ``num_envs``, ``device``)."""
     if isinstance(system, System):
         return system
-    if ":" in system:
+    reference = system.removeprefix("user:")
+    if ":" in reference:
         from rlconform.core.user import user_system
 
         if family is None:
             raise ValueError(f"{system!r} is a user factory: pass its family")
-        return user_system(system, family)
+        return user_system(reference, family, **options)
     return get_system(system)
 
 
@@ -33,18 +91,14 @@ def replay(
     *,
     family: str | None = None,
     out: TextIO | None = None,
+    **options: Any,
 ) -> list[Violation]:
-    """Run ``case`` on ``system``, print every call and the violations of ``spec_id`` (or of every
+    """Run ``case`` on ``system``, print what it did and the violations of ``spec_id`` (or of every
     applicable spec), and return the violations."""
     stream = out or sys.stdout
-    resolved = resolve_system(system, family)
+    resolved = resolve_system(system, family, **options)
     run = execute(resolved, case)
-    if isinstance(run, Run):
-        print_run(run, stream)
-    else:
-        print(f"system: {resolved.source} (your env), {case}", file=stream)
-        if run.first is not None:
-            print_run(run.first, stream, decode=False)
+    get_family(resolved.family).print_run(run, case, stream)
     specs = [get_spec(spec_id)] if spec_id else [s for s in all_specs() if s.not_applicable_reason(resolved) is None]
     found: list[Violation] = []
     for spec in specs:
@@ -55,35 +109,3 @@ def replay(
     if not found:
         print("no violation", file=stream)
     return found
-
-
-def print_run(run: Run, stream: TextIO, *, decode: bool = True) -> None:
-    from rlconform.specs.helpers import decode as decode_obs
-    from rlconform.specs.helpers import describe_decoded
-
-    print(f"system: {run.system.id} ({run.system.title})", file=stream)
-    if run.build_error:
-        print(f"build error: {run.build_error}", file=stream)
-        return
-    for call in run.calls:
-        marker = " (required by the recipe)" if call.implied else ""
-        print(f"  [{call.position}] {call.source}{marker}", file=stream)
-        if call.failed:
-            print(f"      raised {call.error_type}: {call.error_message}", file=stream)
-            continue
-        view = call.view
-        if view is None:
-            continue
-        if decode:
-            obs = ", ".join(describe_decoded(decode_obs(run, o)) for o in view.obs_in_env_units())
-        else:
-            obs = ", ".join(repr(o) for o in view.obs)
-        print(f"      obs: {obs}", file=stream)
-        if view.kind == "step":
-            print(
-                f"      reward: {view.rewards}  terminated: {view.terminated}  truncated: {view.truncated}", file=stream
-            )
-            finals = view.final_obs_in_env_units()
-            if decode and finals and any(f is not None for f in finals):
-                text = ", ".join("-" if f is None else describe_decoded(decode_obs(run, f)) for f in finals)
-                print(f"      final obs: {text}", file=stream)

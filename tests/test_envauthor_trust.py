@@ -28,9 +28,10 @@ from rlconform.core.runner import RunCache
 from rlconform.core.search import Verdict, check_spec
 from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import System
-from rlconform.core.user import USER_ENV_FAMILY, factory_system, user_system
+from rlconform.core.user import factory_system, user_system
 from rlconform.libraries.envauthor import family as envcheck
 from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
+from rlconform.specs.families import USER_ENV_FAMILY
 
 #: a few derandomized examples: every stack_equivalence example runs the env through every stack
 SMALL = Profile("envauthor-trust", 3, 2, True, "a few derandomized examples", 20, 5, 10.0)

@@ -96,7 +96,7 @@ def test_isaaclab_specs_declare_impact_classes_too() -> None:
     """The Isaac Lab specs register only where isaaclab is installed; their modules import without
     it, in a process of their own (so that this session's registry is left as it is)."""
     script = (
-        "import json, rlconform.libraries.isaaclab.torch_family, rlconform.libraries.isaaclab.device_specs\n"
+        "import json, rlconform.libraries.isaaclab.torch_specs, rlconform.libraries.isaaclab.device_specs\n"
         "from rlconform.core.spec import all_specs\n"
         "print(json.dumps({s.id: s.impact for s in all_specs() if s.id.startswith('isaaclab')}))"
     )

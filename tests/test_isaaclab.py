@@ -16,10 +16,11 @@ pytest.importorskip("isaaclab", reason="isaaclab not installed: the isaaclab fam
 import torch
 
 from rlconform.core.plan import Case, Reset, Step
-from rlconform.core.runner import Run, execute
+from rlconform.core.runner import execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import System, all_systems, get_system
+from rlconform.envs.driver import Run
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxAction, BoxObs
 from rlconform.envs.stamp import Stamp

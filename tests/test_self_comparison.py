@@ -21,11 +21,12 @@ from gymnasium.wrappers import vector as vector_wrappers
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 
 from rlconform.core.plan import BadStep, Case, Op, Reset, Step
-from rlconform.core.runner import Run, execute
+from rlconform.core.runner import execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.system import Capabilities, get_system
 from rlconform.core.user import factory_system
+from rlconform.envs.driver import Run
 from rlconform.envs.script import EnvScript, EpisodePlan
 
 FAILED_CALL = "api.failed_call_no_side_effect"

@@ -1,6 +1,6 @@
 """The specificity matrix: every planted bug fails exactly the specs declared for it.
 
-``rlconform.libraries.gymnasium.planted.MUST_FAIL`` declares, for every planted bug of every module, the
+each library's planted-bug module declares in ``MUST_FAIL`` (the catalog merges them), for every planted bug, the
 full set of specs it must fail; every other spec that applies must find no violation. A spec
 that fails outside its declared set blames the planted bug for something it does not do: the
 same false blame a user would get on correct code.
@@ -21,12 +21,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
+from rlconform.core.catalog import current
 from rlconform.core.profiles import PROFILES, Profile
 from rlconform.core.runner import RunCache
 from rlconform.core.search import strategy_for
 from rlconform.core.spec import Spec, all_specs, get_spec
 from rlconform.core.system import System, all_systems, get_system
-from rlconform.libraries.gymnasium.planted import MUST_FAIL
+
+MUST_FAIL = current().must_fail()
 
 PLANTED = sorted(s.id for s in all_systems() if s.kind == "planted")
 

@@ -16,9 +16,10 @@ import pytest
 pytest.importorskip("torchrl")
 
 from rlconform.core.plan import Case, Reset, Step
-from rlconform.core.runner import Run, execute
+from rlconform.core.runner import execute
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
+from rlconform.envs.driver import Run
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS

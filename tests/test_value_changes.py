@@ -21,10 +21,11 @@ import pytest
 
 from rlconform.core.intents import INTENTS, parse_intents
 from rlconform.core.plan import Case, Reset, Step
-from rlconform.core.runner import Run, execute
+from rlconform.core.runner import execute
 from rlconform.core.spec import Outcome, get_spec
 from rlconform.core.system import System, get_system
 from rlconform.core.user import BadInput, factory_system, with_intents
+from rlconform.envs.driver import Run
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction
 

@@ -1,103 +1,97 @@
-"""The interface every API family's adapter implements.
+"""What the core knows of an API family: the :class:`Family` protocol.
 
-An adapter is thin and literal: it turns plan operations into the library's own calls, reads the
-outputs into a family-neutral :class:`~rlconform.core.trace.CallView`, and extracts transitions exactly
-the way the library documents a training loop should. It never repairs what a library returns.
+A family is how one library's objects are built, driven and read. The core (runner, search,
+reproducer, CLI, plugin) names no family: it asks the catalog for the family of a system and calls
+this protocol. The families driven around the reference envs share one implementation,
+:class:`rlconform.envs.driver.ReferenceEnvFamily`; the Isaac Lab torch tier and env-author mode
+implement it on their own.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
-
-from rlconform.core.plan import Op
-from rlconform.core.trace import CallRecord, Slot
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Session
-    from rlconform.libraries.gymnasium.model_selection import ModelMatch
+    from hypothesis.strategies import SearchStrategy
+
+    from rlconform.core.spec import Spec
+    from rlconform.core.system import Capabilities, System
+
+
+@runtime_checkable
+class RunRecord(Protocol):
+    """What the core reads of any family's run of one case (the specs read the rest)."""
+
+    system: System
+    build_error: str | None
+
+
+@runtime_checkable
+class Family(Protocol):
+    """One API family, as the core drives it."""
+
+    #: the family's name, as in ``Spec.families`` and ``System.family``
+    name: str
+    #: the name users give ``--api`` to check their own factory with it (None: no user API)
+    api: str | None
+    #: the signature a user's factory must have (shown by ``check --help`` and in errors)
+    factory_signature: str
+    #: loggers of the library that log a line per object it builds; quieted while driving it
+    quiet_loggers: tuple[str, ...]
+    #: the options a user's factory is built with (``--num-envs``/``--device`` -> ``num_envs``,
+    #: ``device``), passed to :meth:`user_system`
+    user_options: tuple[str, ...]
+
+    def run_case(self, system: System, case: Any, *, with_model: bool) -> RunRecord:
+        """Build ``system``, run ``case`` on it, close it, and return what the specs read."""
+        ...
+
+    def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
+        """The strategy of cases a search draws for ``system`` (``scenario``: the spec's)."""
+        ...
+
+    def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
+        """A standalone script that replays ``case`` and prints ``spec``'s violations."""
+        ...
+
+    def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
+        """What ``run`` did, for a person reading a replay."""
+        ...
+
+    def check_factory(self, signature: inspect.Signature) -> None:
+        """Raise TypeError when a user's factory with ``signature`` cannot be called as the family
+        calls it."""
+        ...
+
+    def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+        """A user's factory ``fn`` (named ``reference``) as a system of this family."""
+        ...
+
+    def companions(self, system: System) -> list[System]:
+        """Systems checked beside a user's ``system`` (a reference of the same kind, say)."""
+        ...
+
+    def probe_factory(self, system: System) -> tuple[bool, Capabilities]:
+        """Build a user's system once (in an isolated process): whether building it starts worker
+        processes, and the capabilities its cases are drawn with. Raises ``BadInput``."""
+        ...
 
 
 @dataclass(frozen=True)
-class Contract:
-    """What a family documents about its outputs, for the type and dtype specs."""
+class ModelMatch:
+    """The reference system that models a built object's stack, or why none does.
 
-    #: dtype of the reward array (None: a Python or NumPy scalar for single envs)
-    reward_dtype: str | None
-    #: precision the family promises for reward values ("float64" or "float32")
-    reward_precision: str
-    #: returns per step call
-    step_arity: int
-    #: the family reports terminated and truncated separately
-    separate_flags: bool
-    #: the family batches outputs over sub-envs
-    vectorized: bool
-    #: positions of the reward and of the flag(s) in a step call's return tuple
-    reward_position: int = 1
-    flag_positions: tuple[int, ...] = (2, 3)
-    #: the family can report an episode as truncated when the same step also terminated; SB3
-    #: documents ``TimeLimit.truncated = truncated and not terminated`` (termination wins)
-    truncation_survives_termination: bool = True
+    A user's factory names no model, so the stack it actually built is read layer by layer: a
+    model describes an object only when every layer is one the model implements, with the
+    parameters the model assumes. Anything else gets no model (``model.outputs_match`` is then
+    not applicable, with ``reason``): comparing a stack with the model of another one blames
+    correct code for the difference between the two."""
 
-    def expected_truncated(self, terminated: bool, truncated: bool) -> bool:
-        """The truncated flag the family documents for an env stack that returned these flags."""
-        return truncated and (self.truncation_survives_termination or not terminated)
-
-
-class Family(ABC):
-    """One API family: how to drive it and how its documented recipe reads its outputs."""
-
-    name: ClassVar[str]
-    contract: ClassVar[Contract]
-
-    def begin(self, session: Session, obj: Any) -> None:  # noqa: B027 - optional hook
-        """Prepare per-run driver state before the first operation."""
-
-    @abstractmethod
-    def execute(self, session: Session, obj: Any, op: Op) -> None:
-        """Perform one plan operation (and any call the recipe requires before it)."""
-
-    @abstractmethod
-    def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
-        """The (sub-env, agent step) cells a correct training loop reads from these calls.
-
-        ``semantics`` is what :meth:`describe_semantics` read off the built object (for example
-        the autoreset mode a Gymnasium vector env declares)."""
-
-    def observe(self, obj: Any, record: CallRecord) -> None:  # noqa: B027 - optional hook
-        """Record family-specific state right after a call (e.g. normalizer statistics)."""
-
-    def close(self, obj: Any) -> None:
-        close = getattr(obj, "close", None)
-        if callable(close):
-            close()
-
-    def default_model(self, obj: Any) -> str | None:
-        """Id of the reference system modelling ``obj`` when the system names none."""
-        return self.model_match(obj).model_id
-
-    def model_match(self, obj: Any) -> ModelMatch:
-        """The reference system modelling the stack ``obj`` is, or why none does (a user's
-        system names no model: the one of the stack it actually built is used, never the
-        family's plain one)."""
-        from rlconform.libraries.gymnasium.model_selection import ModelMatch
-
-        return ModelMatch(None, f"rlconform has no reference model of the {self.name} family")
-
-    def describe_semantics(self, obj: Any) -> dict[str, Any]:
-        """What the built object declares about itself: spaces, modes, wrappers present.
-
-        Read once after construction, while the object is alive; the specs use it later."""
-        return {}
-
-    def api_problems(self, call: CallRecord, num_envs: int) -> list[str]:
-        """Where a call's return value departs from the family's documented structure."""
-        return []
-
-    def object_problems(self, semantics: dict[str, Any], num_envs: int) -> list[str]:
-        """Where the built object departs from the family's documented attributes."""
-        return []
+    model_id: str | None
+    reason: str = ""
 
 
 def layer_chain(obj: Any, attribute: str) -> list[Any]:
@@ -121,26 +115,14 @@ def find_layer(obj: Any, class_name: str, attribute: str) -> Any | None:
     return None
 
 
-_FAMILIES: dict[str, Family] = {}
-
-
-def register_family(family: Family) -> Family:
-    _FAMILIES[family.name] = family
-    return family
-
-
 def get_family(name: str) -> Family:
-    from rlconform.core.system import all_systems
+    """The family ``name`` of the catalog in use."""
+    from rlconform.core.catalog import current
 
-    all_systems()  # importing the adapters registers their families
-    try:
-        return _FAMILIES[name]
-    except KeyError:
-        raise KeyError(f"unknown API family {name!r}; known: {sorted(_FAMILIES)}") from None
+    return current().family(name)
 
 
 def family_names() -> list[str]:
-    from rlconform.core.system import all_systems
+    from rlconform.core.catalog import current
 
-    all_systems()
-    return sorted(_FAMILIES)
+    return sorted(current().families())

@@ -25,6 +25,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.strategies import SearchStrategy
 
 from rlconform.core.config import validate as validate_config
+from rlconform.core.family import get_family
 from rlconform.core.hangs import RESPONSIVE, Hang, SystemHung, budget_spent, hang_in
 from rlconform.core.hypothesis_isolation import without_local_constants
 from rlconform.core.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
@@ -33,7 +34,6 @@ from rlconform.core.runner import RUN_CACHE, RunCache
 from rlconform.core.signature import signature
 from rlconform.core.spec import Spec, Violation
 from rlconform.core.system import System
-from rlconform.envs.strategies import cases
 
 Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "not_run", "error"]
 
@@ -125,17 +125,8 @@ class _Tally:
 
 
 def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
-    from rlconform.core.scenarios import case_strategy
-    from rlconform.core.user import USER_ENV_FAMILY
-
-    own = case_strategy(system)
-    if own is not None:
-        return own
-    if system.family == USER_ENV_FAMILY:
-        from rlconform.libraries.envauthor.family import env_cases
-
-        return env_cases(system)
-    return cases(system, spec.scenario)
+    """The cases a search for ``spec`` draws on ``system``: its family's."""
+    return get_family(system.family).cases(system, spec.scenario)
 
 
 def _fail_verdict(

@@ -7,11 +7,11 @@ search in which no example exercised a spec reports the spec as not exercised.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from rlconform.core.catalog import SPEC_ATTRIBUTE
 from rlconform.core.impact import IMPACTS, Impact
 from rlconform.core.signature import violation_kind
 
@@ -124,30 +124,13 @@ class Spec:
         return None
 
 
-_SPECS: dict[str, Spec] = {}
-
-#: the families whose systems are driven with reference envs (a user's own env is "user.env")
-ALL_FAMILIES = frozenset({"gymnasium.Env", "gymnasium.vector", "sb3.VecEnv"})
-VECTOR_FAMILIES = frozenset({"gymnasium.vector", "sb3.VecEnv"})
-#: TorchRL envs are driven with TensorDicts: the specs that read transitions, env logs and
-#: observations apply to them; those that read Gymnasium/SB3 tuples, infos or a seed + i
-#: convention do not (each such spec says why in its own docstring)
-TORCHRL_FAMILY = "torchrl.EnvBase"
-#: Isaac Lab's DirectRLEnv contract (torch tensors out, same-step autoreset): the specs that read
-#: transitions, env logs and decoded observations apply to it
-ISAACLAB_FAMILY = "isaaclab"
-#: Isaac Lab's RslRlVecEnvWrapper (dones and extras["time_outs"], no terminal observation)
-ISAACLAB_RSL_RL_FAMILY = "isaaclab.rsl_rl"
-TRANSITION_FAMILIES = ALL_FAMILIES | {TORCHRL_FAMILY, ISAACLAB_FAMILY, ISAACLAB_RSL_RL_FAMILY}
-
-
 def spec(
     id: str,
     *,
     statement: str,
     rationale: str,
     impact: Impact,
-    families: frozenset[str] = ALL_FAMILIES,
+    families: frozenset[str],
     scenario: Scenario = "standard",
     applies: Callable[[System], str | None] | None = None,
     expensive: bool = False,
@@ -161,45 +144,37 @@ def spec(
         raise ValueError(f"spec {id!r}: impact must be one of {', '.join(IMPACTS)}, not {impact!r}")
 
     def decorate(fn: SpecFn) -> SpecFn:
-        existing = _SPECS.get(id)
-        if existing is not None and _origin(existing.check) != _origin(fn):
-            raise ValueError(f"duplicate spec id {id!r}")
-        # the same definition seen again (its module was re-imported) replaces the old one
-        _SPECS[id] = Spec(id, statement, rationale, families, fn, impact, scenario, applies, expensive)
+        # data on the function, registered nowhere: the catalog collects a module's spec functions
+        setattr(fn, SPEC_ATTRIBUTE, Spec(id, statement, rationale, families, fn, impact, scenario, applies, expensive))
         return fn
 
     return decorate
 
 
-def _origin(fn: Any) -> tuple[str, str]:
-    return (getattr(fn, "__module__", ""), getattr(fn, "__qualname__", ""))
-
-
-def _load() -> None:
-    from rlconform.libraries.envauthor import family as envcheck  # noqa: F401
-    from rlconform.libraries.torchrl import collectors as torchrl_collectors  # noqa: F401
-    from rlconform.libraries.torchrl import replay_buffers as torchrl_replay  # noqa: F401
-
-    if importlib.util.find_spec("isaaclab") is not None:  # checkable (and controlled) only with isaaclab
-        from rlconform.libraries.isaaclab import device_specs as isaaclab_device  # noqa: F401
-        from rlconform.libraries.isaaclab import torch_family as family  # noqa: F401
+def spec_of(fn: SpecFn) -> Spec:
+    """The spec a function decorated with :func:`spec` checks (for specs built in a loop, which
+    their module lists in ``SPECS``)."""
+    found: Spec = getattr(fn, SPEC_ATTRIBUTE)
+    return found
 
 
 def all_specs() -> list[Spec]:
-    _load()
-    return list(_SPECS.values())
+    """Every spec of the catalog in use."""
+    from rlconform.core.catalog import current
+
+    return current().specs()
 
 
 def get_spec(spec_id: str) -> Spec:
-    _load()
-    try:
-        return _SPECS[spec_id]
-    except KeyError:
-        raise KeyError(f"unknown spec {spec_id!r}; known: {sorted(_SPECS)}") from None
+    from rlconform.core.catalog import current
+
+    return current().spec(spec_id)
 
 
 def registered_impact(spec_id: str) -> Impact | None:
-    """The impact class of a spec already registered (None for an id this process never
-    registered, e.g. a result merged from another rlconform); never imports the spec modules."""
-    found = _SPECS.get(spec_id)
+    """The impact class of a spec of the catalog in use (None for an id it does not hold, e.g. a
+    result merged from another rlconform); never loads the catalog."""
+    from rlconform.core.catalog import current
+
+    found = current().spec_if_loaded(spec_id)
     return found.impact if found is not None else None

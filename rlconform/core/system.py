@@ -9,7 +9,6 @@ planted systems are models with one deliberate bug, used by the suite's own test
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -133,47 +132,28 @@ class UnknownSystemError(KeyError):
     pass
 
 
-_REGISTRY: dict[str, System] = {}
+class SystemTable(list[System]):
+    """A module's systems, in the order they are added: the catalog reads a module's ``SYSTEMS``.
 
+    A table is data: adding a system registers it nowhere; only the catalog, when asked, reads it."""
 
-def register(system: System) -> System:
-    existing = _REGISTRY.get(system.id)
-    if existing is not None and (existing.family, existing.source, existing.kind) != (
-        system.family,
-        system.source,
-        system.kind,
-    ):
-        raise ValueError(f"duplicate system id {system.id!r}")
-    # the same definition seen again (its module was re-imported) replaces the old one
-    _REGISTRY[system.id] = system
-    return system
-
-
-def _load_bundled() -> None:
-    # Importing the adapter modules registers their systems; each module only imports its
-    # library when a system is built, so a missing library never breaks the import.
-    # (the isaaclab_* modules import isaaclab only when a system is built)
-    from rlconform.libraries.gymnasium import planted  # noqa: F401
-    from rlconform.libraries.gymnasium import reference_systems as registry  # noqa: F401
-    from rlconform.libraries.torchrl import collectors as torchrl_collectors  # noqa: F401
-    from rlconform.libraries.torchrl import planted_aliasing as planted_torchrl_aliasing  # noqa: F401
-    from rlconform.libraries.torchrl import replay_buffers as torchrl_replay  # noqa: F401
-
-    if importlib.util.find_spec("isaaclab") is not None:  # see rlconform.libraries.isaaclab.bundled
-        from rlconform.libraries.isaaclab.bundled import register_bundled
-
-        register_bundled()
+    def add(self, system: System) -> System:
+        self.append(system)
+        return system
 
 
 def all_systems() -> list[System]:
-    _load_bundled()
-    return list(_REGISTRY.values())
+    """Every system of the catalog in use."""
+    from rlconform.core.catalog import current
+
+    return current().systems()
 
 
 def get_system(system_id: str) -> System:
-    _load_bundled()
+    from rlconform.core.catalog import current
+
     try:
-        return _REGISTRY[system_id]
+        return current().system(system_id)
     except KeyError:
         raise UnknownSystemError(system_id) from None
 

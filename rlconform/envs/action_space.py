@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.runner import ActionCodec
+from rlconform.envs.driver import ActionCodec
 from rlconform.envs.spaces import ActionValue, BoxAction
 
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from rlconform.core.plan import Case, Reset, Step
 from rlconform.core.system import Capabilities, System
+from rlconform.envs.driver import reference_family
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import (
     ActionValue,
@@ -57,7 +58,6 @@ MIXED_DICT = DictObs((("state", BoxObs()), ("tag", DiscreteObs())))
 
 #: internal: rlconform's own code raised while driving the factory (never the factory's fault)
 TrialOutcome = Literal["ok", "refused", "unbuilt", "ignored", "shared", "internal", "untried"]
-TORCHRL_FAMILY = "torchrl.EnvBase"
 
 
 @dataclass(frozen=True)
@@ -178,8 +178,9 @@ def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset:
     once (then, with ``masked_reset``, reset its first sub-env alone) and close it (in the calling
     process: :func:`rlconform.core.user.probe` isolates the whole probe)."""
     from rlconform.core.hangs import hung_call
-    from rlconform.core.runner import LiveRun, quiet_library_logs
+    from rlconform.core.runner import quiet_library_logs
     from rlconform.core.search import internal_error_message
+    from rlconform.envs.driver import LiveRun
 
     action = plain_value(script.action)
     ops: tuple[Reset | Step, ...] = (Reset(seed=0), Step(tuple(action for _ in range(num_envs))))
@@ -207,7 +208,7 @@ def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset:
     if not any(driven):
         return Trial(script, "ignored")
     shared = [k for k, count in enumerate(driven) if count > 1]
-    if shared and system.family == TORCHRL_FAMILY:
+    if shared and reference_family(system.family).one_env_fn:
         return Trial(script, "shared", f"sub-env(s) {shared} were built and driven more than once at the same time")
     return Trial(script, "ok", close_hung=hung_call(run) is not None)
 

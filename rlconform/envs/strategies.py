@@ -180,9 +180,9 @@ def _operations(
 
 
 def _vectorized(system: System) -> bool:
-    from rlconform.core.family import get_family
+    from rlconform.envs.driver import reference_family
 
-    return get_family(system.family).contract.vectorized
+    return reference_family(system.family).contract.vectorized
 
 
 def num_envs_for(system: System) -> st.SearchStrategy[int]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rlconform.core.compare import first_difference
-from rlconform.core.spec import TORCHRL_FAMILY, Checker, Outcome, spec
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.specs.families import ALL_FAMILIES, TORCHRL_FAMILY
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
+    from rlconform.envs.driver import Run
 
 
 @spec(
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         "Rollout buffers keep the arrays a step returns; a library that hands out its internal buffer and "
         "overwrites it on the next step turns every stored observation into the latest one."
     ),
+    families=ALL_FAMILIES,
 )
 def returned_objects(run: Run) -> Outcome:
     ck = Checker("aliasing.returned_objects")
@@ -54,6 +56,7 @@ def returned_objects(run: Run) -> Outcome:
         "into the action array changes the caller's data behind its back (a second reset with the same options "
         "then does something else)."
     ),
+    families=ALL_FAMILIES,
 )
 def caller_arguments(run: Run) -> Outcome:
     ck = Checker("aliasing.caller_arguments")

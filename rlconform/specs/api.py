@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.family import get_family
 from rlconform.core.plan import BadStep, Case, Step
-from rlconform.core.spec import TORCHRL_FAMILY, TRANSITION_FAMILIES, VECTOR_FAMILIES, Checker, Outcome, spec
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.envs.driver import reference_family
+from rlconform.specs.families import TORCHRL_FAMILY, TRANSITION_FAMILIES, VECTOR_FAMILIES
 from rlconform.specs.helpers import decode, describe_decoded, events_by_call
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
     from rlconform.core.trace import CallRecord, CallView
+    from rlconform.envs.driver import Run
 
 
 @spec(
@@ -28,7 +29,7 @@ def api_shape(run: Run) -> Outcome:
     ck = Checker("api.shape")
     if not run.usable:
         return ck.done()
-    family = get_family(run.system.family)
+    family = reference_family(run.system.family)
     for problem in family.object_problems(run.semantics, run.case.num_envs):
         ck.fail(problem)
     ck.outcome.checked += 1

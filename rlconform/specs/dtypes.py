@@ -15,21 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlconform.core.family import get_family
-from rlconform.core.spec import (
-    ISAACLAB_FAMILY,
-    ISAACLAB_RSL_RL_FAMILY,
-    TORCHRL_FAMILY,
-    TRANSITION_FAMILIES,
-    Checker,
-    Outcome,
-    spec,
-)
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.envs.driver import reference_family
+from rlconform.specs.families import ISAACLAB_FAMILY, ISAACLAB_RSL_RL_FAMILY, TORCHRL_FAMILY, TRANSITION_FAMILIES
 from rlconform.specs.helpers import agent_step_of_call, call_of_records
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
     from rlconform.core.system import System
+    from rlconform.envs.driver import Run
 
 
 def conformance_problem(space: Any, value: Any) -> str | None:
@@ -158,7 +151,7 @@ def rewards_flags(run: Run) -> Outcome:
         return ck.done()
     if run.system.family == TORCHRL_FAMILY:
         return _torchrl_rewards_flags(run, ck)
-    contract = get_family(run.system.family).contract
+    contract = reference_family(run.system.family).contract
     n = run.case.num_envs
     for call in run.calls:
         if call.failed or call.view is None or call.view.kind != "step":

@@ -17,7 +17,7 @@ from rlconform.envs.stamp import Stamp
 from rlconform.envs.truth import TrueTransition
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
+    from rlconform.envs.driver import Run
 
 
 def decode(run: Run, value: Any) -> Decoded:
@@ -309,15 +309,15 @@ def agent_step_of_call(run: Run, position: int) -> int | None:
 
 
 def reward_precision(run: Run) -> str:
-    from rlconform.core.family import get_family
+    from rlconform.envs.driver import reference_family
 
-    return get_family(run.system.family).contract.reward_precision
+    return reference_family(run.system.family).contract.reward_precision
 
 
 def expected_truncated(run: Run, terminated: bool, truncated: bool) -> bool:
-    from rlconform.core.family import get_family
+    from rlconform.envs.driver import reference_family
 
-    return get_family(run.system.family).contract.expected_truncated(terminated, truncated)
+    return reference_family(run.system.family).contract.expected_truncated(terminated, truncated)
 
 
 def info_stamp(info: Any) -> Decoded | None:

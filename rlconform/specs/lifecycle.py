@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.spec import TRANSITION_FAMILIES, Checker, Outcome, spec
-from rlconform.core.user import USER_ENV_FAMILY
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.specs.families import TRANSITION_FAMILIES, USER_ENV_FAMILY
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
+    from rlconform.envs.driver import Run
 
 
 @spec(

@@ -10,10 +10,11 @@ import numpy as np
 
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.calllog import ResetRecord, StepRecord
+from rlconform.specs.families import ALL_FAMILIES
 from rlconform.specs.helpers import events_by_call, match_transitions, model_counterpart, reward_precision
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
+    from rlconform.envs.driver import Run
 
 RMS_EPSILON = 1e-4
 
@@ -26,6 +27,7 @@ RMS_EPSILON = 1e-4
         "Learning curves are drawn from these numbers; counting the reset step of next-step autoreset, or losing "
         "the statistics of one sub-env on a partial reset, makes every curve wrong."
     ),
+    families=ALL_FAMILIES,
 )
 def episode_statistics(run: Run) -> Outcome:
     ck = Checker("statistics.episode")
@@ -112,6 +114,7 @@ def _short(stats: Any) -> str:
         "carrying a discounted return across an episode boundary, or zeroing other sub-envs' returns on a partial "
         "reset skews the scale silently."
     ),
+    families=ALL_FAMILIES,
 )
 def normalizer_statistics(run: Run) -> Outcome:
     ck = Checker("statistics.normalizer")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rlconform.core.spec import ISAACLAB_RSL_RL_FAMILY, TRANSITION_FAMILIES, Checker, Outcome, spec
+from rlconform.core.spec import Checker, Outcome, Spec, spec, spec_of
 from rlconform.envs.calllog import RejectedRecord, StepRecord, receipt_value_equal
 from rlconform.envs.spaces import Garbage
 from rlconform.envs.stamp import Stamp
+from rlconform.specs.families import ALL_FAMILIES, ISAACLAB_RSL_RL_FAMILY, TRANSITION_FAMILIES
 from rlconform.specs.helpers import (
     agent_step_of_call,
     call_of_records,
@@ -42,7 +43,7 @@ from rlconform.specs.value_changes import (
 )
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
+    from rlconform.envs.driver import Run
 
 
 def _unusable(ck: Checker, run: Run) -> Outcome | None:
@@ -336,7 +337,7 @@ def terminal_obs(run: Run) -> Outcome:
     return ck.done()
 
 
-def _flag_spec(name: str) -> None:
+def _flag_spec(name: str) -> Spec:
     def check(run: Run) -> Outcome:
         ck = Checker(f"flags.{name}")
         if (early := _unusable(ck, run)) is not None:
@@ -385,10 +386,11 @@ def _flag_spec(name: str) -> None:
         impact="training-data",
         families=TRANSITION_FAMILIES,
     )(check)
+    return spec_of(check)
 
 
-_flag_spec("terminated")
-_flag_spec("truncated")
+#: the specs built as data (the catalog also collects this module's @spec functions)
+SPECS = [_flag_spec("terminated"), _flag_spec("truncated")]
 
 
 def _has_reset_step(run: Run) -> bool:
@@ -406,6 +408,7 @@ def _has_reset_step(run: Run) -> bool:
         "Gymnasium 1.0's next-step autoreset spends one step per episode on the reset; if that step delivers the "
         "action or carries a reward, the agent is credited for an action that had no effect."
     ),
+    families=ALL_FAMILIES,
 )
 def reset_step_neutral(run: Run) -> Outcome:
     ck = Checker("reset_step.neutral")
@@ -457,6 +460,7 @@ def reset_step_neutral(run: Run) -> Outcome:
         "Vector infos are batched with masks (Gymnasium) or listed (SB3); an index or mask error attributes episode "
         "statistics, success flags and final infos to the wrong environment."
     ),
+    families=ALL_FAMILIES,
 )
 def infos_aligned(run: Run) -> Outcome:
     ck = Checker("infos.aligned")

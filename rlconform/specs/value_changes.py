@@ -16,7 +16,7 @@ from rlconform.core.spec import Checker
 from rlconform.specs.helpers import Match, flattened_shape, match_transitions
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
+    from rlconform.envs.driver import Run
 
 #: the note a declared change leaves on the verdict, per intent
 _DECLARED = {

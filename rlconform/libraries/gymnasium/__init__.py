@@ -1,1 +1,15 @@
-"""gymnasium"""
+"""Gymnasium: single envs under Gymnasium's wrappers (family ``gymnasium.Env``) and its vector API
+in every autoreset mode (family ``gymnasium.vector``), their reference models and planted bugs."""
+
+from rlconform.core.catalog import Library
+
+LIBRARY = Library(
+    name="gymnasium",
+    title="Gymnasium single envs and vector envs",
+    modules=(
+        "rlconform.libraries.gymnasium.env_family",
+        "rlconform.libraries.gymnasium.vector_family",
+        "rlconform.libraries.gymnasium.reference_systems",
+        "rlconform.libraries.gymnasium.planted",
+    ),
+)

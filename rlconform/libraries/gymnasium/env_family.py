@@ -14,13 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.family import Contract, Family, find_layer, layer_chain, register_family
+from rlconform.core.family import find_layer, layer_chain
 from rlconform.core.plan import BadStep, Op, Reset, Step
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.spaces import ActionValue, ActSpec, DiscreteAction, array_literal
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 
 def single_action(spec: ActSpec, value: ActionValue) -> Any:
@@ -46,7 +50,7 @@ def wrapper_names(env: Any) -> list[str]:
     return [type(layer).__name__ for layer in layer_chain(env, "env")]
 
 
-class GymEnvFamily(Family):
+class GymEnvFamily(ReferenceEnvFamily):
     name = "gymnasium.Env"
     contract = Contract(
         reward_dtype=None, reward_precision="float64", step_arity=5, separate_flags=True, vectorized=False
@@ -168,7 +172,7 @@ def _view_step(result: Any) -> CallView:
     )
 
 
-FAMILY = register_family(GymEnvFamily())
+FAMILY = GymEnvFamily()
 
 # ------------------------------------------------------------------------------------- systems
 
@@ -216,7 +220,7 @@ def _partial_args(env_fn: EnvFn) -> tuple[Any, int, Any]:
     return args[0], args[1], args[2]
 
 
-register(
+SYSTEMS.add(
     System(
         id="gymnasium.Env.raw",
         family="gymnasium.Env",
@@ -228,7 +232,7 @@ register(
         capabilities=Capabilities(time_limit="forbidden", partial_reset=False, max_envs=1),
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="gymnasium.Env.make",
         family="gymnasium.Env",
@@ -240,7 +244,7 @@ register(
         capabilities=Capabilities(partial_reset=False, max_envs=1),
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="gymnasium.Env.TimeLimit",
         family="gymnasium.Env",
@@ -252,7 +256,7 @@ register(
         capabilities=Capabilities(time_limit="required", partial_reset=False, max_envs=1),
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="gymnasium.Env.Autoreset",
         family="gymnasium.Env",

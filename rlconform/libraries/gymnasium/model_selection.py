@@ -7,25 +7,9 @@ matched against the models in :mod:`rlconform.libraries.gymnasium.reference_syst
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from rlconform.core.family import layer_chain
-
-
-@dataclass(frozen=True)
-class ModelMatch:
-    """The reference system that models a built object's stack, or why none does.
-
-    A user's factory names no model, so the stack it actually built is read layer by layer: a
-    model describes an object only when every layer is one the model implements, with the
-    parameters the model assumes. Anything else gets no model (``model.outputs_match`` is then
-    not applicable, with ``reason``): comparing a stack with the model of another one blames
-    correct code for the difference between the two."""
-
-    model_id: str | None
-    reason: str = ""
-
+from rlconform.core.family import ModelMatch, layer_chain
 
 #: (top-level package, class name) of the sub-env layers the models assume: the reference env,
 #: its TimeLimit, and the checkers ``gymnasium.make`` adds (they change no output)

@@ -7,7 +7,6 @@ Each bug is the smallest change to a correct model that reproduces a mistake rea
 
 from __future__ import annotations
 
-import functools
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.stacking import stack_obs
 from rlconform.libraries.gymnasium.env_model import ModelAutoreset
 from rlconform.libraries.gymnasium.infos import final_entries, final_obs_entries, merge_info
@@ -26,7 +25,9 @@ from rlconform.libraries.gymnasium.vector_model import (
     _rows,
     declared_mode,
 )
-from rlconform.libraries.sb3.model import ModelVecEnv
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 # --------------------------------------------------------------------------- gymnasium.vector bugs
 
@@ -380,32 +381,12 @@ class RewardingAutoreset(ModelAutoreset):
         return obs, reward, terminated, truncated, info
 
 
-class NoTerminalObservation(ModelVecEnv):
-    """SB3 VecEnv that forgets ``terminal_observation``."""
-
-    def step(self, actions: Any) -> Any:
-        obs, rewards, dones, infos = super().step(actions)
-        for info in infos:
-            info.pop("terminal_observation", None)
-        return obs, rewards, dones, infos
-
-
-class TimeoutFlagInverted(ModelVecEnv):
-    """SB3 VecEnv whose ``TimeLimit.truncated`` reports termination instead of truncation."""
-
-    def step(self, actions: Any) -> Any:
-        obs, rewards, dones, infos = super().step(actions)
-        for info, done in zip(infos, dones, strict=True):
-            info["TimeLimit.truncated"] = bool(done) and not info["TimeLimit.truncated"]
-        return obs, rewards, dones, infos
-
-
 # ---------------------------------------------------------------------------------- registration
 
 _IMPORTS = ("import numpy as np", "from rlconform.libraries.gymnasium import planted")
 
 
-def _plant(
+def plant(
     name: str,
     build: Callable[[Sequence[EnvFn]], Any],
     plants: tuple[str, ...],
@@ -416,14 +397,16 @@ def _plant(
     model: str | None = None,
     source: str | None = None,
     mode: str = "SameStep",
+    table: SystemTable = SYSTEMS,
 ) -> None:
+    """Add the planted bug ``planted.<name>`` to ``table`` (default: this module's systems)."""
     # a planted bug is its correct model plus one defect: it names that model, since no stack of
     # library classes is there to be recognised (a user's system gets the model of its stack)
     model = model or {
         "gymnasium.vector": f"reference.gymnasium.vector.{mode}",
         "sb3.VecEnv": "reference.sb3.VecEnv",
     }.get(family)
-    register(
+    table.add(
         System(
             id=f"planted.{name}",
             family=family,
@@ -449,105 +432,103 @@ def _register() -> None:
     from rlconform.libraries.gymnasium.vector_model import ModelVectorEnv as Correct
 
     same, nxt = "SameStep", "NextStep"
-    _plant("shifted_reward", _vector(ShiftedReward, same), ("transitions.exact",), ShiftedReward.__doc__ or "")
-    _plant(
+    plant("shifted_reward", _vector(ShiftedReward, same), ("transitions.exact",), ShiftedReward.__doc__ or "")
+    plant(
         "mislabelled_mode",
         lambda fns: MislabelledMode(list(fns)),
         ("transitions.exact",),
         MislabelledMode.__doc__ or "",
     )
-    _plant("double_step", _vector(DoubleStep, same), ("counts.env_steps",), DoubleStep.__doc__ or "")
-    _plant(
+    plant("double_step", _vector(DoubleStep, same), ("counts.env_steps",), DoubleStep.__doc__ or "")
+    plant(
         "reset_all_on_end",
         _vector(ResetAllOnEnd, same),
         ("continuity.no_discarded_episode",),
         ResetAllOnEnd.__doc__ or "",
     )
-    _plant(
-        "stale_first_obs", _vector(StaleFirstObs, same), ("continuity.fresh_first_obs",), StaleFirstObs.__doc__ or ""
-    )
-    _plant("wrong_final_obs", _vector(WrongFinalObs, same), ("terminal.final_obs",), WrongFinalObs.__doc__ or "")
-    _plant(
+    plant("stale_first_obs", _vector(StaleFirstObs, same), ("continuity.fresh_first_obs",), StaleFirstObs.__doc__ or "")
+    plant("wrong_final_obs", _vector(WrongFinalObs, same), ("terminal.final_obs",), WrongFinalObs.__doc__ or "")
+    plant(
         "truncation_hides_termination",
         _vector(TruncationHidesTermination, same),
         ("flags.terminated",),
         TruncationHidesTermination.__doc__ or "",
     )
-    _plant("drops_truncation", _vector(DropsTruncation, same), ("flags.truncated",), DropsTruncation.__doc__ or "")
-    _plant(
+    plant("drops_truncation", _vector(DropsTruncation, same), ("flags.truncated",), DropsTruncation.__doc__ or "")
+    plant(
         "rewarding_reset_step",
         _vector(RewardingResetStep, nxt),
         ("reset_step.neutral",),
         RewardingResetStep.__doc__ or "",
         mode=nxt,
     )
-    _plant("reversed_infos", _vector(ReversedInfos, same), ("infos.aligned",), ReversedInfos.__doc__ or "")
-    _plant(
+    plant("reversed_infos", _vector(ReversedInfos, same), ("infos.aligned",), ReversedInfos.__doc__ or "")
+    plant(
         "forgets_truncated_reset",
         _vector(ForgetsTruncatedReset, same),
         ("lifecycle.no_step_after_end",),
         ForgetsTruncatedReset.__doc__ or "",
     )
-    _plant(
+    plant(
         "same_seed_everywhere",
         _vector(SameSeedEverywhere, same),
         ("seeding.seed_plus_i", "seeding.distinct_subenv_seeds"),
         SameSeedEverywhere.__doc__ or "",
     )
-    _plant("seeds_only_once", _vector(SeedsOnlyOnce, same), ("seeding.reset_determinism",), SeedsOnlyOnce.__doc__ or "")
-    _plant("reuses_buffer", _vector(ReusesBuffer, same), ("aliasing.returned_objects",), ReusesBuffer.__doc__ or "")
-    _plant("pops_options", _vector(PopsOptions, same), ("aliasing.caller_arguments",), PopsOptions.__doc__ or "")
-    _plant(
+    plant("seeds_only_once", _vector(SeedsOnlyOnce, same), ("seeding.reset_determinism",), SeedsOnlyOnce.__doc__ or "")
+    plant("reuses_buffer", _vector(ReusesBuffer, same), ("aliasing.returned_objects",), ReusesBuffer.__doc__ or "")
+    plant("pops_options", _vector(PopsOptions, same), ("aliasing.caller_arguments",), PopsOptions.__doc__ or "")
+    plant(
         "float64_observations",
         _vector(Float64Observations, same),
         ("dtype.observations",),
         Float64Observations.__doc__ or "",
         capabilities=Capabilities(box_dtypes=frozenset({"float32", "uint8", "int64"})),
     )
-    _plant("float32_rewards", _vector(Float32Rewards, same), ("dtype.rewards_flags",), Float32Rewards.__doc__ or "")
-    _plant(
+    plant("float32_rewards", _vector(Float32Rewards, same), ("dtype.rewards_flags",), Float32Rewards.__doc__ or "")
+    plant(
         "list_actions",
         _vector(ListActions, same),
         ("dtype.actions_received",),
         ListActions.__doc__ or "",
         capabilities=Capabilities(action_kinds=frozenset({"box", "multidiscrete"})),
     )
-    _plant("no_info_masks", _vector(NoInfoMasks, same), ("api.shape",), NoInfoMasks.__doc__ or "")
-    _plant(
+    plant("no_info_masks", _vector(NoInfoMasks, same), ("api.shape",), NoInfoMasks.__doc__ or "")
+    plant(
         "truncates_batch",
         _vector(TruncatesBatch, same),
         ("api.wrong_size_batch_rejected",),
         TruncatesBatch.__doc__ or "",
     )
-    _plant(
+    plant(
         "steps_before_validating",
         _vector(StepsBeforeValidating, same),
         ("api.failed_call_no_side_effect",),
         StepsBeforeValidating.__doc__ or "",
     )
-    _plant(
+    plant(
         "raises_on_valid_action",
         _vector(RaisesOnValidAction, same),
         ("api.valid_calls_succeed",),
         RaisesOnValidAction.__doc__ or "",
     )
-    _plant("leaks_worker", _vector(LeaksWorker, same), ("lifecycle.responsive",), LeaksWorker.__doc__ or "")
-    _plant("extra_info_key", _vector(ExtraInfoKey, same), ("model.outputs_match",), ExtraInfoKey.__doc__ or "")
-    _plant(
+    plant("leaks_worker", _vector(LeaksWorker, same), ("lifecycle.responsive",), LeaksWorker.__doc__ or "")
+    plant("extra_info_key", _vector(ExtraInfoKey, same), ("model.outputs_match",), ExtraInfoKey.__doc__ or "")
+    plant(
         "counts_reset_steps",
         lambda fns: CountsResetSteps(Correct(list(fns), nxt)),
         ("statistics.episode",),
         CountsResetSteps.__doc__ or "",
         model="reference.gymnasium.vector.NextStep.RecordEpisodeStatistics",
     )
-    _plant(
+    plant(
         "normalizes_reset_steps",
         lambda fns: NormalizesResetSteps(Correct(list(fns), nxt)),
         ("statistics.normalizer",),
         NormalizesResetSteps.__doc__ or "",
         model="reference.gymnasium.vector.NextStep.NormalizeReward",
     )
-    _plant(
+    plant(
         "rewarding_autoreset",
         lambda fns: RewardingAutoreset(fns[0]),
         ("reset_step.neutral",),
@@ -555,61 +536,6 @@ def _register() -> None:
         family="gymnasium.Env",
         capabilities=Capabilities(partial_reset=False, max_envs=1),
     )
-    _plant(
-        "sb3_no_terminal_observation",
-        lambda fns: NoTerminalObservation(list(fns)),
-        ("terminal.final_obs",),
-        NoTerminalObservation.__doc__ or "",
-        family="sb3.VecEnv",
-        capabilities=Capabilities(partial_reset=False),
-    )
-    _plant(
-        "sb3_timeout_flag_inverted",
-        lambda fns: TimeoutFlagInverted(list(fns)),
-        ("flags.truncated",),
-        TimeoutFlagInverted.__doc__ or "",
-        family="sb3.VecEnv",
-        capabilities=Capabilities(partial_reset=False),
-    )
-
-    _register_user_envs()
-
-
-def _call_factory(factory: Callable[[], Any], env_fns: Sequence[EnvFn]) -> Any:
-    return factory()
-
-
-def _register_user_envs() -> None:
-    from rlconform.core.user import USER_ENV_FAMILY
-    from rlconform.libraries.envauthor import sample_envs as user_envs
-
-    bugs = {
-        "global_random": ("env.determinism",),
-        "seed_once": ("env.reset_reproducible",),
-        "reused_buffer": ("env.no_aliasing",),
-        "float64_obs": ("env.observations_in_space",),
-        "four_tuple": ("env.api_shape",),
-        "leaky": ("env.step_after_end",),
-        "shared_state": ("env.stack_equivalence",),
-    }
-    for name, plants in bugs.items():
-        factory = getattr(user_envs, name)
-        doc = (factory().__class__.__doc__ or name).strip()
-        register(
-            System(
-                id=f"planted.user_env.{name}",
-                family=USER_ENV_FAMILY,
-                title=f"planted bug (user env): {doc}",
-                build=functools.partial(_call_factory, factory),
-                source=f"rlconform.libraries.envauthor.sample_envs:{name}",
-                requires=("gymnasium",),
-                kind="planted",
-                capabilities=Capabilities(partial_reset=False, max_envs=3),
-                plants=plants,
-                description=doc,
-                env_factory=factory,
-            )
-        )
 
 
 _register()
@@ -620,8 +546,6 @@ _register()
 #: why a planted bug fails specs beyond the ones it plants: the same defect, seen from another side
 _MODEL = "model.outputs_match"  # the reference model sees every change of output
 _EXACT = "transitions.exact"  # the recipe extracts the changed transitions
-#: TorchRL GymWrapper's own findings E1 and E2 (FINDINGS.md), inherited by bugs planted on it
-_GYM_WRAPPER_FINDINGS = ("api.wrong_size_batch_rejected", "api.valid_calls_succeed")
 
 #: For every planted bug (of every module), the exact set of specs it fails; every other spec
 #: that applies must pass. One defect may be seen by several specs (a lost terminal observation
@@ -665,9 +589,6 @@ MUST_FAIL: dict[str, frozenset[str]] = {
         "rewarding_autoreset": ("reset_step.neutral", _MODEL),
         "rewarding_reset_step": ("reset_step.neutral", _MODEL),
         "same_seed_everywhere": ("seeding.seed_plus_i", "seeding.distinct_subenv_seeds", _MODEL),
-        "sb3_no_terminal_observation": ("terminal.final_obs", _EXACT, _MODEL),
-        # termination reported as truncation and back: both flags are wrong
-        "sb3_timeout_flag_inverted": ("flags.truncated", "flags.terminated", _EXACT, _MODEL),
         # the second seeded reset is unseeded: it neither reproduces nor gives seed+i
         "seeds_only_once": (
             "seeding.reset_determinism",
@@ -682,43 +603,5 @@ MUST_FAIL: dict[str, frozenset[str]] = {
         "truncates_batch": ("api.wrong_size_batch_rejected",),
         "truncation_hides_termination": ("flags.terminated", _EXACT, _MODEL),
         "wrong_final_obs": ("terminal.final_obs", _EXACT, _MODEL),
-        # an env drawing from the global RNG reproduces nothing: not a reset, not a stack's run
-        "user_env.global_random": (
-            "env.determinism",
-            "env.reset_reproducible",
-            "env.stack_equivalence",
-            "env.step_after_end",
-        ),
-        # seeded once, a later reset(seed) (the probe's after a step past the end) differs
-        "user_env.seed_once": ("env.reset_reproducible", "env.step_after_end"),
-        # a stack that keeps the returned array sees it overwritten
-        "user_env.reused_buffer": ("env.no_aliasing", "env.stack_equivalence"),
-        "user_env.float64_obs": ("env.observations_in_space",),
-        # no stack can unpack a 4-tuple
-        "user_env.four_tuple": ("env.api_shape", "env.stack_equivalence", "env.step_after_end"),
-        "user_env.leaky": ("env.step_after_end",),
-        "user_env.shared_state": ("env.stack_equivalence",),
-        # TorchRL GymWrapper bugs (planted_torchrl_aliasing.py) inherit the findings of the GymWrapper
-        # they are built on (FINDINGS.md E1: a wrong-size batch is accepted; E2: a one-component
-        # MultiDiscrete action raises TypeError), which are no defect of theirs
-        "torchrl_reuses_obs_buffer": (
-            "aliasing.torchrl_returned_data",
-            # the recipe reads next observations from the reused buffer, already overwritten by
-            # the reset: every transition read across an episode end is wrong
-            "continuity.fresh_first_obs",
-            "flags.terminated",
-            "flags.truncated",
-            "terminal.final_obs",
-            _EXACT,
-            *_GYM_WRAPPER_FINDINGS,
-        ),
-        "torchrl_meta_leaf": ("torchrl.device", *_GYM_WRAPPER_FINDINGS),
-        "torchrl_float64_reward": ("dtype.rewards_flags", *_GYM_WRAPPER_FINDINGS),
-        # torchrl_native.py, torchrl_collectors.py, torchrl_replay.py
-        "torchrl.TorchNative.NumpyRoundTrip": ("torchrl.actions_reach_env_natively", "dtype.rewards_flags"),
-        "torchrl.Collector.DropsLastFrame": ("collector.frame_accounting",),
-        "torchrl.Collector.RecordsResetStep": ("collector.transitions",),
-        "torchrl.Collector.StaleCopy": ("collector.policy_updates",),
-        "torchrl.SliceBuffer.IgnoresEpisodeEnds": ("replay.slices_within_episode",),
     }.items()
 }

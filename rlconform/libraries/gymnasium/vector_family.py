@@ -22,15 +22,19 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.family import Contract, Family, find_layer, register_family
+from rlconform.core.family import find_layer
 from rlconform.core.plan import BadStep, Op, Reset, Step
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView, Slot
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
+from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.spaces import array_literal
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 MODES = ("NextStep", "SameStep", "Disabled")
 
@@ -53,8 +57,14 @@ def find_wrapper(obj: Any, class_name: str) -> Any | None:
     return find_layer(obj, class_name, "env")
 
 
-class GymVectorFamily(Family):
+class GymVectorFamily(ReferenceEnvFamily):
     name = "gymnasium.vector"
+    api = "gymnasium.vector"
+    factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]], **kwargs) -> gymnasium.vector.VectorEnv"
+
+    def user_capabilities(self) -> Capabilities:
+        return Capabilities(partial_reset=True)
+
     contract = Contract(
         reward_dtype="float64", reward_precision="float64", step_arity=5, separate_flags=True, vectorized=True
     )
@@ -278,7 +288,7 @@ def _view_step(num_envs: int, result: Any) -> CallView:
     )
 
 
-FAMILY = register_family(GymVectorFamily())
+FAMILY = GymVectorFamily()
 
 # ------------------------------------------------------------------------------------- systems
 
@@ -395,12 +405,12 @@ def _wrapped(wrapper: str, mode: str, capabilities: Capabilities, model_suffix: 
 
 for _mode in MODES:
     for _copy in (True, False):
-        register(_sync(_mode, _copy))
+        SYSTEMS.add(_sync(_mode, _copy))
         for _shm in (True, False):
-            register(_async(_mode, _shm, _copy))
-    register(_wrapped("RecordEpisodeStatistics", _mode, _capabilities(), "RecordEpisodeStatistics"))
-    register(_wrapped("NormalizeReward", _mode, _capabilities(), "NormalizeReward"))
-register(
+            SYSTEMS.add(_async(_mode, _shm, _copy))
+    SYSTEMS.add(_wrapped("RecordEpisodeStatistics", _mode, _capabilities(), "RecordEpisodeStatistics"))
+    SYSTEMS.add(_wrapped("NormalizeReward", _mode, _capabilities(), "NormalizeReward"))
+SYSTEMS.add(
     _wrapped(
         "NormalizeObservation",
         "NextStep",

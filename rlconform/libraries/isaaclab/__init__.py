@@ -6,3 +6,25 @@ does for the reference env's exact checks) costs a Python loop per sub-env per s
 copy of every output. The checks here stay in torch on the env's device: each step is checked
 with a few tensor operations whatever the number of sub-envs.
 """
+
+from rlconform.core.catalog import Library
+
+LIBRARY = Library(
+    name="isaaclab",
+    title="Isaac Lab: the DirectRLEnv contract, its RL-library wrappers, and the torch tier at scale",
+    modules=(
+        "rlconform.libraries.isaaclab.direct_family",
+        "rlconform.libraries.isaaclab.rsl_rl_family",
+        "rlconform.libraries.isaaclab.wrapper_systems",
+        "rlconform.libraries.isaaclab.torch_tier",
+    ),
+    # the torch tier's systems subclass isaaclab's own classes, and its specs read them: without
+    # isaaclab the trace-based rows above already say "not installed: isaaclab"
+    modules_when_importable={
+        "isaaclab": (
+            "rlconform.libraries.isaaclab.torch_specs",
+            "rlconform.libraries.isaaclab.device_specs",
+            "rlconform.libraries.isaaclab.bundled",
+        )
+    },
+)

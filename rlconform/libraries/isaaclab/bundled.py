@@ -12,14 +12,17 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from rlconform.core.system import System, register
+from rlconform.core.system import System, SystemTable
 from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
 from rlconform.libraries.isaaclab.monitor import FINAL_OBS, STABLE
 from rlconform.libraries.isaaclab.session import Target
-from rlconform.libraries.isaaclab.torch_family import NAME, TARGETS
+from rlconform.libraries.isaaclab.torch_specs import NAME, TARGETS
 from rlconform.libraries.isaaclab.wrapper_systems import TORCHRL_LIB_NAN
 from rlconform.libraries.isaaclab.wrappers import DRIVERS, TERMINAL, driver_for
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 #: sub-envs of the reference env checked alone (the scale the checks are built for), and through
 #: a wrapper (SB3's and skrl's APIs cost Python work per sub-env themselves)
@@ -79,7 +82,7 @@ def _add(
         driver = driver_for(wrapper)
         source = f"{driver.title}({source})"
         requires += driver.requires
-    register(
+    SYSTEMS.add(
         System(
             id=system_id,
             family=NAME,

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rlconform.core.spec import ISAACLAB_FAMILY, Checker, Outcome, spec
+from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.libraries.isaaclab.monitor import same_device, tensor_problem, torch_dtype
+from rlconform.specs.families import ISAACLAB_FAMILY
 
 #: the vectorized family checks the same statements with its contract monitor
 #: (rlconform.libraries.isaaclab.monitor); its runs are TorchRuns
@@ -27,7 +28,7 @@ TORCH_FAMILY = "isaaclab.torch"
 FAMILIES = frozenset({ISAACLAB_FAMILY, TORCH_FAMILY})
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
+    from rlconform.envs.driver import Run
 
 ACTIONS_SPEC = "isaaclab.actions_on_device"
 OUTPUTS_SPEC = "isaaclab.outputs_on_device"
@@ -150,6 +151,6 @@ def outputs_on_device(run: Run) -> Outcome:
 
 
 def _torch_outcome(spec_id: str, run: Any) -> Outcome:
-    from rlconform.libraries.isaaclab.torch_family import outcome
+    from rlconform.libraries.isaaclab.torch_specs import outcome
 
     return outcome(spec_id, run)

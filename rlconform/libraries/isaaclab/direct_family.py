@@ -35,12 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.family import Contract, Family, register_family
 from rlconform.core.plan import BadStep, Op, Reset, Step
 from rlconform.core.same_step import same_step_slots
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.libraries.torchrl.native_specs import declare_torch_native
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 NAME = "isaaclab"
 DEVICE = "cpu"
@@ -88,7 +91,7 @@ def _view_step(num_envs: int, result: Any) -> CallView:
     )
 
 
-class IsaacLabFamily(Family):
+class IsaacLabFamily(ReferenceEnvFamily):
     name = NAME
     contract = Contract(
         reward_dtype="float32", reward_precision="float32", step_arity=5, separate_flags=True, vectorized=True
@@ -196,7 +199,7 @@ class IsaacLabFamily(Family):
         return same_step_slots(calls, num_envs)
 
 
-FAMILY = register_family(IsaacLabFamily())
+FAMILY = IsaacLabFamily()
 
 
 def reused_buffers(calls: list[CallRecord]) -> dict[str, int]:
@@ -251,7 +254,7 @@ def make(
 
 def _system(id: str, title: str, kwargs: dict[str, Any], **extra: Any) -> None:
     args = "".join(f", {key}={value!r}" for key, value in kwargs.items())
-    register(
+    SYSTEMS.add(
         System(
             id=id,
             family=NAME,

@@ -29,13 +29,16 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from rlconform.core.family import Contract, register_family
 from rlconform.core.plan import BadStep, Op, Reset, Step
-from rlconform.core.spec import ISAACLAB_RSL_RL_FAMILY
-from rlconform.core.system import EnvFn, System, register
+from rlconform.core.system import EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView
+from rlconform.envs.driver import Contract
 from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, REFERENCE_IMPORT, IsaacLabFamily, _rows
 from rlconform.libraries.torchrl.native_specs import declare_torch_native
+from rlconform.specs.families import ISAACLAB_RSL_RL_FAMILY
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 NAME = ISAACLAB_RSL_RL_FAMILY
 DEVICE = "cpu"
@@ -127,7 +130,7 @@ class RslRlFamily(IsaacLabFamily):
     # recipe: the parent's; the views have no final observation, so next_obs is the returned row
 
 
-FAMILY = register_family(RslRlFamily())
+FAMILY = RslRlFamily()
 
 _CAPS = dataclasses.replace(
     CAPABILITIES,
@@ -153,7 +156,7 @@ def make(env_fns: Sequence[EnvFn], *, compute_final_obs: bool = True) -> Any:
     return RslRlVecEnvWrapper(make_isaaclab_reference_env(env_fns, device=DEVICE, compute_final_obs=compute_final_obs))
 
 
-register(
+SYSTEMS.add(
     System(
         id="isaaclab.RslRlVecEnvWrapper",
         family=NAME,

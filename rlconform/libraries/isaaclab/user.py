@@ -45,7 +45,7 @@ def torch_system(fn: Callable[..., Any], reference: str, *, num_envs: int | None
             "reference env run on its DirectRLEnv"
         )
     from rlconform.libraries.isaaclab.session import Target
-    from rlconform.libraries.isaaclab.torch_family import NAME, TARGETS
+    from rlconform.libraries.isaaclab.torch_specs import NAME, TARGETS
 
     n = DEFAULT_NUM_ENVS if num_envs is None else int(num_envs)
     if n < 1:

@@ -27,9 +27,12 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from rlconform.core.system import EnvFn, System, register
+from rlconform.core.system import EnvFn, System, SystemTable
 from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, REFERENCE_IMPORT
 from rlconform.libraries.torchrl.native_specs import declare_torch_native
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 DEVICE = "cpu"
 #: Sb3VecEnvWrapper without compute_final_obs: the terminal observation is the next episode's first
@@ -96,7 +99,7 @@ def _register(
     requires: tuple[str, ...],
     **extra: Any,
 ) -> None:
-    register(
+    SYSTEMS.add(
         System(
             id=id,
             family=family,

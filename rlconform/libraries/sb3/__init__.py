@@ -1,1 +1,14 @@
-"""sb3"""
+"""Stable-Baselines3: the VecEnv API and its wrappers (family ``sb3.VecEnv``), its reference model
+and planted bugs."""
+
+from rlconform.core.catalog import Library
+
+LIBRARY = Library(
+    name="sb3",
+    title="Stable-Baselines3 VecEnv",
+    modules=(
+        "rlconform.libraries.sb3.vecenv_family",
+        "rlconform.libraries.sb3.reference_systems",
+        "rlconform.libraries.sb3.planted",
+    ),
+)

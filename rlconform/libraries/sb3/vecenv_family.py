@@ -16,14 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.family import Contract, Family, find_layer, layer_chain, register_family
+from rlconform.core.family import find_layer, layer_chain
 from rlconform.core.plan import BadStep, Op, Reset, Step
 from rlconform.core.same_step import same_step_slots
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, split_batch
+from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.spaces import array_literal
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 TERMINAL_KEY = "terminal_observation"
 TIMEOUT_KEY = "TimeLimit.truncated"
@@ -38,8 +42,16 @@ def find_venv_layer(obj: Any, class_name: str) -> Any | None:
     return find_layer(obj, class_name, "venv")
 
 
-class SB3Family(Family):
+class SB3Family(ReferenceEnvFamily):
     name = "sb3.VecEnv"
+    api = "sb3.VecEnv"
+    factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]]) -> stable_baselines3 VecEnv"
+
+    def prepare_user_build(self) -> None:
+        # a SubprocVecEnv the factory starts forks its workers from a server that has SB3
+        # imported already: the probe's trials and every example build at fork speed
+        preload_forkserver()
+
     contract = Contract(
         reward_dtype=None,
         reward_precision="float32",
@@ -196,7 +208,7 @@ def _view_step(num_envs: int, result: Any) -> CallView:
     )
 
 
-FAMILY = register_family(SB3Family())
+FAMILY = SB3Family()
 
 # ------------------------------------------------------------------------------------- systems
 
@@ -244,7 +256,7 @@ def _wrapped(wrapper: str, **kwargs: Any) -> Any:
     return build
 
 
-register(
+SYSTEMS.add(
     System(
         id="sb3.DummyVecEnv",
         family="sb3.VecEnv",
@@ -256,7 +268,7 @@ register(
         capabilities=Capabilities(partial_reset=False),
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="sb3.SubprocVecEnv",
         family="sb3.VecEnv",
@@ -269,7 +281,7 @@ register(
         capabilities=Capabilities(partial_reset=False, max_envs=3),
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="sb3.VecNormalize.DummyVecEnv",
         family="sb3.VecEnv",
@@ -287,7 +299,7 @@ register(
         model="reference.sb3.VecNormalize",
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="sb3.VecFrameStack.DummyVecEnv",
         family="sb3.VecEnv",
@@ -305,7 +317,7 @@ register(
         model="reference.sb3.VecFrameStack",
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="sb3.VecMonitor.DummyVecEnv",
         family="sb3.VecEnv",

@@ -1,1 +1,18 @@
-"""torchrl"""
+"""TorchRL: envs driven with TensorDicts (family ``torchrl.EnvBase``), torch-native envs behind
+GymWrapper, collectors (``torchrl.collector``) and replay buffers (``torchrl.replay``)."""
+
+from rlconform.core.catalog import Library
+
+LIBRARY = Library(
+    name="torchrl",
+    title="TorchRL envs, transforms, collectors and replay buffers",
+    modules=(
+        "rlconform.libraries.torchrl.collectors",
+        "rlconform.libraries.torchrl.replay_buffers",
+        "rlconform.libraries.torchrl.env_family",
+        "rlconform.libraries.torchrl.native",
+        "rlconform.libraries.torchrl.native_specs",
+        "rlconform.libraries.torchrl.device_specs",
+        "rlconform.libraries.torchrl.planted_aliasing",
+    ),
+)

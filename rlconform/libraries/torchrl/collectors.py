@@ -20,11 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.family import register_family
 from rlconform.core.plan import Case, Op, Reset
-from rlconform.core.scenarios import register_case_strategy
 from rlconform.core.spec import Checker, Outcome, spec
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.frames import (
@@ -41,8 +39,11 @@ from rlconform.libraries.torchrl.frames import (
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from rlconform.core.runner import Run, Session
+    from rlconform.envs.driver import Run, Session
     from rlconform.libraries.torchrl.policies import PolicyKind
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 FAMILY_NAME = "torchrl.collector"
 FAMILIES = frozenset({FAMILY_NAME})
@@ -141,6 +142,12 @@ class CollectorHarness:
 
 class CollectorFamily(ScenarioFamily):
     name = FAMILY_NAME
+    quiet_loggers = ("torchrl",)
+
+    def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
+        """This family's own cases (a subclass of ``Case`` with the scenario's parameters), not
+        call sequences."""
+        return collector_cases(system)
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
         return {"lag": obj.lag}
@@ -173,8 +180,7 @@ class CollectorFamily(ScenarioFamily):
                 update.extra[ROLE] = "update"
 
 
-FAMILY = register_family(CollectorFamily())
-register_case_strategy(FAMILY_NAME, collector_cases)
+FAMILY = CollectorFamily()
 
 
 # -------------------------------------------------------------------------------------- readings
@@ -415,7 +421,7 @@ _SCENARIO_NOTE = "Box float32 observations and a Discrete action; one reference 
 def _register(system_id: str, title: str, factory: CollectorFactory, template: str, **kwargs: Any) -> None:
     lag = kwargs.pop("lag_per_env", False)
     caps = kwargs.pop("capabilities", Capabilities(max_envs=1, notes=(_SCENARIO_NOTE,)))
-    register(
+    SYSTEMS.add(
         System(
             id=system_id,
             family=FAMILY_NAME,

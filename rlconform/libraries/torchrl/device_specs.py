@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.spec import TORCHRL_FAMILY, Checker, Outcome, spec
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.specs.families import TORCHRL_FAMILY
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
+    from rlconform.envs.driver import Run
 
 #: where a leaf goes when neither the env nor its spec declares a device
 DEFAULT_DEVICE = "cpu"

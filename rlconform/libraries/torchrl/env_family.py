@@ -26,18 +26,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import mmap
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlconform.core.family import Contract, Family, register_family
 from rlconform.core.plan import BadStep, Op, Reset, Step
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.libraries.gymnasium.vector_family import mode_availability, mode_kwargs, mode_source
 from rlconform.libraries.torchrl.tensordicts import ObsLayout, per_env_scalars
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 NAME = "torchrl.EnvBase"
 #: record.extra key: per sub-env, the seeds of the resets it received from ``set_seed(s); reset()``
@@ -172,8 +176,37 @@ def sub_env_resets(env: Any, seed: int, num_envs: int) -> list[tuple[int | None,
 # -------------------------------------------------------------------------------------- family
 
 
-class TorchRLFamily(Family):
+class TorchRLFamily(ReferenceEnvFamily):
     name = NAME
+    api = NAME
+    # env_fn's k-th call builds sub-env k; the returned env's batch size is the number of
+    # sub-envs (SubEnvFactory)
+    factory_signature = "(env_fn: Callable[[], gymnasium.Env]) -> EnvBase"
+    factory_argument = "env_fn"
+    one_env_fn = True
+    required_attributes = ("reset", "step", "step_and_maybe_reset", "batch_size")
+    quiet_loggers = ("torchrl",)
+
+    def check_factory(self, signature: inspect.Signature) -> None:
+        signature.bind(lambda: None)
+
+    def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+        return _torchrl_system(fn, reference)
+
+    def probe_num_envs(self, system: System) -> int:
+        return system.capabilities.min_envs
+
+    def refuse_shared_sub_envs(self, system: System, reason: str) -> str | None:
+        return (
+            f"{system.source} builds its sub-envs in worker processes, each with its own copy of env_fn "
+            f"({reason}); rlconform's env_fn hands out distinct sub-envs in this process only, so "
+            "this factory cannot be checked as torchrl.EnvBase: build the sub-envs in this process "
+            "(SerialEnv, GymWrapper over a vector env), or check the vector env it wraps with --api gymnasium.vector"
+        )
+
+    def close_probe(self, obj: Any) -> None:
+        self.close(obj)  # a batched env not started is already closed
+
     # step_arity/reward_position/flag_positions describe tuples; a TorchRL step returns
     # TensorDicts, and no tuple-reading spec applies to this family
     contract = Contract(
@@ -321,7 +354,7 @@ def _view_step(layout: ObsLayout, result: Any) -> CallView:
     )
 
 
-FAMILY = register_family(TorchRLFamily())
+FAMILY = TorchRLFamily()
 
 # ------------------------------------------------------------------------------------- systems
 
@@ -699,7 +732,7 @@ def _gym_vector(mode: str, *, copy: bool = True) -> Any:
 _REQUIRES = ("torchrl", "tensordict", "gymnasium")
 _WRAP = "[functools.partial(gym_wrapper, fn) for fn in env_fns]"
 
-register(
+SYSTEMS.add(
     System(
         id="torchrl.GymWrapper",
         family=NAME,
@@ -712,7 +745,7 @@ register(
         description="one Gymnasium env in TorchRL's GymWrapper (batch_size [])",
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="torchrl.SerialEnv.GymWrapper",
         family=NAME,
@@ -724,7 +757,7 @@ register(
         capabilities=_capabilities(),
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="torchrl.ParallelEnv.GymWrapper",
         family=NAME,
@@ -737,7 +770,7 @@ register(
         capabilities=_capabilities(max_envs=3),
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="torchrl.GymWrapper.SyncVectorEnv",
         family=NAME,
@@ -750,7 +783,7 @@ register(
         capabilities=_capabilities(_NEXT_STEP_REJECTED, "Disabled is the mode TorchRL prefers"),
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="torchrl.GymWrapper.SyncVectorEnv.NoCopy",
         family=NAME,
@@ -767,7 +800,7 @@ register(
         description="a vector env that reuses its observation buffer (copy=False) under GymWrapper",
     )
 )
-register(
+SYSTEMS.add(
     System(
         id="torchrl.GymWrapper.SyncVectorEnv.SameStep",
         family=NAME,
@@ -821,7 +854,7 @@ def _gym_env_num_envs(env_fns: Sequence[EnvFn]) -> Any:
     )
 
 
-register(
+SYSTEMS.add(
     System(
         id="torchrl.GymEnv.num_envs",
         family=NAME,
@@ -845,7 +878,7 @@ def _step_counter(env_fns: Sequence[EnvFn]) -> Any:
     return TransformedEnv(_serial(env_fns), StepCounter())
 
 
-register(
+SYSTEMS.add(
     System(
         id="torchrl.TransformedEnv.StepCounter.SerialEnv",
         family=NAME,
@@ -866,7 +899,7 @@ def _double_to_float(env_fns: Sequence[EnvFn]) -> Any:
     return TransformedEnv(_serial(env_fns), DoubleToFloat())
 
 
-register(
+SYSTEMS.add(
     System(
         id="torchrl.TransformedEnv.DoubleToFloat.SerialEnv",
         family=NAME,
@@ -883,3 +916,49 @@ register(
         description="a dtype transform: float64 observations become float32, as its observation spec declares",
     )
 )
+
+
+# ------------------------------------------------------------------------- a user's factory
+
+
+def _torchrl_system(fn: Callable[..., Any], reference: str) -> System:
+    """A ``torchrl.EnvBase`` factory: it gets one ``env_fn`` whose k-th call builds sub-env k and
+    picks the number of sub-envs itself; one isolated build reads that number off the returned
+    env's batch size, and every case is drawn with exactly that many sub-envs."""
+    from rlconform.core.isolation import run_isolated
+    from rlconform.core.user import BadInput
+
+    outcome = run_isolated(_user_num_envs, fn, reference, timeout=120.0)
+    if outcome.failure is not None:
+        raise BadInput(f"building {reference} as {NAME}: {outcome.failure}")
+    kind, value = outcome.value
+    if kind == "bad":
+        raise BadInput(value)
+    num_envs = int(value)
+
+    def build(env_fns: Sequence[EnvFn]) -> Any:
+        return build_user_env(fn, env_fns)
+
+    return System(
+        id=f"user:{reference}",
+        family=NAME,
+        title=f"{reference}(env_fn)",
+        build=build,
+        source=reference,
+        kind="user",
+        out_of_process=True,
+        capabilities=user_capabilities(num_envs),
+        description=f"a user's TorchRL env factory ({num_envs} sub-env(s), read from its batch size)",
+    )
+
+
+def _user_num_envs(fn: Callable[..., Any], reference: str) -> tuple[str, Any]:
+    """``user_num_envs`` in the isolated child: a factory that raises is bad input
+    with its own traceback (the child's generic failure line would keep the first line only)."""
+
+    try:
+        return "ok", user_num_envs(fn)
+    except Exception as exc:
+        from rlconform.core.user import factory_error
+
+        return "bad", factory_error(f"building {reference} as {NAME}", exc)

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.family import Contract, Family
 from rlconform.core.system import EnvFn
 from rlconform.core.trace import CallRecord, Slot
+from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import BoxObs, Decoded, DiscreteAction, Garbage
 from rlconform.envs.stamp import Stamp
@@ -23,7 +23,7 @@ from rlconform.envs.stamp import Stamp
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from rlconform.core.runner import Session
+    from rlconform.envs.driver import Session
 
 #: seconds one recorded call of these scenarios may take: it constructs a collector (starting its
 #: worker processes) or runs a whole batch, not one env step
@@ -40,12 +40,12 @@ def note_environment_error(session: Session, record: CallRecord) -> None:
     build failure, so a search in which every example fails that way is an error verdict (not a
     vacuous "not applicable")."""
     if record.failed and record.error_type in ENVIRONMENT_ERRORS:
-        from rlconform.core.runner import BUILD_ERROR
+        from rlconform.envs.driver import BUILD_ERROR
 
         session.state[BUILD_ERROR] = f"{record.error_type}: {record.error_message}"
 
 
-class ScenarioFamily(Family):
+class ScenarioFamily(ReferenceEnvFamily):
     """A family whose case is one whole run (construct, iterate, sample) rather than a sequence
     of env calls: its calls get the scenario deadline, the specs read the decoded frames from the
     call records (no transition recipe), and closing shuts the driven object down."""

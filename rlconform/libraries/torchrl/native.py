@@ -15,15 +15,17 @@ control: the same stack without the defect, with ``categorical_action_encoding=T
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import gymnasium
-import numpy as np
-
-from rlconform.core.system import Capabilities, EnvFn, System, register
-from rlconform.envs.torch_reference_env import TorchReferenceEnv, declared_torch_device
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.libraries.torchrl.env_family import NAME
 from rlconform.libraries.torchrl.native_specs import SPEC_ID, declare_torch_native
+
+if TYPE_CHECKING:
+    from rlconform.envs.torch_reference_env import TorchReferenceEnv
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 DEVICE = "cpu"
 _REQUIRES = ("torchrl", "tensordict", "gymnasium", "torch")
@@ -54,6 +56,8 @@ _NUMPY_DEFAULT = (
 
 
 def _torch_env(env_fn: EnvFn) -> TorchReferenceEnv:
+    from rlconform.envs.torch_reference_env import TorchReferenceEnv, declared_torch_device
+
     env = TorchReferenceEnv(env_fn(), DEVICE)
     assert declared_torch_device(env) == DEVICE
     return env
@@ -74,18 +78,6 @@ def _tensor_actions(env_fns: Sequence[EnvFn]) -> Any:
     return gym_wrapper(env_fns, convert_actions_to_numpy=False)
 
 
-class NumpyRoundTrip(gymnasium.Wrapper[Any, Any, Any, Any]):
-    """Planted bug: takes each action through NumPy and back before the torch-native env gets it,
-    casting on the way (``np.asarray(action, dtype=np.float64)``, as a normalising helper does) and
-    landing on the CPU whatever the env's device."""
-
-    def step(self, action: Any) -> Any:
-        import torch
-
-        array = np.asarray(action.detach().cpu().numpy(), dtype=np.float64)
-        return self.env.step(torch.from_numpy(array))
-
-
 def correct(env_fns: Sequence[EnvFn]) -> Any:
     """The control: tensors passed as they are, Discrete actions as indices."""
     return gym_wrapper(env_fns, convert_actions_to_numpy=False, categorical_action_encoding=True)
@@ -93,6 +85,8 @@ def correct(env_fns: Sequence[EnvFn]) -> Any:
 
 def numpy_round_trip(env_fns: Sequence[EnvFn]) -> Any:
     from torchrl.envs import GymWrapper
+
+    from rlconform.libraries.torchrl.planted_native import NumpyRoundTrip
 
     env = _torch_env(env_fns[0])
     wrapped = NumpyRoundTrip(env)
@@ -104,7 +98,7 @@ _SOURCE = "GymWrapper(TorchReferenceEnv(env_fns[0](), {device!r}){kwargs})"
 
 
 def _system(id: str, title: str, build: Any, source: str, kind: Any = "library", **extra: Any) -> None:
-    register(
+    SYSTEMS.add(
         System(
             id=id,
             family=NAME,
@@ -138,7 +132,8 @@ _system(
 )
 _system(
     "planted.torchrl.TorchNative.NumpyRoundTrip",
-    "planted bug: " + (NumpyRoundTrip.__doc__ or "").split("\n")[0],
+    # the first line of NumpyRoundTrip's docstring (planted_native.py needs Gymnasium to import)
+    "planted bug: Planted bug: takes each action through NumPy and back before the torch-native env gets it,",
     numpy_round_trip,
     "torchrl_native.numpy_round_trip(env_fns)",
     kind="planted",

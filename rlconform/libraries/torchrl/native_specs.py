@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.spec import TORCHRL_FAMILY, Checker, Outcome, spec
+from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.specs.dtypes import expect_actions_received
+from rlconform.specs.families import TORCHRL_FAMILY
 
 if TYPE_CHECKING:
-    from rlconform.core.runner import Run
     from rlconform.core.system import System
+    from rlconform.envs.driver import Run
 
 SPEC_ID = "torchrl.actions_reach_env_natively"
 

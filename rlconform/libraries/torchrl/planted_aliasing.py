@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 
-FAMILY = "torchrl.EnvBase"
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
+
+FAMILY_NAME = "torchrl.EnvBase"
 _REQUIRES = ("torchrl", "tensordict", "gymnasium")
 _IMPORTS = ("from rlconform.libraries.torchrl import planted_aliasing as planted",)
 
@@ -93,10 +96,10 @@ def _register() -> None:
             "GymWrapper returning float64 rewards while its reward_spec declares float32",
         ),
     ):
-        register(
+        SYSTEMS.add(
             System(
                 id=f"planted.{name}",
-                family=FAMILY,
+                family=FAMILY_NAME,
                 title=f"planted bug: {name.removeprefix('torchrl_').replace('_', ' ')} (GymWrapper)",
                 build=build,
                 source=f"planted.{build.__name__}(env_fns)",
@@ -111,3 +114,40 @@ def _register() -> None:
 
 
 _register()
+
+
+# ------------------------------------------------------------------------------- specificity
+
+_EXACT = "transitions.exact"
+#: TorchRL GymWrapper's own findings E1 and E2 (FINDINGS.md), inherited by bugs planted on it
+_GYM_WRAPPER_FINDINGS = ("api.wrong_size_batch_rejected", "api.valid_calls_succeed")
+
+#: For every planted bug of the torchrl library, the exact set of specs it fails; every other spec
+#: that applies must pass (tests/specs/test_specificity.py)
+MUST_FAIL: dict[str, frozenset[str]] = {
+    f"planted.{name}": frozenset(specs)
+    for name, specs in {
+        # TorchRL GymWrapper bugs (this module) inherit the findings of the GymWrapper
+        # they are built on (FINDINGS.md E1: a wrong-size batch is accepted; E2: a one-component
+        # MultiDiscrete action raises TypeError), which are no defect of theirs
+        "torchrl_reuses_obs_buffer": (
+            "aliasing.torchrl_returned_data",
+            # the recipe reads next observations from the reused buffer, already overwritten by
+            # the reset: every transition read across an episode end is wrong
+            "continuity.fresh_first_obs",
+            "flags.terminated",
+            "flags.truncated",
+            "terminal.final_obs",
+            _EXACT,
+            *_GYM_WRAPPER_FINDINGS,
+        ),
+        "torchrl_meta_leaf": ("torchrl.device", *_GYM_WRAPPER_FINDINGS),
+        "torchrl_float64_reward": ("dtype.rewards_flags", *_GYM_WRAPPER_FINDINGS),
+        # native.py, collectors.py, replay_buffers.py
+        "torchrl.TorchNative.NumpyRoundTrip": ("torchrl.actions_reach_env_natively", "dtype.rewards_flags"),
+        "torchrl.Collector.DropsLastFrame": ("collector.frame_accounting",),
+        "torchrl.Collector.RecordsResetStep": ("collector.transitions",),
+        "torchrl.Collector.StaleCopy": ("collector.policy_updates",),
+        "torchrl.SliceBuffer.IgnoresEpisodeEnds": ("replay.slices_within_episode",),
+    }.items()
+}

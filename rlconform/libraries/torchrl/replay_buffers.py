@@ -22,11 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from rlconform.core.family import register_family
 from rlconform.core.plan import Case, Op, Reset
-from rlconform.core.scenarios import register_case_strategy
 from rlconform.core.spec import Checker, Outcome, spec
-from rlconform.core.system import Capabilities, EnvFn, System, register
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.spaces import Decoded
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.frames import (
@@ -42,7 +40,10 @@ from rlconform.libraries.torchrl.frames import (
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from rlconform.core.runner import Run, Session
+    from rlconform.envs.driver import Run, Session
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
 
 FAMILY_NAME = "torchrl.replay"
 FAMILIES = frozenset({FAMILY_NAME})
@@ -150,6 +151,12 @@ class ReplayHarness:
 
 class ReplayFamily(ScenarioFamily):
     name = FAMILY_NAME
+    quiet_loggers = ("torchrl",)
+
+    def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
+        """This family's own cases (a subclass of ``Case`` with the scenario's parameters), not
+        call sequences."""
+        return replay_cases(system)
 
     def execute(self, session: Session, obj: Any, op: Op) -> None:
         case = session.case
@@ -174,8 +181,7 @@ class ReplayFamily(ScenarioFamily):
             record.extra[ROLE] = "sample"
 
 
-FAMILY = register_family(ReplayFamily())
-register_case_strategy(FAMILY_NAME, replay_cases)
+FAMILY = ReplayFamily()
 
 
 # ------------------------------------------------------------------------------------------ spec
@@ -317,7 +323,7 @@ def _register(system_id: str, title: str, factory: BufferFactory, **kwargs: Any)
 
         return ReplayHarness(list(env_fns), factory)
 
-    register(
+    SYSTEMS.add(
         System(
             id=system_id,
             family=FAMILY_NAME,

@@ -1,4 +1,4 @@
-"""Family ``isaaclab.torch``: Isaac Lab envs and wrappers checked vectorized, in torch, at scale.
+"""The specs of family ``isaaclab.torch`` (the torch tier, :mod:`rlconform.libraries.isaaclab.torch_tier`).
 
 A system of this family is a :class:`~rlconform.libraries.isaaclab.session.Target`: a ``(num_envs,
 device)`` factory (the bundled torch-vectorized reference env, a real task, or a user's env),
@@ -16,15 +16,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rlconform.core.impact import Impact
-from rlconform.core.scenarios import register_case_strategy
-from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.core.spec import Checker, Outcome, Spec, spec, spec_of
 from rlconform.core.system import System
 from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
-from rlconform.libraries.isaaclab.session import PATTERNS, Target, TorchCase, TorchRun, drive
+from rlconform.libraries.isaaclab.session import Target, TorchRun
 
 if TYPE_CHECKING:
-    from hypothesis.strategies import SearchStrategy
+    pass
 
 NAME = "isaaclab.torch"
 TRANSITIONS = "isaaclab.transitions"
@@ -41,47 +40,6 @@ def target_of(system: System) -> Target:
         return TARGETS[system.id]
     except KeyError:
         raise KeyError(f"{system.id} is not an {NAME} system") from None
-
-
-def cases(system: System) -> SearchStrategy[TorchCase]:
-    from hypothesis import strategies as st
-
-    return st.builds(
-        TorchCase,
-        seed=st.integers(0, 2**16),
-        action_seed=st.integers(0, 2**16),
-        steps=st.integers(1, 40),
-        pattern=st.sampled_from(PATTERNS),
-    )
-
-
-register_case_strategy(NAME, cases)
-
-
-def execute(system: System, case: TorchCase) -> TorchRun:
-    return drive(target_of(system), case)
-
-
-def reproducer(system: System, spec_id: str, case: TorchCase) -> str:
-    target = target_of(system)
-    through = f" through {wr.driver_for(target.wrapper).title}" if target.wrapper else ""
-    build = f", num_envs={target.num_envs}, device={target.device!r}" if system.kind == "user" else ""
-    return f'''"""rlconform reproducer: {system.id} violates {spec_id}.
-
-{system.title}: {target.num_envs} sub-envs on {target.device}{through}, reset with seed {case.seed},
-stepped {case.steps} times with {case.pattern} torch actions (generator seed {case.action_seed})
-under rlconform's contract monitor.
-"""
-from rlconform.libraries.isaaclab.replay import replay
-from rlconform.libraries.isaaclab.session import TorchCase
-
-case = {case!r}
-
-if __name__ == "__main__":
-    violations = replay({system.id!r}, case, {spec_id!r}{build})
-    print("\\n".join(violations) or "no violation")
-    raise SystemExit(1 if violations else 0)
-'''
 
 
 # ------------------------------------------------------------------------------------- specs
@@ -204,7 +162,7 @@ _IMPACTS: dict[str, Impact] = {
 }
 
 
-def _register(spec_id: str) -> None:
+def _spec(spec_id: str) -> Spec:
     statement, rationale, applies = _TEXTS[spec_id]
 
     def check(run: TorchRun) -> Outcome:
@@ -219,10 +177,10 @@ def _register(spec_id: str) -> None:
         families=frozenset({NAME}),
         applies=applies,
     )(check)
+    return spec_of(check)
 
 
 #: registered by rlconform.libraries.isaaclab.device_specs for both Isaac Lab families
 SHARED = (mon.ACTIONS, mon.OUTPUTS)
-for _spec_id in (*mon.MONITOR_SPECS, *wr.WRAPPER_SPECS, *MODEL_SPECS):
-    if _spec_id not in SHARED:
-        _register(_spec_id)
+#: this module's specs, read by the catalog (the device specs are rlconform.libraries.isaaclab.device_specs)
+SPECS = [_spec(spec_id) for spec_id in (*mon.MONITOR_SPECS, *wr.WRAPPER_SPECS, *MODEL_SPECS) if spec_id not in SHARED]

@@ -1,0 +1,335 @@
+"""The env-author specs (``env.*``): what holds for any env, bare and through every installed stack."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlconform.core.compare import first_difference
+from rlconform.core.plan import Reset, Step
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.core.trace import CallRecord
+from rlconform.envs.driver import Run
+from rlconform.libraries.envauthor.family import EnvRun, StackResult, stacks_not_run
+from rlconform.libraries.envauthor.torch_envs import (
+    is_scalar_tensor,
+    is_tensor,
+    leaves,
+    tensor_signature,
+    to_numpy,
+)
+from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV_FAMILY
+
+if TYPE_CHECKING:
+    pass
+
+FAMILIES = frozenset({USER_ENV_FAMILY})
+
+
+def _outputs(call: CallRecord) -> tuple[Any, ...]:
+    result = call.result_snapshot
+    if isinstance(result, tuple) and len(result) == 5:
+        return (result[0], result[1], result[2], result[3])
+    if isinstance(result, tuple) and len(result) == 2:
+        return (result[0],)
+    return (result,)
+
+
+def _segments(run: Run) -> list[list[CallRecord]]:
+    segments: list[list[CallRecord]] = []
+    for call in run.calls:
+        if isinstance(call.op, Reset) and not call.implied:
+            segments.append([])
+        if segments:
+            segments[-1].append(call)
+    return segments
+
+
+@spec(
+    "env.api_shape",
+    impact="api-contract",
+    statement="reset returns (obs, info dict) and step returns (obs, reward, terminated, truncated, info dict) with a real-number reward and bool flags (one-element tensors for a torch-native env, which keeps each tensor's dtype and device from call to call).",
+    rationale="Every library reads the Gymnasium 5-tuple positionally; a 4-tuple, a list or an array flag breaks them in different, silent ways; a torch-native env whose tensors change dtype or device mid-run breaks the buffers allocated from its first outputs.",
+    families=FAMILIES,
+)
+def env_api_shape(run: EnvRun) -> Outcome:
+    from rlconform.envs.driver import reference_family
+    from rlconform.specs.dtypes import _type_of
+
+    ck = Checker("env.api_shape")
+    if not run.usable:
+        return ck.done()
+    assert run.first is not None
+    family = reference_family(GYMNASIUM_ENV)
+    native = run.torch_device is not None
+    #: a torch-native env's tensors: output role -> (signature, call source) of its first call
+    first_seen: dict[str, tuple[str, str]] = {}
+    for call in run.first.calls:
+        if call.failed:
+            ck.fail(f"{call.source} raised {call.error_type}: {call.error_message}", call=call.position)
+            continue
+        problems = family.api_problems(call, 1)
+        if not problems and isinstance(call.op, Step):
+            _, reward, terminated, truncated, _ = call.result_live
+            if not _is_reward(reward, native):
+                problems.append(f"the reward is {_type_of(reward)}")
+            for name, flag in (("terminated", terminated), ("truncated", truncated)):
+                if not _is_flag(flag, native):
+                    problems.append(f"{name} is {_type_of(flag)}, not a bool")
+        if not problems and native:
+            problems += _tensor_drift(call, run.torch_device, first_seen)
+        ck.expect(not problems, f"{call.source}: " + "; ".join(problems), call=call.position)
+    return ck.done()
+
+
+def _is_reward(reward: Any, native: bool) -> bool:
+    if native and is_scalar_tensor(reward, boolean=False):
+        return True
+    return isinstance(reward, (int, float, np.integer, np.floating)) and not isinstance(reward, (bool, np.bool_))
+
+
+def _is_flag(flag: Any, native: bool) -> bool:
+    return isinstance(flag, (bool, np.bool_)) or (native and is_scalar_tensor(flag, boolean=True))
+
+
+def _tensor_drift(call: CallRecord, device: str | None, first_seen: dict[str, tuple[str, str]]) -> list[str]:
+    """Where a torch-native env's call returns a tensor on another device than its first
+    observation's, or of another dtype or device than the same output of its first call."""
+    result = call.result_live
+    roles = {"obs": result[0]}
+    if isinstance(call.op, Step):
+        roles |= {"reward": result[1], "terminated": result[2], "truncated": result[3]}
+    problems = []
+    for role, value in roles.items():
+        for path, leaf in leaves(value, role):
+            signature = tensor_signature(leaf)
+            if is_tensor(leaf) and str(leaf.device) != device:
+                problems.append(f"{path} is on {leaf.device}; the env's first observation was on {device}")
+            seen = first_seen.setdefault(path, (signature, call.source))
+            if seen[0] != signature:
+                problems.append(f"{path} is {signature}; {seen[1]} returned {seen[0]}")
+    return problems
+
+
+@spec(
+    "env.observations_in_space",
+    impact="api-contract",
+    statement="Every observation the env returns is an element of its observation_space, with the space's dtype and shape (a torch-native env's tensors are compared as NumPy arrays).",
+    rationale="Vectorizers allocate buffers from the declared space and cast into them: an observation of another dtype or shape is silently converted, clipped or rejected by one stack and not another.",
+    families=FAMILIES,
+)
+def env_observations_in_space(run: EnvRun) -> Outcome:
+    from rlconform.specs.dtypes import conformance_problem
+
+    ck = Checker("env.observations_in_space")
+    if not run.usable:
+        return ck.done()
+    assert run.first is not None
+    for call in run.first.calls:
+        if call.failed or call.view is None:
+            continue
+        obs = call.view.obs[0]
+        if run.torch_device is not None:
+            obs = to_numpy(obs)
+        problem = conformance_problem(run.observation_space, obs)
+        as_numpy = " (as NumPy)" if run.torch_device is not None else ""
+        ck.expect(
+            problem is None, f"the observation returned by {call.source}{as_numpy} is {problem}", call=call.position
+        )
+    return ck.done()
+
+
+@spec(
+    "env.determinism",
+    impact="reproducibility",
+    statement="Two fresh instances reset with the same seed and given the same actions return the same observations, rewards and flags.",
+    rationale="Seeded reproducibility is what makes experiments, bug reports and vectorized copies comparable; hidden global randomness breaks all three.",
+    families=FAMILIES,
+)
+def env_determinism(run: EnvRun) -> Outcome:
+    ck = Checker("env.determinism")
+    if not run.usable or run.second is None:
+        return ck.done()
+    assert run.first is not None
+    _expect_same_outputs(
+        ck,
+        _segments(run.first)[0],
+        _segments(run.second)[0],
+        lambda call, diff: f"{call.source}: a second instance with the same seed returned something else ({diff})",
+    )
+    return ck.done()
+
+
+def _expect_same_outputs(
+    ck: Checker, first: list[CallRecord], second: list[CallRecord], message: Callable[[CallRecord, str], str]
+) -> None:
+    """Compare two call sequences made with the same seed and actions, up to the first difference
+    (what follows a difference is its consequence, not new information)."""
+    for a, b in zip(first, second, strict=False):
+        if a.failed or b.failed or a.implied != b.implied:
+            break
+        diff = first_difference(_outputs(a), _outputs(b))
+        ck.expect(diff is None, message(b, diff) if diff is not None else "", call=b.position)
+        if diff is not None:
+            break
+
+
+@spec(
+    "env.reset_reproducible",
+    impact="reproducibility",
+    statement="reset(seed=s) on a used instance restarts exactly the trajectory reset(seed=s) started the first time.",
+    rationale="Evaluation loops reseed the same instance; state that survives a seeded reset (a step counter, an RNG created once) makes the evaluation depend on what ran before.",
+    families=FAMILIES,
+)
+def env_reset_reproducible(run: EnvRun) -> Outcome:
+    ck = Checker("env.reset_reproducible")
+    if not run.usable:
+        return ck.done()
+    assert run.first is not None
+    segments = _segments(run.first)
+    if len(segments) < 2:
+        return ck.done()
+    _expect_same_outputs(
+        ck,
+        segments[0],
+        segments[1],
+        lambda call, diff: (
+            f"{call.source} after the second reset(seed={run.case.seed}) differs from the first time ({diff})"
+        ),
+    )
+    return ck.done()
+
+
+@spec(
+    "env.no_aliasing",
+    impact="training-data",
+    statement="The env neither modifies an observation after returning it nor modifies the action it is given.",
+    rationale="Buffers keep returned observations and callers reuse action arrays; an env that writes into either corrupts stored data without an error.",
+    families=FAMILIES,
+)
+def env_no_aliasing(run: EnvRun) -> Outcome:
+    ck = Checker("env.no_aliasing")
+    if not run.usable:
+        return ck.done()
+    assert run.first is not None
+    for call in run.first.calls:
+        if call.failed:
+            continue
+        diff = first_difference(call.result_live, call.result_snapshot)
+        ck.expect(
+            diff is None,
+            f"the result of {call.source} was modified after it was returned ({diff}; now vs then)",
+            call=call.position,
+        )
+        diff = first_difference(call.args_live, call.args_snapshot)
+        ck.expect(
+            diff is None,
+            f"{call.source} modified the action it was given ({diff}; after vs before)",
+            call=call.position,
+        )
+    return ck.done()
+
+
+@spec(
+    "env.step_after_end",
+    impact="reproducibility",
+    statement="Stepping an episode past its end (which Gymnasium leaves undefined) leaves nothing behind: reset(seed=s) afterwards returns what a fresh env's reset(seed=s) returns.",
+    rationale="Vectorizers and buggy loops do step ended episodes; an env whose state leaks through the next seeded reset turns one stray step into an irreproducible run.",
+    families=FAMILIES,
+)
+def env_step_after_end(run: EnvRun) -> Outcome:
+    ck = Checker("env.step_after_end")
+    if not run.usable:
+        return ck.done()
+    info = run.after_end
+    if "error" in info:
+        ck.fail(f"probing a step past the end failed: {info['error']}")
+        return ck.done()
+    if not info.get("ended"):
+        if "no_end" in info:
+            ck.note(f"no episode ended within {info['no_end']:g} s of random actions (RLCONFORM_EPISODE_SECONDS)")
+        return ck.done()
+    ck.expect(
+        info.get("difference") is None,
+        f"after a step past the end ({info.get('step_after_end')}), reset(seed={run.case.seed}) returned something else "
+        f"than a fresh env's reset(seed={run.case.seed}) ({info.get('difference')})",
+    )
+    return ck.done()
+
+
+@spec(
+    "env.stack_equivalence",
+    impact="training-data",
+    statement="Through every installed stack (Gymnasium Sync/Async vector envs in each autoreset mode, SB3 Dummy/Subproc VecEnvs, TorchRL GymWrapper/SerialEnv/ParallelEnv), the transitions extracted with that stack's documented recipe equal the bare env's, from the seeds the stack gave each copy and the actions the stack delivered; a stack that cannot take the env (it rejects it when built or at its first reset, or needs NumPy and the env is torch-native) is named not exercised, and the spec passes when every stack that took the env agrees.",
+    rationale="An env that works bare can break inside a vectorizer: shared class state between copies, observations the stack converts, info keys that collide with the stack's own, flags the stack re-encodes.",
+    families=FAMILIES,
+    expensive=True,
+)
+def env_stack_equivalence(run: EnvRun) -> Outcome:
+    ck = Checker("env.stack_equivalence")
+    if not run.usable:
+        return ck.done()
+    agreed: list[str] = []
+    disagreed: list[str] = []
+    not_exercised = stacks_not_run()
+    for result in run.stacks():
+        if result.incompatible is not None:
+            not_exercised.append(f"{result.stack} not exercised: {result.incompatible}")
+        elif result.unreadable is not None:
+            not_exercised.append(
+                f"{result.stack} not exercised (rlconform cannot read its output: {result.unreadable})"
+            )
+        elif result.cannot_wrap is not None:
+            not_exercised.append(f"{result.stack} not exercised: it cannot wrap this env ({result.cannot_wrap})")
+        elif result.error is not None:
+            ck.outcome.checked += 1
+            disagreed.append(f"{result.stack}: {result.error}")
+        else:
+            problem = _stack_difference(ck, result)
+            (agreed if problem is None else disagreed).append(problem or result.stack)
+    for line in not_exercised:
+        ck.note(line)
+    if disagreed:
+        exercised = len(agreed) + len(disagreed)
+        others = [f"agree: {', '.join(agreed)}" if agreed else "", *not_exercised]
+        ck.fail(
+            f"{len(disagreed)} of {exercised} stacks that ran the env differ from the bare env: "
+            + "; ".join(disagreed)
+            + "".join(f" | {line}" for line in others if line)
+        )
+    elif agreed:
+        ck.note(f"the same transitions as the bare env through {', '.join(agreed)}")
+    return ck.done()
+
+
+def _stack_difference(ck: Checker, result: StackResult) -> str | None:
+    """The first transition where the stack's differs from the bare env's, as one line naming
+    the stack; every compared transition counts as a checked fact."""
+    from rlconform.envs.driver import reference_family
+
+    assert result.run is not None
+    contract = reference_family(result.run.system.family).contract
+    precision = 2e-7 if contract.reward_precision == "float32" else 1e-12
+    for env, (slots, bare) in enumerate(result.pairs):
+        ck.outcome.checked += 1  # the number of transitions
+        if len(slots) != len(bare):
+            return f"{result.stack}: {len(slots)} transitions extracted, the bare env made {len(bare)} (env {env})"
+        for slot, expected in zip(slots, bare, strict=True):
+            ck.outcome.checked += 1  # one transition: observations, reward and flags
+            problems = []
+            for name in ("obs", "next_obs"):
+                diff = first_difference(getattr(slot, name), expected[name])
+                if diff is not None:
+                    problems.append(f"{name} differs ({diff}; stack vs bare)")
+            if slot.reward is None or not np.isclose(slot.reward, expected["reward"], rtol=precision, atol=1e-9):
+                problems.append(f"reward {slot.reward!r} vs {expected['reward']!r}")
+            if slot.terminated != expected["terminated"]:
+                problems.append(f"terminated {slot.terminated} vs {expected['terminated']}")
+            want = contract.expected_truncated(expected["terminated"], expected["truncated"])
+            if slot.truncated != want:
+                problems.append(f"truncated {slot.truncated} vs {want}")
+            if problems:
+                return f"{result.stack}: " + "; ".join(problems) + f" (env {env}, agent step {slot.agent_step})"
+    return None

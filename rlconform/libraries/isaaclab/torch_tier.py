@@ -1,0 +1,114 @@
+"""Family ``isaaclab.torch``: Isaac Lab envs and wrappers checked vectorized, in torch, at scale.
+
+This module holds the family object only; it imports neither torch nor isaaclab, so that
+``--api isaaclab`` without isaaclab installed says so in one line. The systems
+(:mod:`~rlconform.libraries.isaaclab.bundled`), the run (:mod:`~rlconform.libraries.isaaclab.session`)
+and the specs (:mod:`~rlconform.libraries.isaaclab.torch_specs`) load only where isaaclab is
+importable.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rlconform.core.system import Capabilities, System
+from rlconform.specs.families import ISAACLAB_TORCH
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+    from rlconform.core.spec import Spec
+    from rlconform.libraries.isaaclab.session import TorchCase, TorchRun
+
+
+def reproducer(system: System, spec_id: str, case: TorchCase) -> str:
+    from rlconform.libraries.isaaclab import wrappers as wr
+    from rlconform.libraries.isaaclab.torch_specs import target_of
+
+    target = target_of(system)
+    through = f" through {wr.driver_for(target.wrapper).title}" if target.wrapper else ""
+    build = (
+        f", family={TorchTierFamily.api!r}, num_envs={target.num_envs}, device={target.device!r}"
+        if system.kind == "user"
+        else ""
+    )
+    return f'''"""rlconform reproducer: {system.id} violates {spec_id}.
+
+{system.title}: {target.num_envs} sub-envs on {target.device}{through}, reset with seed {case.seed},
+stepped {case.steps} times with {case.pattern} torch actions (generator seed {case.action_seed})
+under rlconform's contract monitor.
+"""
+from rlconform.replay import TorchCase, replay
+
+case = {case!r}
+
+if __name__ == "__main__":
+    violations = replay({system.id!r}, case, {spec_id!r}{build})
+    raise SystemExit(1 if violations else 0)
+'''
+
+
+class TorchTierFamily:
+    """Family ``isaaclab.torch`` (``--api isaaclab``): a ``(num_envs, device)`` factory driven
+    with torch actions under the contract monitor."""
+
+    name = ISAACLAB_TORCH
+    api = "isaaclab"
+    factory_signature = "(num_envs: int, device: str) -> env following DirectRLEnv's step/reset contract"
+    quiet_loggers: tuple[str, ...] = ()
+    user_options = ("num_envs", "device")
+
+    def run_case(self, system: System, case: Any, *, with_model: bool) -> TorchRun:
+        from rlconform.libraries.isaaclab.session import drive
+        from rlconform.libraries.isaaclab.torch_specs import target_of
+
+        return drive(target_of(system), case)
+
+    def cases(self, system: System, scenario: str) -> SearchStrategy[TorchCase]:
+        from hypothesis import strategies as st
+
+        from rlconform.libraries.isaaclab.session import PATTERNS, TorchCase
+
+        return st.builds(
+            TorchCase,
+            seed=st.integers(0, 2**16),
+            action_seed=st.integers(0, 2**16),
+            steps=st.integers(1, 40),
+            pattern=st.sampled_from(PATTERNS),
+        )
+
+    def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
+        return reproducer(system, spec.id, case)
+
+    def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
+        print(f"system: {run.system.id} ({run.system.title}), {case}", file=stream)
+        if run.build_error is not None:
+            print(f"build error: {run.build_error}", file=stream)
+
+    def check_factory(self, signature: inspect.Signature) -> None:
+        signature.bind(1, "cpu")
+
+    def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+        from rlconform.libraries.isaaclab.user import torch_system
+
+        return torch_system(fn, reference, num_envs=options.get("num_envs"), device=options.get("device"))
+
+    def companions(self, system: System) -> list[System]:
+        """Beside a user's env: the reference env on the same device, through the same DirectRLEnv
+        code, with the exact checks only decodable observations allow."""
+        from rlconform.libraries.isaaclab.torch_specs import target_of
+        from rlconform.libraries.isaaclab.user import reference_system
+
+        return [reference_system(target_of(system).device)]
+
+    def probe_factory(self, system: System) -> tuple[bool, Capabilities]:
+        from rlconform.core.user import returned_type, spawns_workers
+
+        required = ("reset", "step", "num_envs", "device")
+        spawned = spawns_workers(system, lambda: system.build([]), required, returned_type(self.factory_signature))
+        return spawned, system.capabilities
+
+
+FAMILY = TorchTierFamily()
