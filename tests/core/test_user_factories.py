@@ -309,7 +309,7 @@ def test_bad_input_from_a_raising_factory_keeps_a_self_contained_first_line_on_t
     (tmp_path / "userfac.py").write_text(
         "def make(env_fns):\n    assert not env_fns, 'expected no envs'\n",
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), str(tmp_path)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), str(tmp_path)])}
     result = subprocess.run(
         [
             sys.executable,

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "downstream"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "downstream"
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from corpus.judgements import JUDGEMENTS
 from corpus.stacks import CORPUS, Entry
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PINS: dict[str, dict[str, str]] = json.loads((ROOT / "corpus" / "verdicts.json").read_text(encoding="utf-8"))
 
 

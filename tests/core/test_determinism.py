@@ -33,7 +33,7 @@ from rlconform.core.search import Verdict, check_spec
 from rlconform.core.spec import all_specs
 from rlconform.core.system import all_systems
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 VECFACTORY = '''
 import gymnasium

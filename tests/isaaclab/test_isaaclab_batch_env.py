@@ -68,7 +68,7 @@ def test_planted_variant_is_caught(variant: str, num_envs: int) -> None:
 
 
 def test_variants_registry() -> None:
-    # the other variants plant bugs of the contract monitor's specs (tests/test_isaaclab_torch.py)
+    # the other variants plant bugs of the contract monitor's specs (tests/isaaclab/test_isaaclab_torch.py)
     assert {"reference", *EXPECTED_SPEC} <= set(VARIANTS)
     assert all(issubclass(cls, BatchStampEnv) for cls in VARIANTS.values())
 

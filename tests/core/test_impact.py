@@ -39,7 +39,7 @@ from rlconform.reports.results import Results, header_lines, render_failures
 # snapshot dropped it crashes the interpreter, so it is imported once here (as test_plugin does)
 header_lines(get_profile("ci"), None)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BASELINES = sorted((ROOT / "matrix" / "baseline").glob("*.json.gz"))
 
 PLANTS = """

@@ -1,6 +1,6 @@
 """The verdicts rlconform reaches on TorchRL, pinned at the versions in constraints.txt.
 
-As in ``tests/test_real_findings.py``: each finding is listed in FINDINGS.md (section "TorchRL
+As in ``tests/sb3/test_real_findings.py``: each finding is listed in FINDINGS.md (section "TorchRL
 0.14.1 — envs and transitions") and each control is a TorchRL system that conforms where the question is delicate. The
 findings are pinned on the small cases the search shrank them to (deterministic and fast; the
 search itself runs in ``rlconform run --system 'torchrl.*'``). The controls are searched with a

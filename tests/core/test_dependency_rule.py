@@ -1,0 +1,359 @@
+"""The dependency rule: a module lives with the library whose absence would skip it.
+
+Every module of the package is parsed (nothing is imported) and every import it makes is read:
+module-level and inside functions, ``import x``, ``from x import y`` (``from rlconform.pkg import
+module`` resolved to the module), relative imports, ``importlib.import_module("x")``, and imports
+under ``TYPE_CHECKING`` (a type a layer names is a dependency of that layer too). Then:
+
+(a) ``rlconform/core`` imports no package of ``rlconform.libraries`` and no optional library;
+(b) ``rlconform/envs``, ``rlconform/specs`` and ``rlconform/reports`` import no package of
+    ``rlconform.libraries`` (they may use an optional library themselves);
+(c) a package of ``rlconform.libraries`` imports another one only along an edge declared, with its
+    reason, in ``ALLOWED``; an edge the code no longer uses must leave the table.
+
+The front-ends (``cli``, ``plugin``, ``testing``, ``replay``) may import anything. Last, a fresh
+interpreter in which every optional library is unimportable imports every module of
+``rlconform/core``: the rule holds for what actually runs, transitive imports included.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "rlconform"
+
+#: the optional libraries (top-level import names); Isaac Lab's own packages (isaaclab_rl,
+#: isaaclab_tasks, ...) count as isaaclab
+OPTIONAL = ("gymnasium", "gym", "torch", "tensordict", "torchrl", "stable_baselines3", "isaaclab", "rsl_rl")
+
+#: layers that must not import a package of rlconform.libraries (rule b; core is rule a)
+LIBRARY_FREE = ("envs", "specs", "reports")
+
+#: (importing library package, imported library package): why the first needs the second. Every
+#: edge here is one the code uses today (test_every_allowed_edge_is_used); remove one once unused.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("sb3", "gymnasium"): (
+        "SB3 requires Gymnasium: the SB3 VecEnv models reuse the Gymnasium vector model's rows and "
+        "running statistics (sb3/model.py) and its model selection (sb3/vecenv_family.py)"
+    ),
+    ("torchrl", "gymnasium"): (
+        "TorchRL's GymWrapper and GymEnv wrap Gymnasium envs and vector envs: the TorchRL env family "
+        "reads the Gymnasium families' autoreset modes and action rendering (torchrl/env_family.py)"
+    ),
+    ("gymnasium", "sb3"): (
+        "the catalogue of planted bugs and reference systems kept under gymnasium includes the SB3 "
+        "VecEnv models (gymnasium/planted.py, gymnasium/reference_systems.py)"
+    ),
+    ("gymnasium", "envauthor"): (
+        "gymnasium/planted.py registers env-author mode's planted user envs (envauthor/sample_envs.py)"
+    ),
+    ("envauthor", "torchrl"): (
+        "env-author mode runs the user's env through every installed stack, TorchRL's among them "
+        "(GymWrapper, torch-native stacks, TorchRL's unsupported spaces: envauthor/family.py)"
+    ),
+    ("isaaclab", "torchrl"): (
+        "the Isaac Lab families declare torch-native actions with the TorchRL family's native specs "
+        "(declare_torch_native: isaaclab/direct_family.py, rsl_rl_family.py, wrapper_systems.py)"
+    ),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import a module makes: ``target`` is the module it imports, resolved."""
+
+    module: str
+    line: int
+    target: str
+    statement: str
+    where: str
+
+    def __str__(self) -> str:
+        path = MODULES[self.module].relative_to(ROOT) if self.module in MODULES else self.module
+        return f"{path}:{self.line}: {self.statement}  ({self.where})"
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+class _Collector(ast.NodeVisitor):
+    def __init__(self, module: str, is_package: bool, known: dict[str, Path]) -> None:
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.known = known
+        self.scope: list[str] = []
+        self.functions = 0
+        self.type_checking = 0
+        self.found: list[Import] = []
+
+    def _where(self) -> str:
+        where = f"in {'.'.join(self.scope)}()" if self.functions else "module level"
+        return where + (", under TYPE_CHECKING" if self.type_checking else "")
+
+    def _add(self, node: ast.AST, target: str, statement: str) -> None:
+        self.found.append(Import(self.module, getattr(node, "lineno", 0), target, statement, self._where()))
+
+    def _scoped(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, function: bool) -> None:
+        self.scope.append(node.name)
+        self.functions += function
+        self.generic_visit(node)
+        self.functions -= function
+        self.scope.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._scoped(node, function=False)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._scoped(node, function=True)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._scoped(node, function=True)
+
+    def visit_If(self, node: ast.If) -> None:
+        if not _is_type_checking(node.test):
+            self.generic_visit(node)
+            return
+        self.visit(node.test)
+        self.type_checking += 1
+        for child in node.body:
+            self.visit(child)
+        self.type_checking -= 1
+        for child in node.orelse:
+            self.visit(child)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(node, alias.name, f"import {alias.name}")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            base = self.package.split(".")
+            base = base[: len(base) - (node.level - 1)]
+            source = ".".join([*base, *([node.module] if node.module else [])])
+        else:
+            source = node.module or ""
+        written = "." * node.level + (node.module or "")
+        for alias in node.names:
+            submodule = f"{source}.{alias.name}"
+            # `from rlconform.pkg import module` imports the module; `from pkg import name` the package
+            target = submodule if submodule in self.known else source
+            self._add(node, target, f"from {written} import {alias.name}")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        function = node.func
+        name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
+        if name in ("import_module", "__import__") and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                self._add(node, first.value, ast.unparse(node))
+        self.generic_visit(node)
+
+
+def imports_of(module: str, source: str, is_package: bool = False, known: dict[str, Path] = MODULES) -> list[Import]:
+    """Every import ``source`` (the text of ``module``) makes, wherever it makes it."""
+    collector = _Collector(module, is_package, known)
+    collector.visit(ast.parse(source, filename=module))
+    return collector.found
+
+
+def all_imports() -> Iterator[Import]:
+    for module, path in MODULES.items():
+        yield from imports_of(module, path.read_text(encoding="utf-8"), path.name == "__init__.py")
+
+
+def layer(module: str) -> str:
+    """core, envs, specs, reports, cli, ... for a module of rlconform; "libraries.NAME" for a
+    library package; "" for anything outside rlconform."""
+    parts = module.split(".")
+    if parts[0] != "rlconform":
+        return ""
+    if len(parts) >= 3 and parts[1] == "libraries":
+        return f"libraries.{parts[2]}"
+    return parts[1] if len(parts) > 1 else "rlconform"
+
+
+def optional_library(target: str) -> str | None:
+    top = target.partition(".")[0]
+    if top in OPTIONAL:
+        return top
+    return "isaaclab" if top.startswith("isaaclab_") else None
+
+
+def imports_library_package(target: str) -> bool:
+    return target == "rlconform.libraries" or target.startswith("rlconform.libraries.")
+
+
+def _report(title: str, offending: list[Import]) -> str:
+    return f"{title} ({len(offending)}):\n" + "\n".join(f"  {imp}  -> {imp.target}" for imp in offending)
+
+
+def test_the_package_is_read_whole() -> None:
+    layers = {layer(module) for module in MODULES}
+    assert {"core", "envs", "specs", "reports"} <= layers, layers
+    libraries = {name for name in layers if name.startswith("libraries.")}
+    assert {f"libraries.{name}" for name in ("gymnasium", "sb3", "torchrl", "isaaclab", "envauthor")} <= libraries
+
+
+def test_the_collector_sees_every_import_form() -> None:
+    known = {name: Path() for name in ("rlconform.core.x", "rlconform.libraries.gymnasium", "rlconform.core.plan")}
+    source = textwrap.dedent(
+        """
+        import torch.nn as nn
+        from typing import TYPE_CHECKING
+        from rlconform.libraries import gymnasium
+        from . import plan
+        from .plan import Case
+        if TYPE_CHECKING:
+            from tensordict import TensorDict
+        class C:
+            def f(self):
+                import stable_baselines3
+                importlib.import_module("isaaclab_rl.rsl_rl")
+        """
+    )
+    found = [(imp.line, imp.target, imp.where) for imp in imports_of("rlconform.core.x", source, known=known)]
+    assert found == [
+        (2, "torch.nn", "module level"),
+        (3, "typing", "module level"),
+        (4, "rlconform.libraries.gymnasium", "module level"),
+        (5, "rlconform.core.plan", "module level"),
+        (6, "rlconform.core.plan", "module level"),
+        (8, "tensordict", "module level, under TYPE_CHECKING"),
+        (11, "stable_baselines3", "in C.f()"),
+        (12, "isaaclab_rl.rsl_rl", "in C.f()"),
+    ]
+    assert [optional_library(target) for _, target, _ in found] == [
+        "torch",
+        None,
+        None,
+        None,
+        None,
+        "tensordict",
+        "stable_baselines3",
+        "isaaclab",
+    ]
+
+
+def test_core_imports_no_library_package_and_no_optional_library() -> None:
+    """Rule (a): rlconform/core is library-agnostic."""
+    offending = [
+        imp
+        for imp in all_imports()
+        if layer(imp.module) == "core" and (imports_library_package(imp.target) or optional_library(imp.target))
+    ]
+    assert not offending, _report("rlconform/core imports a library package or an optional library", offending)
+
+
+def test_envs_specs_and_reports_import_no_library_package() -> None:
+    """Rule (b): the reference envs, the cross-family specs and the reports know no library package."""
+    offending = [
+        imp for imp in all_imports() if layer(imp.module) in LIBRARY_FREE and imports_library_package(imp.target)
+    ]
+    assert not offending, _report(f"rlconform/{{{','.join(LIBRARY_FREE)}}} import a library package", offending)
+
+
+def _library_edges() -> Iterator[tuple[tuple[str, str], Import]]:
+    for imp in all_imports():
+        importer, imported = layer(imp.module), layer(imp.target)
+        if importer.startswith("libraries.") and imported.startswith("libraries.") and importer != imported:
+            yield (importer.removeprefix("libraries."), imported.removeprefix("libraries.")), imp
+
+
+def test_library_packages_import_each_other_only_as_declared() -> None:
+    """Rule (c): an edge between two library packages is declared in ALLOWED with its reason."""
+    offending = [imp for edge, imp in _library_edges() if edge not in ALLOWED]
+    assert not offending, _report(
+        "a library package imports another one along an edge ALLOWED does not declare", offending
+    )
+
+
+def test_every_allowed_edge_is_used() -> None:
+    """ALLOWED says what the code does: an edge no import uses any more leaves the table."""
+    used = {edge for edge, _ in _library_edges()}
+    assert not set(ALLOWED) - used, f"declared but unused (remove from ALLOWED): {sorted(set(ALLOWED) - used)}"
+
+
+UNIMPORTABLE = textwrap.dedent(
+    """
+    import importlib, importlib.abc, os, sys, traceback
+
+    BLOCKED = set(sys.argv[1].split(","))
+
+    def blocked(name):
+        top = name.partition(".")[0]
+        return top in BLOCKED or top.startswith("isaaclab_")
+
+    class Unimportable(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if blocked(name):
+                raise ModuleNotFoundError(f"No module named {name!r} (unimportable in this test)", name=name)
+            return None
+
+    already = sorted(name for name in sys.modules if blocked(name))
+    if already:
+        sys.exit(f"imported before the test could block them: {already}")
+    sys.meta_path.insert(0, Unimportable())
+    for name in BLOCKED:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError:
+            pass
+        else:
+            sys.exit(f"{name} could still be imported")
+    import rlconform
+
+    if not os.path.realpath(rlconform.__file__).startswith(sys.argv[2]):
+        sys.exit(f"rlconform imported from {rlconform.__file__}, not from {sys.argv[2]}")
+    failures = []
+    for module in sys.argv[3:]:
+        try:
+            importlib.import_module(module)
+        except BaseException as error:
+            failures.append(f"{module}: {type(error).__name__}: {error}\\n" + traceback.format_exc(limit=-6))
+    leaked = sorted(name for name in sys.modules if blocked(name))
+    if leaked:
+        failures.append(f"optional libraries in sys.modules after the imports: {leaked}")
+    if failures:
+        sys.exit("\\n".join(failures))
+    print(f"imported {len(sys.argv) - 3} modules")
+    """
+)
+
+
+def test_every_core_module_imports_without_any_optional_library(tmp_path: Path) -> None:
+    """A fresh interpreter where every optional library raises ModuleNotFoundError imports all of
+    rlconform/core (and rlconform/__init__.py with it)."""
+    core = [module for module in MODULES if layer(module) == "core"]
+    assert "rlconform.core" in core and len(core) > 1, core
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", UNIMPORTABLE, ",".join(OPTIONAL), str(PACKAGE), *core],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"imported {len(core)} modules" in result.stdout
