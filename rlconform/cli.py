@@ -203,8 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _list() -> int:
     from rlconform.core.catalog import current
 
-    for library, reason in current().unavailable():
-        print(f"library {library}: {reason}; its families, systems and specs are not listed")
+    for library, why in current().unavailable():
+        print(f"library {library}: {why}; its families, systems and specs are not listed")
     for system in all_systems():
         if system.kind == "planted":
             continue

@@ -96,6 +96,9 @@ class System:
     #: Gymnasium lacks, say); None: it has. Asked at run time: the compatibility matrix runs the
     #: same registry against several releases.
     availability: Callable[[], str | None] | None = None
+    #: the device of the torch-native env the system is built around (its envs return torch
+    #: tensors and want them back); None: NumPy envs
+    torch_native: str | None = None
     #: value changes the user declared to be on purpose (rlconform.core.intents): the specs accept
     #: them and list them as "changed as declared" instead of failing
     intended: frozenset[str] = frozenset()

@@ -319,8 +319,7 @@ class ActionCodec:
 
     @classmethod
     def for_script(cls, case: Case) -> ActionCodec:
-        from rlconform.envs.spaces import batch_actions
-        from rlconform.libraries.gymnasium.env_family import single_action
+        from rlconform.envs.spaces import batch_actions, single_action
 
         spec = case.script.action
         return cls(functools.partial(single_action, spec), functools.partial(batch_actions, spec), reference_units=True)

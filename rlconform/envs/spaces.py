@@ -387,3 +387,10 @@ def batch_actions(spec: ActSpec, values: Sequence[ActionValue]) -> np.ndarray:
 def array_literal(array: np.ndarray) -> str:
     """Python source that rebuilds ``array`` exactly (for reproducers)."""
     return f"np.array({array.tolist()!r}, dtype=np.{array.dtype})"
+
+
+def single_action(spec: ActSpec, value: ActionValue) -> Any:
+    """The action object a correct caller passes to ``env.step``."""
+    if isinstance(spec, DiscreteAction):
+        return np.int64(value)  # type: ignore[arg-type]
+    return spec.to_array(value)

@@ -237,9 +237,7 @@ def _action_problem(space: Any, receipt: Any) -> str | None:
 def _numpy_env(system: System) -> str | None:
     """A torch-native env wants torch tensors, which are not elements of a Gymnasium space:
     ``torchrl.actions_reach_env_natively`` checks what such an env receives instead."""
-    from rlconform.libraries.torchrl.native_specs import declared_device
-
-    if declared_device(system) is not None:
+    if system.torch_native is not None:
         return "the env is torch-native: torchrl.actions_reach_env_natively checks the actions it receives"
     return None
 

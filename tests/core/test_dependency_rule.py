@@ -48,20 +48,9 @@ ALLOWED: dict[tuple[str, str], str] = {
         "TorchRL's GymWrapper and GymEnv wrap Gymnasium envs and vector envs: the TorchRL env family "
         "reads the Gymnasium families' autoreset modes and action rendering (torchrl/env_family.py)"
     ),
-    ("gymnasium", "sb3"): (
-        "the catalogue of planted bugs and reference systems kept under gymnasium includes the SB3 "
-        "VecEnv models (gymnasium/planted.py, gymnasium/reference_systems.py)"
-    ),
-    ("gymnasium", "envauthor"): (
-        "gymnasium/planted.py registers env-author mode's planted user envs (envauthor/sample_envs.py)"
-    ),
     ("envauthor", "torchrl"): (
         "env-author mode runs the user's env through every installed stack, TorchRL's among them "
         "(GymWrapper, torch-native stacks, TorchRL's unsupported spaces: envauthor/family.py)"
-    ),
-    ("isaaclab", "torchrl"): (
-        "the Isaac Lab families declare torch-native actions with the TorchRL family's native specs "
-        "(declare_torch_native: isaaclab/direct_family.py, rsl_rl_family.py, wrapper_systems.py)"
     ),
 }
 

@@ -19,19 +19,12 @@ from rlconform.core.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
-from rlconform.envs.spaces import ActionValue, ActSpec, DiscreteAction, array_literal
+from rlconform.envs.spaces import array_literal
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
-
-
-def single_action(spec: ActSpec, value: ActionValue) -> Any:
-    """The action object a correct caller passes to ``env.step``."""
-    if isinstance(spec, DiscreteAction):
-        return np.int64(value)  # type: ignore[arg-type]
-    return spec.to_array(value)
 
 
 def action_literal(action: Any) -> str:

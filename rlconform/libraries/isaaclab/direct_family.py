@@ -40,7 +40,6 @@ from rlconform.core.same_step import same_step_slots
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
-from rlconform.libraries.torchrl.native_specs import declare_torch_native
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -264,10 +263,10 @@ def _system(id: str, title: str, kwargs: dict[str, Any], **extra: Any) -> None:
             requires=_REQUIRES,
             imports=_IMPORTS,
             capabilities=CAPABILITIES,
+            torch_native=kwargs.get("device", DEVICE),
             **extra,
         )
     )
-    declare_torch_native(id, kwargs.get("device", DEVICE))
 
 
 _system(

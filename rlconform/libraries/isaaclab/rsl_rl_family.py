@@ -34,7 +34,6 @@ from rlconform.core.system import EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView
 from rlconform.envs.driver import Contract
 from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, REFERENCE_IMPORT, IsaacLabFamily, _rows
-from rlconform.libraries.torchrl.native_specs import declare_torch_native
 from rlconform.specs.families import ISAACLAB_RSL_RL_FAMILY
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -171,6 +170,6 @@ SYSTEMS.add(
         capabilities=_CAPS,
         known_violations=(("transitions.exact", _NO_NEXT_OBS),),
         description="Isaac Lab's RSL-RL VecEnv wrapper around the reference DirectRLEnv",
+        torch_native=DEVICE,
     )
 )
-declare_torch_native("isaaclab.RslRlVecEnvWrapper", DEVICE)

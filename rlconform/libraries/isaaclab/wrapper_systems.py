@@ -29,7 +29,6 @@ from typing import Any
 
 from rlconform.core.system import EnvFn, System, SystemTable
 from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, REFERENCE_IMPORT
-from rlconform.libraries.torchrl.native_specs import declare_torch_native
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -109,10 +108,10 @@ def _register(
             requires=("isaaclab", "torch", *requires),
             imports=(REFERENCE_IMPORT, *imports),
             capabilities=CAPABILITIES,
+            torch_native=DEVICE,
             **extra,
         )
     )
-    declare_torch_native(id, DEVICE)
 
 
 def _reference_source(compute_final_obs: bool) -> str:

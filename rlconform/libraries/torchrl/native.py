@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.libraries.torchrl.env_family import NAME
-from rlconform.libraries.torchrl.native_specs import SPEC_ID, declare_torch_native
+from rlconform.libraries.torchrl.native_specs import SPEC_ID
 
 if TYPE_CHECKING:
     from rlconform.envs.torch_reference_env import TorchReferenceEnv
@@ -109,10 +109,10 @@ def _system(id: str, title: str, build: Any, source: str, kind: Any = "library",
             kind=kind,
             imports=_IMPORTS,
             capabilities=_CAPS,
+            torch_native=DEVICE,
             **extra,
         )
     )
-    declare_torch_native(id, DEVICE)
 
 
 _system(

@@ -9,7 +9,7 @@ encoding (a one-hot vector for ``Discrete``) indexes with the wrong thing.
 Which envs are torch-native: those whose metadata says so (``TORCH_NATIVE`` and ``TORCH_DEVICE``
 in :mod:`rlconform.envs.torch_reference_env`). A run carries the reference envs' call logs
 but not the env objects, so a system that builds torch-native envs hands their declaration on
-with :func:`declare_torch_native` when it is registered; the spec applies to those systems only.
+with ``System.torch_native`` (its device); the spec applies to those systems only.
 
 What is checked, per action the env received (its call-log receipt): the type is ``torch.Tensor``,
 the device is the one the env declares, and dtype and shape are the action space's. A NumPy round
@@ -31,17 +31,10 @@ if TYPE_CHECKING:
 
 SPEC_ID = "torchrl.actions_reach_env_natively"
 
+
 #: system id -> the device its torch-native envs declare (``metadata["torch_device"]``)
-_DECLARED: dict[str, str] = {}
-
-
-def declare_torch_native(system_id: str, device: str) -> None:
-    """Record that ``system_id`` builds torch-native envs working on ``device``."""
-    _DECLARED[system_id] = device
-
-
 def declared_device(system: System) -> str | None:
-    return _DECLARED.get(system.id)
+    return system.torch_native
 
 
 def _applies(system: System) -> str | None:
