@@ -304,12 +304,12 @@ def measure_recorded(system: System, case: Case, specs: Sequence[Spec]) -> tuple
     model_id = live.model_id()
     for op in case.ops:
         live.apply(op)
-        if live.session.aborted:
+        if live.driver.aborted:
             break
     t2 = _clock()
     run = live.finish()
     t3 = _clock()
-    if live.session.aborted:
+    if live.driver.aborted:
         raise RuntimeError(f"{system.id}: a call hung during the benchmark case")
 
     checks: dict[str, float] = {}
@@ -836,7 +836,7 @@ def bench_isaaclab(rounds: int, steps: int, log: Callable[[str], None]) -> tuple
     import torch
 
     from rlconform.libraries.isaaclab.batch_env import make_batch_stamp_env
-    from rlconform.libraries.isaaclab.session import TorchCase, actions
+    from rlconform.libraries.isaaclab.torch_run import TorchCase, actions
 
     devices = ["cpu"]
     notes: list[str] = []

@@ -34,7 +34,7 @@ from rlconform.envs.spaces import (
 #: names a reproducer may import from here that live in an optional library's package
 _LAZY = {
     "EnvCase": "rlconform.libraries.envauthor.family",
-    "TorchCase": "rlconform.libraries.isaaclab.session",
+    "TorchCase": "rlconform.libraries.isaaclab.torch_run",
     "CollectorCase": "rlconform.libraries.torchrl.collectors",
     "ReplayCase": "rlconform.libraries.torchrl.replay_buffers",
 }

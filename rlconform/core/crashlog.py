@@ -3,7 +3,7 @@
 A system that segfaults takes its worker process with it, and the worker can no longer say what
 happened. So, before the worker runs anything, it points :mod:`faulthandler` at a file and keeps
 a second, one-record file naming the library call in progress (:func:`announce`, from
-``runner.Session.call``). The parent reads both when the worker dies: the verdict names the call
+``envs.driver.Driver.call``). The parent reads both when the worker dies: the verdict names the call
 that crashed and carries the Python traceback faulthandler wrote at the fatal signal.
 
 The call record is overwritten in place (one ``pwrite`` at offset 0, padded to a fixed size), so

@@ -7,6 +7,8 @@ search in which no example exercised a spec reports the spec as not exercised.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -59,9 +61,12 @@ class Outcome:
 
 
 class Checker:
-    """Accumulates the facts a spec checks; every ``expect`` counts as one checked fact."""
+    """Accumulates the facts a spec checks; every ``expect`` counts as one checked fact.
 
-    def __init__(self, spec_id: str) -> None:
+    A spec function makes its own with ``Checker()``: the spec id is written once, in ``@spec``,
+    which puts it on every violation the function returns."""
+
+    def __init__(self, spec_id: str = "") -> None:
         self.spec_id = spec_id
         self.outcome = Outcome()
 
@@ -145,10 +150,28 @@ def spec(
 
     def decorate(fn: SpecFn) -> SpecFn:
         # data on the function, registered nowhere: the catalog collects a module's spec functions
-        setattr(fn, SPEC_ATTRIBUTE, Spec(id, statement, rationale, families, fn, impact, scenario, applies, expensive))
+        setattr(
+            fn,
+            SPEC_ATTRIBUTE,
+            Spec(id, statement, rationale, families, _naming(id, fn), impact, scenario, applies, expensive),
+        )
         return fn
 
     return decorate
+
+
+def _naming(spec_id: str, fn: SpecFn) -> SpecFn:
+    """``fn`` with ``spec_id`` on every violation it returns (its ``Checker()`` names none)."""
+
+    @functools.wraps(fn)
+    def check(run: Any) -> Outcome:
+        outcome = fn(run)
+        outcome.violations = [
+            v if v.spec_id == spec_id else dataclasses.replace(v, spec_id=spec_id) for v in outcome.violations
+        ]
+        return outcome
+
+    return check
 
 
 def spec_of(fn: SpecFn) -> Spec:

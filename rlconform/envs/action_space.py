@@ -56,10 +56,10 @@ def codec_in_space(action: Any, space: Any) -> ActionCodec | None:
     return ActionCodec(single, batch)
 
 
-def send_in_space(session: Any, space: Any) -> None:
-    """Make ``session`` send its plan actions inside ``space`` (see the module docstring)."""
-    if not getattr(session.codec, "reference_units", False):
+def send_in_space(driver: Any, space: Any) -> None:
+    """Make ``driver`` send its plan actions inside ``space`` (see the module docstring)."""
+    if not getattr(driver.codec, "reference_units", False):
         return  # a user's own env's actions (envcheck): already elements of its space
-    codec = codec_in_space(session.case.script.action, space)
+    codec = codec_in_space(driver.case.script.action, space)
     if codec is not None:
-        session.codec = codec
+        driver.codec = codec

@@ -216,11 +216,11 @@ class ReferenceEnvFamily(ABC):
 
     # ------------------------------------------------------------ driving, op by op
 
-    def begin(self, session: Session, obj: Any) -> None:  # noqa: B027 - optional hook
+    def begin(self, driver: Driver, obj: Any) -> None:  # noqa: B027 - optional hook
         """Prepare per-run driver state before the first operation."""
 
     @abstractmethod
-    def execute(self, session: Session, obj: Any, op: Op) -> None:
+    def execute(self, driver: Driver, obj: Any, op: Op) -> None:
         """Perform one plan operation (and any call the recipe requires before it)."""
 
     @abstractmethod
@@ -325,7 +325,7 @@ class ActionCodec:
         return cls(functools.partial(single_action, spec), functools.partial(batch_actions, spec), reference_units=True)
 
 
-class Session:
+class Driver:
     """Driver state for one run; adapters make every library call through :meth:`call`."""
 
     def __init__(
@@ -460,7 +460,7 @@ class LiveRun:
         self._log_dir = Path(tempfile.mkdtemp(prefix="rlconform-logs-")) if system.out_of_process else None
         self._sinks = _sinks(system, case.num_envs, self._log_dir) if env_fns is None else []
         self._children = child_processes()
-        self.session = Session(system, case, self.family, codec, user_envs=env_fns is not None)
+        self.driver = Driver(system, case, self.family, codec, user_envs=env_fns is not None)
         self._finished = False
         self._ops: list[Op] = []
         if env_fns is None:
@@ -482,9 +482,9 @@ class LiveRun:
             self._finished = True
             return
         announce("")
-        self.run.call_timeout = self.session.timeout if deadlines_available() else 0.0
+        self.run.call_timeout = self.driver.timeout if deadlines_available() else 0.0
         self.run.semantics = self.family.describe_semantics(self.obj)
-        self.family.begin(self.session, self.obj)
+        self.family.begin(self.driver, self.obj)
 
     @property
     def built(self) -> bool:
@@ -492,16 +492,16 @@ class LiveRun:
 
     @property
     def calls(self) -> list[CallRecord]:
-        return self.session.calls
+        return self.driver.calls
 
     def apply(self, op: Op) -> list[CallRecord]:
         """Perform one operation; return the call records it produced."""
-        if not self.built or self.session.aborted:
+        if not self.built or self.driver.aborted:
             return []
-        before = len(self.session.calls)
+        before = len(self.driver.calls)
         self._ops.append(op)
-        self.family.execute(self.session, self.obj, op)
-        return self.session.calls[before:]
+        self.family.execute(self.driver, self.obj, op)
+        return self.driver.calls[before:]
 
     def finish(self) -> Run:
         if self._finished:
@@ -510,12 +510,12 @@ class LiveRun:
         run = self.run
         # a scenario family whose construction failed for a reason no case avoids (see
         # torchrl_frames.note_environment_error) reports it as a build failure
-        run.build_error = run.build_error or self.session.state.get(BUILD_ERROR)
+        run.build_error = run.build_error or self.driver.state.get(BUILD_ERROR)
         if self._ops and tuple(self._ops) != run.case.ops:
             # driven op by op (state machines): the case is what was actually applied
             run.case = Case(run.case.script, run.case.num_envs, tuple(self._ops))
         try:
-            if self.session.aborted:
+            if self.driver.aborted:
                 # a call already hung: the system is wedged and close() would hang as well; its
                 # workers are terminated below and the hang is the verdict
                 run.close_error = "not attempted: an earlier call hung"
@@ -523,7 +523,7 @@ class LiveRun:
             else:
                 # a user's stack may start spawned workers, whose shutdown takes seconds; the bundled
                 # stacks' workers are forked or forkserver children and close within a call's deadline
-                limit = close_timeout(self.session.timeout) if self.system.kind == "user" else self.session.timeout
+                limit = close_timeout(self.driver.timeout) if self.system.kind == "user" else self.driver.timeout
                 run.close_timeout = limit if deadlines_available() else 0.0
                 announce("close()", limit)
                 try:
@@ -536,7 +536,7 @@ class LiveRun:
                 finally:
                     announce("")
             run.orphans = reap(self._children)
-            run.calls = self.session.calls
+            run.calls = self.driver.calls
             run.truth = build_truth(run.case.script, [sink.read() for sink in self._sinks]) if self._sinks else None
             run.slots = self.family.recipe(run.calls, run.case.num_envs, run.semantics)
         finally:
@@ -548,7 +548,7 @@ class LiveRun:
         try:
             for op in ops:
                 self.apply(op)
-                if self.session.aborted:
+                if self.driver.aborted:
                     break
         finally:
             run = self.finish()
@@ -570,7 +570,7 @@ class LiveRun:
             shutil.rmtree(self._log_dir, ignore_errors=True)
 
 
-#: ``session.state`` key: an adapter's report that the system could not be built after all
+#: ``driver.state`` key: an adapter's report that the system could not be built after all
 BUILD_ERROR = "build_error"
 
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     families=ALL_FAMILIES,
 )
 def returned_objects(run: Run) -> Outcome:
-    ck = Checker("aliasing.returned_objects")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     for call in run.calls:
@@ -59,7 +59,7 @@ def returned_objects(run: Run) -> Outcome:
     families=ALL_FAMILIES,
 )
 def caller_arguments(run: Run) -> Outcome:
-    ck = Checker("aliasing.caller_arguments")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     for call in run.calls:
@@ -88,7 +88,7 @@ def caller_arguments(run: Run) -> Outcome:
     families=frozenset({TORCHRL_FAMILY}),
 )
 def torchrl_returned_data(run: Run) -> Outcome:
-    ck = Checker("aliasing.torchrl_returned_data")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     action_keys = {str(k) for k in run.semantics.get("action_keys", ["action"])}

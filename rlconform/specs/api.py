@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     families=TRANSITION_FAMILIES,
 )
 def api_shape(run: Run) -> Outcome:
-    ck = Checker("api.shape")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     family = reference_family(run.system.family)
@@ -60,7 +60,7 @@ def api_shape(run: Run) -> Outcome:
     scenario="robustness",
 )
 def wrong_size_rejected(run: Run) -> Outcome:
-    ck = Checker("api.wrong_size_batch_rejected")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     for call in run.calls:
@@ -85,7 +85,7 @@ def wrong_size_rejected(run: Run) -> Outcome:
     scenario="robustness",
 )
 def failed_call_no_side_effect(run: Run) -> Outcome:
-    ck = Checker("api.failed_call_no_side_effect")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     _, per_call = events_by_call(run)
@@ -241,7 +241,7 @@ def _first_difference(run: Run, view: CallView, control_run: Run, control: CallV
     families=TRANSITION_FAMILIES,
 )
 def valid_calls_succeed(run: Run) -> Outcome:
-    ck = Checker("api.valid_calls_succeed")
+    ck = Checker()
     if run.build_error is not None:
         ck.fail(f"building the system raised {run.build_error.splitlines()[0]}")
         return ck.done()

@@ -91,7 +91,7 @@ def _type_of(value: Any) -> str:
     families=TRANSITION_FAMILIES,
 )
 def observations(run: Run) -> Outcome:
-    ck = Checker("dtype.observations")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     space = run.semantics.get("single_observation_space")
@@ -146,7 +146,7 @@ def _rewards_flags_applies(system: System) -> str | None:
     applies=_rewards_flags_applies,
 )
 def rewards_flags(run: Run) -> Outcome:
-    ck = Checker("dtype.rewards_flags")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     if run.system.family == TORCHRL_FAMILY:
@@ -254,7 +254,7 @@ def _numpy_env(system: System) -> str | None:
     applies=_numpy_env,
 )
 def actions_received(run: Run) -> Outcome:
-    ck = Checker("dtype.actions_received")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     space = run.case.script.action.build()

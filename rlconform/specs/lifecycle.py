@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     families=TRANSITION_FAMILIES | {USER_ENV_FAMILY},
 )
 def responsive(run: Any) -> Outcome:
-    ck = Checker("lifecycle.responsive")
+    ck = Checker()
     if run.build_error is not None:
         return ck.done()
     if not hasattr(run, "calls"):  # an env-author EnvRun: the runs of the bare env

@@ -56,7 +56,7 @@ def _decoded_difference(run: Run, real: CallRecord, model: CallRecord) -> str | 
     families=ALL_FAMILIES,
 )
 def outputs_match(run: Run) -> Outcome:
-    ck = Checker("model.outputs_match")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     if run.system.kind == "reference":

@@ -44,7 +44,7 @@ def _touched(call: CallRecord, env: int) -> bool:
     families=VECTOR_FAMILIES,
 )
 def seed_plus_i(run: Run) -> Outcome:
-    ck = Checker("seeding.seed_plus_i")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     _, per_call = events_by_call(run)
@@ -72,7 +72,7 @@ def seed_plus_i(run: Run) -> Outcome:
     families=VECTOR_FAMILIES,
 )
 def distinct_seeds(run: Run) -> Outcome:
-    ck = Checker("seeding.distinct_subenv_seeds")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     _, per_call = events_by_call(run)
@@ -122,7 +122,7 @@ def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
     families=TRANSITION_FAMILIES,
 )
 def reset_determinism(run: Run) -> Outcome:
-    ck = Checker("seeding.reset_determinism")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     segments: dict[int, list[list[CallRecord]]] = {}

@@ -30,7 +30,7 @@ RMS_EPSILON = 1e-4
     families=ALL_FAMILIES,
 )
 def episode_statistics(run: Run) -> Outcome:
-    ck = Checker("statistics.episode")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     key = run.semantics.get("episode_statistics")
@@ -117,7 +117,7 @@ def _short(stats: Any) -> str:
     families=ALL_FAMILIES,
 )
 def normalizer_statistics(run: Run) -> Outcome:
-    ck = Checker("statistics.normalizer")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     if not run.semantics.get("normalizers"):

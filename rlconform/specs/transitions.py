@@ -68,7 +68,7 @@ def _unusable(ck: Checker, run: Run) -> Outcome | None:
     families=TRANSITION_FAMILIES,
 )
 def transitions_exact(run: Run) -> Outcome:
-    ck = Checker("transitions.exact")
+    ck = Checker()
     if (early := _unusable(ck, run)) is not None:
         return early
     assert run.truth is not None
@@ -176,7 +176,7 @@ def _close(a: float, b: float, precision: str) -> bool:
     families=TRANSITION_FAMILIES,
 )
 def env_step_counts(run: Run) -> Outcome:
-    ck = Checker("counts.env_steps")
+    ck = Checker()
     if (early := _unusable(ck, run)) is not None:
         return early
     _, per_call = events_by_call(run)
@@ -216,7 +216,7 @@ def env_step_counts(run: Run) -> Outcome:
     families=TRANSITION_FAMILIES,
 )
 def no_discarded_episode(run: Run) -> Outcome:
-    ck = Checker("continuity.no_discarded_episode")
+    ck = Checker()
     if (early := _unusable(ck, run)) is not None:
         return early
     assert run.truth is not None
@@ -271,7 +271,7 @@ def _user_reset_touches(call: object, env: int) -> bool:
     families=TRANSITION_FAMILIES,
 )
 def fresh_first_obs(run: Run) -> Outcome:
-    ck = Checker("continuity.fresh_first_obs")
+    ck = Checker()
     if (early := _unusable(ck, run)) is not None:
         return early
     for slot in run.slots:
@@ -314,7 +314,7 @@ _NO_TERMINAL_OBS = (
     applies=lambda system: _NO_TERMINAL_OBS if system.family == ISAACLAB_RSL_RL_FAMILY else None,
 )
 def terminal_obs(run: Run) -> Outcome:
-    ck = Checker("terminal.final_obs")
+    ck = Checker()
     if (early := _unusable(ck, run)) is not None:
         return early
     for env in range(run.case.num_envs):
@@ -339,7 +339,7 @@ def terminal_obs(run: Run) -> Outcome:
 
 def _flag_spec(name: str) -> Spec:
     def check(run: Run) -> Outcome:
-        ck = Checker(f"flags.{name}")
+        ck = Checker()
         if (early := _unusable(ck, run)) is not None:
             return early
         for env in range(run.case.num_envs):
@@ -411,7 +411,7 @@ def _has_reset_step(run: Run) -> bool:
     families=ALL_FAMILIES,
 )
 def reset_step_neutral(run: Run) -> Outcome:
-    ck = Checker("reset_step.neutral")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     if not _has_reset_step(run):
@@ -463,7 +463,7 @@ def reset_step_neutral(run: Run) -> Outcome:
     families=ALL_FAMILIES,
 )
 def infos_aligned(run: Run) -> Outcome:
-    ck = Checker("infos.aligned")
+    ck = Checker()
     if (early := _unusable(ck, run)) is not None:
         return early
     assert run.truth is not None
@@ -548,7 +548,7 @@ def _describe_info(stamp: object) -> str:
     families=TRANSITION_FAMILIES,
 )
 def no_step_after_end(run: Run) -> Outcome:
-    ck = Checker("lifecycle.no_step_after_end")
+    ck = Checker()
     if (early := _unusable(ck, run)) is not None:
         return early
     assert run.truth is not None

@@ -24,7 +24,7 @@ import torch
 from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
 from rlconform.libraries.isaaclab.cartpole import make_cartpole
-from rlconform.libraries.isaaclab.session import Target, TorchCase, drive
+from rlconform.libraries.isaaclab.torch_run import Target, TorchCase, drive
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +103,7 @@ def test_cartpole_without_final_obs(task: str, wrapper: str | None, device: str)
 @pytest.mark.parametrize("task", [DIRECT, MANAGER])
 def test_cartpole_episodes_end_both_ways(task: str) -> None:
     """The cases do reach what the specs are about: time-outs and terminations."""
-    from rlconform.libraries.isaaclab.session import actions, env_for
+    from rlconform.libraries.isaaclab.torch_run import actions, env_for
 
     target = Target(FACTORIES[(task, True)], NUM_ENVS, "cpu")
     env = env_for(target)

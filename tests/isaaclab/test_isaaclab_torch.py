@@ -23,7 +23,7 @@ from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
 from rlconform.libraries.isaaclab.batch_env import BatchStampModel, make_batch_stamp_env
 from rlconform.libraries.isaaclab.monitor import ContractMonitor
-from rlconform.libraries.isaaclab.session import TorchCase, drive
+from rlconform.libraries.isaaclab.torch_run import TorchCase, drive
 from rlconform.libraries.isaaclab.torch_specs import MODEL_SPECS, NAME, TARGETS
 
 SPECS = sorted(s.id for s in all_specs() if NAME in s.families)

@@ -58,7 +58,7 @@ def env_api_shape(run: EnvRun) -> Outcome:
     from rlconform.envs.driver import reference_family
     from rlconform.specs.dtypes import _type_of
 
-    ck = Checker("env.api_shape")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     assert run.first is not None
@@ -123,7 +123,7 @@ def _tensor_drift(call: CallRecord, device: str | None, first_seen: dict[str, tu
 def env_observations_in_space(run: EnvRun) -> Outcome:
     from rlconform.specs.dtypes import conformance_problem
 
-    ck = Checker("env.observations_in_space")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     assert run.first is not None
@@ -149,7 +149,7 @@ def env_observations_in_space(run: EnvRun) -> Outcome:
     families=FAMILIES,
 )
 def env_determinism(run: EnvRun) -> Outcome:
-    ck = Checker("env.determinism")
+    ck = Checker()
     if not run.usable or run.second is None:
         return ck.done()
     assert run.first is not None
@@ -184,7 +184,7 @@ def _expect_same_outputs(
     families=FAMILIES,
 )
 def env_reset_reproducible(run: EnvRun) -> Outcome:
-    ck = Checker("env.reset_reproducible")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     assert run.first is not None
@@ -210,7 +210,7 @@ def env_reset_reproducible(run: EnvRun) -> Outcome:
     families=FAMILIES,
 )
 def env_no_aliasing(run: EnvRun) -> Outcome:
-    ck = Checker("env.no_aliasing")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     assert run.first is not None
@@ -240,7 +240,7 @@ def env_no_aliasing(run: EnvRun) -> Outcome:
     families=FAMILIES,
 )
 def env_step_after_end(run: EnvRun) -> Outcome:
-    ck = Checker("env.step_after_end")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     info = run.after_end
@@ -268,7 +268,7 @@ def env_step_after_end(run: EnvRun) -> Outcome:
     expensive=True,
 )
 def env_stack_equivalence(run: EnvRun) -> Outcome:
-    ck = Checker("env.stack_equivalence")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     agreed: list[str] = []

@@ -64,26 +64,26 @@ class GymEnvFamily(ReferenceEnvFamily):
 
         return ModelMatch("reference.gymnasium.Env.Autoreset" if has_autoreset(obj) else "reference.gymnasium.Env")
 
-    def begin(self, session: Any, obj: Any) -> None:
-        session.state["autoreset"] = has_autoreset(obj)
-        session.state["ended"] = False
+    def begin(self, driver: Any, obj: Any) -> None:
+        driver.state["autoreset"] = has_autoreset(obj)
+        driver.state["ended"] = False
 
-    def execute(self, session: Any, obj: Any, op: Op) -> None:
+    def execute(self, driver: Any, obj: Any, op: Op) -> None:
         if isinstance(op, Reset):
-            self._reset(session, obj, op, implied=False)
+            self._reset(driver, obj, op, implied=False)
             return
         if isinstance(op, BadStep):
             raise ValueError("wrong-size batches do not apply to a single env")
         assert isinstance(op, Step)
-        if session.state["ended"] and not session.state["autoreset"]:
-            self._reset(session, obj, Reset(seed=None), implied=True)
-        action = session.single(op.actions[0])
-        record = session.call(op, f"env.step({action_literal(action)})", obj.step, (action,), view=_view_step, obj=obj)
+        if driver.state["ended"] and not driver.state["autoreset"]:
+            self._reset(driver, obj, Reset(seed=None), implied=True)
+        action = driver.single(op.actions[0])
+        record = driver.call(op, f"env.step({action_literal(action)})", obj.step, (action,), view=_view_step, obj=obj)
         if record.view is not None and record.view.terminated is not None and record.view.truncated is not None:
-            session.state["ended"] = record.view.terminated[0] or record.view.truncated[0]
+            driver.state["ended"] = record.view.terminated[0] or record.view.truncated[0]
 
-    def _reset(self, session: Any, obj: Any, op: Reset, *, implied: bool) -> None:
-        record = session.call(
+    def _reset(self, driver: Any, obj: Any, op: Reset, *, implied: bool) -> None:
+        record = driver.call(
             op,
             f"env.reset(seed={op.seed!r})",
             lambda seed: obj.reset(seed=seed),
@@ -93,7 +93,7 @@ class GymEnvFamily(ReferenceEnvFamily):
             obj=obj,
         )
         if record.view is not None:
-            session.state["ended"] = False
+            driver.state["ended"] = False
 
     def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
         autoreset = semantics.get("autoreset_mode") == "NextStep"

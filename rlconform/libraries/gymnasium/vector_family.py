@@ -121,10 +121,10 @@ class GymVectorFamily(ReferenceEnvFamily):
             problems.append(f"info keys without their _mask entry: {missing}")
         return problems
 
-    def begin(self, session: Any, obj: Any) -> None:
-        send_in_space(session, getattr(obj, "single_action_space", None))
-        session.state["mode"] = autoreset_mode_of(obj)[0]
-        session.state["done"] = [False] * session.num_envs
+    def begin(self, driver: Any, obj: Any) -> None:
+        send_in_space(driver, getattr(obj, "single_action_space", None))
+        driver.state["mode"] = autoreset_mode_of(obj)[0]
+        driver.state["done"] = [False] * driver.num_envs
 
     def model_match(self, obj: Any) -> Any:
         from rlconform.libraries.gymnasium.model_selection import ModelMatch, match_vector_env_model
@@ -135,43 +135,43 @@ class GymVectorFamily(ReferenceEnvFamily):
         return match_vector_env_model(obj, mode)
 
     # ---------------------------------------------------------------------------------- driving
-    def execute(self, session: Any, obj: Any, op: Op) -> None:
+    def execute(self, driver: Any, obj: Any, op: Op) -> None:
         if isinstance(op, Reset):
-            self._reset(session, obj, op, implied=False)
+            self._reset(driver, obj, op, implied=False)
             return
         assert isinstance(op, (Step, BadStep))
-        done = session.state["done"]
-        if session.state["mode"] == "Disabled" and any(done):
-            self._reset(session, obj, Reset(seed=None, mask=tuple(done)), implied=True)
-        actions = session.batch(op.actions)
-        record = session.call(
+        done = driver.state["done"]
+        if driver.state["mode"] == "Disabled" and any(done):
+            self._reset(driver, obj, Reset(seed=None, mask=tuple(done)), implied=True)
+        actions = driver.batch(op.actions)
+        record = driver.call(
             op,
             f"envs.step({array_literal(actions)})",
             obj.step,
             (actions,),
-            view=functools.partial(_view_step, session.num_envs),
+            view=functools.partial(_view_step, driver.num_envs),
             obj=obj,
         )
         if record.view is not None and record.view.terminated is not None and record.view.truncated is not None:
-            session.state["done"] = [a or b for a, b in zip(record.view.terminated, record.view.truncated, strict=True)]
+            driver.state["done"] = [a or b for a, b in zip(record.view.terminated, record.view.truncated, strict=True)]
 
-    def _reset(self, session: Any, obj: Any, op: Reset, *, implied: bool) -> None:
+    def _reset(self, driver: Any, obj: Any, op: Reset, *, implied: bool) -> None:
         options = None if op.mask is None else {"reset_mask": np.asarray(op.mask, dtype=np.bool_)}
         source = f"envs.reset(seed={op.seed!r}" + (
             f", options={{'reset_mask': np.array({list(op.mask)})}})" if op.mask is not None else ")"
         )
-        record = session.call(
+        record = driver.call(
             op,
             source,
             lambda seed, opts: obj.reset(seed=seed, options=opts),
             (op.seed, options),
             implied=implied,
-            view=functools.partial(_view_reset, session.num_envs, op.mask),
+            view=functools.partial(_view_reset, driver.num_envs, op.mask),
             obj=obj,
         )
         if record.view is not None:
-            touched = op.mask if op.mask is not None else (True,) * session.num_envs
-            session.state["done"] = [False if t else d for d, t in zip(session.state["done"], touched, strict=True)]
+            touched = op.mask if op.mask is not None else (True,) * driver.num_envs
+            driver.state["done"] = [False if t else d for d, t in zip(driver.state["done"], touched, strict=True)]
 
     def observe(self, obj: Any, record: CallRecord) -> None:
         """Read the normalizers' published statistics right after the call; with them the

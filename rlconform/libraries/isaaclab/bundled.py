@@ -16,7 +16,7 @@ from rlconform.core.system import System, SystemTable
 from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
 from rlconform.libraries.isaaclab.monitor import FINAL_OBS, STABLE
-from rlconform.libraries.isaaclab.session import Target
+from rlconform.libraries.isaaclab.torch_run import Target
 from rlconform.libraries.isaaclab.torch_specs import NAME, TARGETS
 from rlconform.libraries.isaaclab.wrapper_systems import TORCHRL_LIB_NAN
 from rlconform.libraries.isaaclab.wrappers import DRIVERS, TERMINAL, driver_for

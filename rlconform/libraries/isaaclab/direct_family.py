@@ -134,43 +134,43 @@ class IsaacLabFamily(ReferenceEnvFamily):
         return problems
 
     # ---------------------------------------------------------------------------------- driving
-    def execute(self, session: Any, obj: Any, op: Op) -> None:
+    def execute(self, driver: Any, obj: Any, op: Op) -> None:
         if isinstance(op, Reset):
             if op.mask is not None:
                 raise ValueError("DirectRLEnv.reset has no partial reset; the system's capabilities exclude it")
-            session.call(
+            driver.call(
                 op,
                 f"env.reset(seed={op.seed!r})",
                 lambda seed: obj.reset(seed=seed),
                 (op.seed,),
-                view=functools.partial(_view_reset, session.num_envs),
+                view=functools.partial(_view_reset, driver.num_envs),
                 obj=obj,
             )
             return
         assert isinstance(op, (Step, BadStep))
-        self.call_step(session, obj, op)
+        self.call_step(driver, obj, op)
 
     def view_step(self, num_envs: int, result: Any) -> CallView:
         """The step's outputs per sub-env (a wrapper with its own step signature overrides it)."""
         return _view_step(num_envs, result)
 
-    def call_step(self, session: Any, obj: Any, op: Step | BadStep) -> None:
+    def call_step(self, driver: Any, obj: Any, op: Step | BadStep) -> None:
         """``obj.step`` with the batch as a torch tensor on the env's device."""
         import torch
 
-        batch = session.batch(op.actions)
+        batch = driver.batch(op.actions)
         actions = torch.as_tensor(batch, device=obj.device)
-        session.call(
+        driver.call(
             op,
             f"env.step(torch.tensor({batch.tolist()!r}, dtype=torch.{batch.dtype}, device={str(obj.device)!r}))",
             obj.step,
             (actions,),
-            view=functools.partial(self.view_step, session.num_envs),
+            view=functools.partial(self.view_step, driver.num_envs),
             obj=obj,
         )
 
-    def begin(self, session: Any, obj: Any) -> None:
-        # observe() has no session: the env's action log position travels on the env object
+    def begin(self, driver: Any, obj: Any) -> None:
+        # observe() has no driver: the env's action log position travels on the env object
         obj.__dict__.setdefault("_rlconform_log_seen", 0)
 
     def observe(self, obj: Any, record: CallRecord) -> None:

@@ -103,7 +103,7 @@ class RslRlFamily(IsaacLabFamily):
             problems.append(f"dones has dtype {getattr(result[2], 'dtype', None)}; documented: torch.int64 (long)")
         return problems
 
-    def execute(self, session: Any, obj: Any, op: Op) -> None:
+    def execute(self, driver: Any, obj: Any, op: Op) -> None:
         if isinstance(op, Reset):
             if op.mask is not None:
                 raise ValueError("RslRlVecEnvWrapper.reset has no partial reset; the system's capabilities exclude it")
@@ -112,16 +112,16 @@ class RslRlFamily(IsaacLabFamily):
                 fn, source = (lambda: obj.reset()), "env.reset()"
             else:
                 fn, source = (lambda: (obj.seed(seed), obj.reset())[1]), f"env.seed({seed}); env.reset()"
-            session.call(op, source, fn, (), view=functools.partial(_view_reset, session.num_envs), obj=obj)
+            driver.call(op, source, fn, (), view=functools.partial(_view_reset, driver.num_envs), obj=obj)
             return
         assert isinstance(op, (Step, BadStep))
-        self.call_step(session, obj, op)
+        self.call_step(driver, obj, op)
 
     def view_step(self, num_envs: int, result: Any) -> CallView:
         return _view_step(num_envs, result)
 
-    def begin(self, session: Any, obj: Any) -> None:
-        super().begin(session, obj.unwrapped)
+    def begin(self, driver: Any, obj: Any) -> None:
+        super().begin(driver, obj.unwrapped)
 
     def observe(self, obj: Any, record: CallRecord) -> None:
         super().observe(obj.unwrapped, record)

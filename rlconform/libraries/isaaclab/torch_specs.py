@@ -1,9 +1,9 @@
 """The specs of family ``isaaclab.torch`` (the torch tier, :mod:`rlconform.libraries.isaaclab.torch_tier`).
 
-A system of this family is a :class:`~rlconform.libraries.isaaclab.session.Target`: a ``(num_envs,
+A system of this family is a :class:`~rlconform.libraries.isaaclab.torch_run.Target`: a ``(num_envs,
 device)`` factory (the bundled torch-vectorized reference env, a real task, or a user's env),
 optionally a wrapper to drive it through and an exact model. A search draws
-:class:`~rlconform.libraries.isaaclab.session.TorchCase` examples; each spec reads the violations the
+:class:`~rlconform.libraries.isaaclab.torch_run.TorchCase` examples; each spec reads the violations the
 contract monitor (and the wrapper comparison, and the model) recorded for its id.
 
 Which specs apply: the monitor's to every system; the wrapper specs to systems driven through a
@@ -20,7 +20,7 @@ from rlconform.core.spec import Checker, Outcome, Spec, spec, spec_of
 from rlconform.core.system import System
 from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
-from rlconform.libraries.isaaclab.session import Target, TorchRun
+from rlconform.libraries.isaaclab.torch_run import Target, TorchRun
 
 if TYPE_CHECKING:
     pass

@@ -2,7 +2,7 @@
 
 This module holds the family object only; it imports neither torch nor isaaclab, so that
 ``--api isaaclab`` without isaaclab installed says so in one line. The systems
-(:mod:`~rlconform.libraries.isaaclab.bundled`), the run (:mod:`~rlconform.libraries.isaaclab.session`)
+(:mod:`~rlconform.libraries.isaaclab.bundled`), the run (:mod:`~rlconform.libraries.isaaclab.torch_run`)
 and the specs (:mod:`~rlconform.libraries.isaaclab.torch_specs`) load only where isaaclab is
 importable.
 """
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
     from rlconform.core.spec import Spec
-    from rlconform.libraries.isaaclab.session import TorchCase, TorchRun
+    from rlconform.libraries.isaaclab.torch_run import TorchCase, TorchRun
 
 
 def reproducer(system: System, spec_id: str, case: TorchCase) -> str:
@@ -61,7 +61,7 @@ class TorchTierFamily:
     user_options = ("num_envs", "device")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> TorchRun:
-        from rlconform.libraries.isaaclab.session import drive
+        from rlconform.libraries.isaaclab.torch_run import drive
         from rlconform.libraries.isaaclab.torch_specs import target_of
 
         return drive(target_of(system), case)
@@ -69,7 +69,7 @@ class TorchTierFamily:
     def cases(self, system: System, scenario: str) -> SearchStrategy[TorchCase]:
         from hypothesis import strategies as st
 
-        from rlconform.libraries.isaaclab.session import PATTERNS, TorchCase
+        from rlconform.libraries.isaaclab.torch_run import PATTERNS, TorchCase
 
         return st.builds(
             TorchCase,

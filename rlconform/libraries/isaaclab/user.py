@@ -44,7 +44,7 @@ def torch_system(fn: Callable[..., Any], reference: str, *, num_envs: int | None
             "--api isaaclab needs isaaclab installed (the isaaclab extra; see README): the checks and the "
             "reference env run on its DirectRLEnv"
         )
-    from rlconform.libraries.isaaclab.session import Target
+    from rlconform.libraries.isaaclab.torch_run import Target
     from rlconform.libraries.isaaclab.torch_specs import NAME, TARGETS
 
     n = DEFAULT_NUM_ENVS if num_envs is None else int(num_envs)

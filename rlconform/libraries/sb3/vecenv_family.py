@@ -81,8 +81,8 @@ class SB3Family(ReferenceEnvFamily):
             "layers": [type(layer).__name__ for layer in venv_chain(obj)],
         }
 
-    def begin(self, session: Any, obj: Any) -> None:
-        send_in_space(session, getattr(obj, "action_space", None))
+    def begin(self, driver: Any, obj: Any) -> None:
+        send_in_space(driver, getattr(obj, "action_space", None))
 
     def model_match(self, obj: Any) -> Any:
         from rlconform.libraries.gymnasium.model_selection import match_vec_env_model
@@ -90,8 +90,8 @@ class SB3Family(ReferenceEnvFamily):
         return match_vec_env_model(obj)
 
     # ---------------------------------------------------------------------------------- driving
-    def execute(self, session: Any, obj: Any, op: Op) -> None:
-        n = session.num_envs
+    def execute(self, driver: Any, obj: Any, op: Op) -> None:
+        n = driver.num_envs
         if isinstance(op, Reset):
             if op.mask is not None:
                 raise ValueError("SB3 VecEnvs have no partial reset")
@@ -100,11 +100,11 @@ class SB3Family(ReferenceEnvFamily):
             else:
                 seed = op.seed
                 fn, source = (lambda: (obj.seed(seed), obj.reset())[1]), f"venv.seed({seed}); venv.reset()"
-            session.call(op, source, fn, (), view=functools.partial(_view_reset, n), obj=obj)
+            driver.call(op, source, fn, (), view=functools.partial(_view_reset, n), obj=obj)
             return
         assert isinstance(op, (Step, BadStep))
-        actions = session.batch(op.actions)
-        session.call(
+        actions = driver.batch(op.actions)
+        driver.call(
             op,
             f"venv.step({array_literal(actions)})",
             obj.step,

@@ -26,8 +26,8 @@ from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.frames import (
+    DrivenObjectFamily,
     Frame,
-    ScenarioFamily,
     describe,
     env_source,
     note_environment_error,
@@ -39,7 +39,7 @@ from rlconform.libraries.torchrl.frames import (
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from rlconform.envs.driver import Run, Session
+    from rlconform.envs.driver import Driver, Run
     from rlconform.libraries.torchrl.policies import PolicyKind
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -140,7 +140,7 @@ class CollectorHarness:
             collector.shutdown()
 
 
-class CollectorFamily(ScenarioFamily):
+class CollectorFamily(DrivenObjectFamily):
     name = FAMILY_NAME
     quiet_loggers = ("torchrl",)
 
@@ -152,29 +152,29 @@ class CollectorFamily(ScenarioFamily):
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
         return {"lag": obj.lag}
 
-    def execute(self, session: Session, obj: Any, op: Op) -> None:
+    def execute(self, driver: Driver, obj: Any, op: Op) -> None:
         """Construct the collector, iterate it to the end, and change the policy's weights in
         place (then call ``update_policy_weights_()``, TorchRL's documented sync) after the
         first batch."""
-        case = session.case
+        case = driver.case
         if not isinstance(case, CollectorCase):
             # driven call by call (the state machine) or from a plain Case: nothing to run, the
             # specs say so (a printed reproducer keeps the scenario's own case and its parameters)
             return
-        record = session.call(op, obj.source(case), obj.construct, (case,))
+        record = driver.call(op, obj.source(case), obj.construct, (case,))
         record.extra[ROLE] = "construct"
         if record.failed:
-            note_environment_error(session, record)
+            note_environment_error(driver, record)
             return
         # a collector must stop by itself; a bound keeps a runaway one from looping forever
         for index in range(case.total_frames + 2):
-            record = session.call(op, "frames = next(iter(collector))", obj.next_frames, (case,))
+            record = driver.call(op, "frames = next(iter(collector))", obj.next_frames, (case,))
             if record.failed or record.result_live is None:
                 record.extra[ROLE] = "end"
                 return
             record.extra[ROLE] = "batch"
             if index == 0:
-                update = session.call(
+                update = driver.call(
                     op, "policy.module.w.fill_(2.0); collector.update_policy_weights_()", obj.update_weights
                 )
                 update.extra[ROLE] = "update"
@@ -234,7 +234,7 @@ def _raw_pickling(record: CallRecord) -> bool:
     families=FAMILIES,
 )
 def frame_accounting(run: Run) -> Outcome:
-    c = Checker("collector.frame_accounting")
+    c = Checker()
     case = run.case
     if not isinstance(case, CollectorCase):
         return c.not_applicable(NEEDS_CASE)
@@ -269,7 +269,7 @@ def frame_accounting(run: Run) -> Outcome:
     families=FAMILIES,
 )
 def collector_transitions(run: Run) -> Outcome:
-    c = Checker("collector.transitions")
+    c = Checker()
     if not isinstance(run.case, CollectorCase):
         return c.not_applicable(NEEDS_CASE)
     found = readings(run)
@@ -332,7 +332,7 @@ def collector_transitions(run: Run) -> Outcome:
 def policy_updates(run: Run) -> Outcome:
     from rlconform.libraries.torchrl.policies import NEW_CODE, OLD_CODE
 
-    c = Checker("collector.policy_updates")
+    c = Checker()
     case = run.case
     if not isinstance(case, CollectorCase):
         return c.not_applicable(NEEDS_CASE)

@@ -51,7 +51,7 @@ def expected_device(run: Run, key: str) -> str:
     families=frozenset({TORCHRL_FAMILY}),
 )
 def device(run: Run) -> Outcome:
-    ck = Checker("torchrl.device")
+    ck = Checker()
     if not run.usable:
         return ck.done()
     for call in run.calls:

@@ -240,14 +240,14 @@ class TorchRLFamily(ReferenceEnvFamily):
             "leaf_specs": leaf_specs(obj),
         }
 
-    def begin(self, session: Any, obj: Any) -> None:
+    def begin(self, driver: Any, obj: Any) -> None:
         shape = batch_shape(obj)
-        session.state["layout"] = ObsLayout.of(native_observation_space(obj), obj.observation_spec, shape)
-        session.state["td"] = None
+        driver.state["layout"] = ObsLayout.of(native_observation_space(obj), obj.observation_spec, shape)
+        driver.state["td"] = None
 
     # ---------------------------------------------------------------------------------- driving
-    def execute(self, session: Any, obj: Any, op: Op) -> None:
-        layout: ObsLayout = session.state["layout"]
+    def execute(self, driver: Any, obj: Any, op: Op) -> None:
+        layout: ObsLayout = driver.state["layout"]
         if isinstance(op, Reset):
             if op.mask is not None:
                 raise ValueError("the torchrl systems are driven without partial resets")
@@ -256,23 +256,23 @@ class TorchRLFamily(ReferenceEnvFamily):
                 fn, source = (lambda: obj.reset()), "td = env.reset()"
             else:
                 fn, source = (lambda: (obj.set_seed(seed), obj.reset())[1]), f"env.set_seed({seed}); td = env.reset()"
-            record = session.call(op, source, fn, (), view=functools.partial(_view_reset, layout), obj=obj)
+            record = driver.call(op, source, fn, (), view=functools.partial(_view_reset, layout), obj=obj)
             if not record.failed:
-                session.state["td"] = record.result_live
+                driver.state["td"] = record.result_live
                 if seed is not None:
                     record.extra[SUB_ENV_RESETS] = sub_env_resets(obj, seed, layout.num_envs)
             return
         assert isinstance(op, (Step, BadStep))
         if not layout.batch_shape and len(op.actions) == 1:
-            action = session.single(op.actions[0])
+            action = driver.single(op.actions[0])
         else:
-            action = session.batch(op.actions)
-        td = session.state["td"]
+            action = driver.batch(op.actions)
+        td = driver.state["td"]
         if td is None:
             from tensordict import TensorDict
 
             td = TensorDict({}, batch_size=obj.batch_size)
-        record = session.call(
+        record = driver.call(
             op,
             f'td["action"] = env.action_spec.encode({_literal(action)}); data, td = env.step_and_maybe_reset(td)',
             functools.partial(_step, obj),
@@ -281,7 +281,7 @@ class TorchRLFamily(ReferenceEnvFamily):
             obj=obj,
         )
         if not record.failed:
-            session.state["td"] = record.result_live[1]
+            driver.state["td"] = record.result_live[1]
 
     def close(self, obj: Any) -> None:
         """Close once: a ParallelEnv's close() shuts its worker processes down (and raises if it

@@ -23,7 +23,7 @@ from rlconform.envs.stamp import Stamp
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from rlconform.envs.driver import Session
+    from rlconform.envs.driver import Driver
 
 #: seconds one recorded call of these scenarios may take: it constructs a collector (starting its
 #: worker processes) or runs a whole batch, not one env step
@@ -35,17 +35,17 @@ SCENARIO_CALL_TIMEOUT = 120.0
 ENVIRONMENT_ERRORS = ("ImportError", "ModuleNotFoundError")
 
 
-def note_environment_error(session: Session, record: CallRecord) -> None:
+def note_environment_error(driver: Driver, record: CallRecord) -> None:
     """A scenario whose first call failed for a reason no case could avoid: the run counts as a
     build failure, so a search in which every example fails that way is an error verdict (not a
     vacuous "not applicable")."""
     if record.failed and record.error_type in ENVIRONMENT_ERRORS:
         from rlconform.envs.driver import BUILD_ERROR
 
-        session.state[BUILD_ERROR] = f"{record.error_type}: {record.error_message}"
+        driver.state[BUILD_ERROR] = f"{record.error_type}: {record.error_message}"
 
 
-class ScenarioFamily(ReferenceEnvFamily):
+class DrivenObjectFamily(ReferenceEnvFamily):
     """A family whose case is one whole run (construct, iterate, sample) rather than a sequence
     of env calls: its calls get the scenario deadline, the specs read the decoded frames from the
     call records (no transition recipe), and closing shuts the driven object down."""
@@ -54,8 +54,8 @@ class ScenarioFamily(ReferenceEnvFamily):
         reward_dtype="float32", reward_precision="float32", step_arity=2, separate_flags=True, vectorized=True
     )
 
-    def begin(self, session: Session, obj: Any) -> None:
-        session.timeout = max(session.timeout, SCENARIO_CALL_TIMEOUT)
+    def begin(self, driver: Driver, obj: Any) -> None:
+        driver.timeout = max(driver.timeout, SCENARIO_CALL_TIMEOUT)
 
     def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
         return []

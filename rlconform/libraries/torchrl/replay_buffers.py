@@ -28,7 +28,7 @@ from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.spaces import Decoded
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.frames import (
-    ScenarioFamily,
+    DrivenObjectFamily,
     describe,
     env_source,
     note_environment_error,
@@ -40,7 +40,7 @@ from rlconform.libraries.torchrl.frames import (
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from rlconform.envs.driver import Run, Session
+    from rlconform.envs.driver import Driver, Run
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -149,7 +149,7 @@ class ReplayHarness:
             collector.shutdown()
 
 
-class ReplayFamily(ScenarioFamily):
+class ReplayFamily(DrivenObjectFamily):
     name = FAMILY_NAME
     quiet_loggers = ("torchrl",)
 
@@ -158,8 +158,8 @@ class ReplayFamily(ScenarioFamily):
         call sequences."""
         return replay_cases(system)
 
-    def execute(self, session: Session, obj: Any, op: Op) -> None:
-        case = session.case
+    def execute(self, driver: Driver, obj: Any, op: Op) -> None:
+        case = driver.case
         if not isinstance(case, ReplayCase):
             # driven call by call (the state machine) or from a plain Case: nothing to run, the
             # specs say so (a printed reproducer keeps the scenario's own case and its parameters)
@@ -171,13 +171,13 @@ class ReplayFamily(ScenarioFamily):
             f"total_frames={case.steps_per_batch * case.num_envs * case.batches}); "
             f"for batch in collector: rb.extend({LAYOUT_SOURCE[case.layout]})"
         )
-        record = session.call(op, fill, obj.fill, (case,))
+        record = driver.call(op, fill, obj.fill, (case,))
         record.extra[ROLE] = "fill"
         if record.failed:
-            note_environment_error(session, record)
+            note_environment_error(driver, record)
             return
         for _ in range(case.samples):
-            record = session.call(op, f"rb.sample({case.num_slices * case.slice_len})", obj.sample, (case,))
+            record = driver.call(op, f"rb.sample({case.num_slices * case.slice_len})", obj.sample, (case,))
             record.extra[ROLE] = "sample"
 
 
@@ -195,7 +195,7 @@ FAMILY = ReplayFamily()
     families=FAMILIES,
 )
 def slices_within_episode(run: Run) -> Outcome:
-    c = Checker("replay.slices_within_episode")
+    c = Checker()
     case = run.case
     if not isinstance(case, ReplayCase):
         return c.not_applicable(NEEDS_CASE)
