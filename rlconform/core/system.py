@@ -79,8 +79,6 @@ class System:
     #: id of the reference system that models this one; None: the family picks from the
     #: semantics the built object declares (e.g. Gymnasium's metadata["autoreset_mode"])
     model: str | None = None
-    #: extra imports the source needs
-    imports: tuple[str, ...] = ()
     #: for planted bugs: the spec ids this planted bug must be caught by
     plants: tuple[str, ...] = ()
     #: (spec id, reason) pairs this system is known and documented to violate; for reference

@@ -41,7 +41,7 @@ from rlconform.libraries.envauthor.torch_envs import (
     torch_device,
 )
 from rlconform.libraries.torchrl.tensordicts import UnsupportedSpaceError
-from rlconform.specs.families import USER_ENV_FAMILY
+from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV_FAMILY
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -161,7 +161,7 @@ def stacks_not_run() -> list[str]:
 def _bare_system(system: System) -> System:
     return System(
         id=f"{system.id}#bare",
-        family="gymnasium.Env",
+        family=GYMNASIUM_ENV,
         title=f"{system.title}, bare",
         build=lambda env_fns: env_fns[0](),
         source=system.source,
@@ -466,7 +466,7 @@ from rlconform.replay import EnvCase, replay
 case = {case!r}
 
 if __name__ == "__main__":
-    violations = replay({system.source!r}, case, {spec.id!r}, family="gymnasium.Env")
+    violations = replay({system.source!r}, case, {spec.id!r}, family=GYMNASIUM_ENV)
     raise SystemExit(1 if violations else 0)
 '''
 

@@ -22,6 +22,7 @@ from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.spaces import array_literal
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
+from rlconform.specs.families import GYMNASIUM_ENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -44,7 +45,7 @@ def wrapper_names(env: Any) -> list[str]:
 
 
 class GymEnvFamily(ReferenceEnvFamily):
-    name = "gymnasium.Env"
+    name = GYMNASIUM_ENV
     contract = Contract(
         reward_dtype=None, reward_precision="float64", step_arity=5, separate_flags=True, vectorized=False
     )
@@ -169,8 +170,6 @@ FAMILY = GymEnvFamily()
 
 # ------------------------------------------------------------------------------------- systems
 
-_IMPORTS = ("import gymnasium", "import numpy as np")
-
 
 def _single(fn: Any) -> Any:
     """Adapt a one-env builder to the systems' list-of-factories signature."""
@@ -216,48 +215,44 @@ def _partial_args(env_fn: EnvFn) -> tuple[Any, int, Any]:
 SYSTEMS.add(
     System(
         id="gymnasium.Env.raw",
-        family="gymnasium.Env",
+        family=GYMNASIUM_ENV,
         title="ReferenceEnv, no wrapper",
         build=_single(_build_raw),
         source="env_fns[0]()",
         requires=("gymnasium",),
-        imports=_IMPORTS,
         capabilities=Capabilities(time_limit="forbidden", partial_reset=False, max_envs=1),
     )
 )
 SYSTEMS.add(
     System(
         id="gymnasium.Env.make",
-        family="gymnasium.Env",
+        family=GYMNASIUM_ENV,
         title="gymnasium.make (PassiveEnvChecker, OrderEnforcing, TimeLimit when set)",
         build=_single(_build_make),
         source="gymnasium.make('rlconform/Reference-v0', script=script, index=0, max_episode_steps=script.max_episode_steps)",
         requires=("gymnasium",),
-        imports=_IMPORTS,
         capabilities=Capabilities(partial_reset=False, max_envs=1),
     )
 )
 SYSTEMS.add(
     System(
         id="gymnasium.Env.TimeLimit",
-        family="gymnasium.Env",
+        family=GYMNASIUM_ENV,
         title="gymnasium.wrappers.TimeLimit(ReferenceEnv)",
         build=_single(_build_raw),
         source="gymnasium.wrappers.TimeLimit(ReferenceEnv(script, 0), max_episode_steps=script.max_episode_steps)",
         requires=("gymnasium",),
-        imports=_IMPORTS,
         capabilities=Capabilities(time_limit="required", partial_reset=False, max_envs=1),
     )
 )
 SYSTEMS.add(
     System(
         id="gymnasium.Env.Autoreset",
-        family="gymnasium.Env",
+        family=GYMNASIUM_ENV,
         title="gymnasium.wrappers.Autoreset(ReferenceEnv) (next-step autoreset)",
         build=_single(_build_autoreset),
         source="gymnasium.wrappers.Autoreset(env_fns[0]())",
         requires=("gymnasium",),
-        imports=_IMPORTS,
         capabilities=Capabilities(partial_reset=False, max_envs=1),
         availability=lambda: unavailable_unless(
             installed_release().next_step_autoreset_wrapper,

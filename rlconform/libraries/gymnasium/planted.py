@@ -25,6 +25,7 @@ from rlconform.libraries.gymnasium.vector_model import (
     _rows,
     declared_mode,
 )
+from rlconform.specs.families import GYMNASIUM_ENV, GYMNASIUM_VECTOR, SB3_VECENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -383,8 +384,6 @@ class RewardingAutoreset(ModelAutoreset):
 
 # ---------------------------------------------------------------------------------- registration
 
-_IMPORTS = ("import numpy as np", "from rlconform.libraries.gymnasium import planted")
-
 
 def plant(
     name: str,
@@ -392,7 +391,7 @@ def plant(
     plants: tuple[str, ...],
     description: str,
     *,
-    family: str = "gymnasium.vector",
+    family: str = GYMNASIUM_VECTOR,
     capabilities: Capabilities | None = None,
     model: str | None = None,
     source: str | None = None,
@@ -403,8 +402,8 @@ def plant(
     # a planted bug is its correct model plus one defect: it names that model, since no stack of
     # library classes is there to be recognised (a user's system gets the model of its stack)
     model = model or {
-        "gymnasium.vector": f"reference.gymnasium.vector.{mode}",
-        "sb3.VecEnv": "reference.sb3.VecEnv",
+        GYMNASIUM_VECTOR: f"reference.gymnasium.vector.{mode}",
+        SB3_VECENV: "reference.sb3.VecEnv",
     }.get(family)
     table.add(
         System(
@@ -413,9 +412,8 @@ def plant(
             title=f"planted bug: {description}",
             build=build,
             source=source or f"planted.{name}(env_fns)",
-            requires=("stable-baselines3",) if family == "sb3.VecEnv" else ("gymnasium",),
+            requires=("stable-baselines3",) if family == SB3_VECENV else ("gymnasium",),
             kind="planted",
-            imports=_IMPORTS,
             capabilities=capabilities or Capabilities(),
             model=model,
             plants=plants,
@@ -533,7 +531,7 @@ def _register() -> None:
         lambda fns: RewardingAutoreset(fns[0]),
         ("reset_step.neutral",),
         RewardingAutoreset.__doc__ or "",
-        family="gymnasium.Env",
+        family=GYMNASIUM_ENV,
         capabilities=Capabilities(partial_reset=False, max_envs=1),
     )
 

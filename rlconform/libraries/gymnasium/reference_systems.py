@@ -8,11 +8,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.specs.families import GYMNASIUM_ENV, GYMNASIUM_VECTOR
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
-
-_IMPORTS = ("import numpy as np", "from rlconform.libraries.gymnasium import vector_model as models")
 
 
 def _vector_model(mode: str, wrapper: str | None, capabilities: Capabilities) -> System:
@@ -29,13 +28,12 @@ def _vector_model(mode: str, wrapper: str | None, capabilities: Capabilities) ->
     suffix = "" if wrapper is None else f".{wrapper}"
     return System(
         id=f"reference.gymnasium.vector.{mode}{suffix}",
-        family="gymnasium.vector",
+        family=GYMNASIUM_VECTOR,
         title=f"reference model: Gymnasium vector {mode}" + ("" if wrapper is None else f" + {wrapper}"),
         build=build,
         source=source,
         requires=("gymnasium",),
         kind="reference",
-        imports=_IMPORTS,
         capabilities=capabilities,
         model=None,
     )
@@ -59,7 +57,6 @@ def model_system(
     title: str,
     build: Callable[[Sequence[EnvFn]], Any],
     source: str,
-    imports: tuple[str, ...],
     capabilities: Capabilities,
     requires: tuple[str, ...] = ("gymnasium",),
     known_violations: tuple[tuple[str, str], ...] = (),
@@ -73,7 +70,6 @@ def model_system(
         source=source,
         requires=requires,
         kind="reference",
-        imports=imports,
         capabilities=capabilities,
         known_violations=known_violations,
     )
@@ -86,16 +82,14 @@ def _build_env_model(env_fns: Sequence[EnvFn], *, autoreset: bool) -> Any:
 
 
 def _register_env_models() -> None:
-    imports = ("import numpy as np", "from rlconform.libraries.gymnasium.env_model import build_model_env")
     for autoreset in (False, True):
         SYSTEMS.add(
             model_system(
                 "reference.gymnasium.Env" + (".Autoreset" if autoreset else ""),
-                "gymnasium.Env",
+                GYMNASIUM_ENV,
                 "reference model: single Gymnasium env" + (" under next-step Autoreset" if autoreset else ""),
                 functools.partial(_build_env_model, autoreset=autoreset),
                 f"build_model_env(env_fns, autoreset={autoreset})",
-                imports,
                 Capabilities(partial_reset=False, max_envs=1),
             )
         )

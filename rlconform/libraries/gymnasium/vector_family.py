@@ -32,6 +32,7 @@ from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.spaces import array_literal
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
+from rlconform.specs.families import GYMNASIUM_VECTOR
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -58,7 +59,7 @@ def find_wrapper(obj: Any, class_name: str) -> Any | None:
 
 
 class GymVectorFamily(ReferenceEnvFamily):
-    name = "gymnasium.vector"
+    name = GYMNASIUM_VECTOR
     api = "gymnasium.vector"
     factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]], **kwargs) -> gymnasium.vector.VectorEnv"
 
@@ -292,8 +293,6 @@ FAMILY = GymVectorFamily()
 
 # ------------------------------------------------------------------------------------- systems
 
-_IMPORTS = ("import gymnasium", "import numpy as np")
-
 
 def mode_kwargs(mode: str) -> dict[str, Any]:
     """The constructor argument that selects ``mode`` on the installed release: none on a release
@@ -345,12 +344,11 @@ def _sync(mode: str, copy: bool) -> System:
     suffix = "" if copy else ".nocopy"
     return System(
         id=f"gymnasium.SyncVectorEnv.{mode}{suffix}",
-        family="gymnasium.vector",
+        family=GYMNASIUM_VECTOR,
         title=f"SyncVectorEnv(autoreset_mode={mode}, copy={copy})",
         build=build,
         source=f"gymnasium.vector.SyncVectorEnv(env_fns, copy={copy}{mode_source(mode)})",
         requires=("gymnasium",),
-        imports=_IMPORTS,
         capabilities=_capabilities(),
         availability=mode_availability(mode),
     )
@@ -365,14 +363,13 @@ def _async(mode: str, shared_memory: bool, copy: bool) -> System:
     suffix = ("" if shared_memory else ".noshm") + ("" if copy else ".nocopy")
     return System(
         id=f"gymnasium.AsyncVectorEnv.{mode}{suffix}",
-        family="gymnasium.vector",
+        family=GYMNASIUM_VECTOR,
         title=f"AsyncVectorEnv(autoreset_mode={mode}, shared_memory={shared_memory}, copy={copy})",
         build=build,
         source=(
             f"gymnasium.vector.AsyncVectorEnv(env_fns, shared_memory={shared_memory}, copy={copy}{mode_source(mode)})"
         ),
         requires=("gymnasium",),
-        imports=_IMPORTS,
         out_of_process=True,
         capabilities=_capabilities(max_envs=3),
         availability=mode_availability(mode),
@@ -389,12 +386,11 @@ def _wrapped(wrapper: str, mode: str, capabilities: Capabilities, model_suffix: 
 
     return System(
         id=f"gymnasium.{wrapper}.SyncVectorEnv.{mode}",
-        family="gymnasium.vector",
+        family=GYMNASIUM_VECTOR,
         title=f"wrappers.vector.{wrapper}(SyncVectorEnv(autoreset_mode={mode}))",
         build=build,
         source=f"gymnasium.wrappers.vector.{wrapper}(gymnasium.vector.SyncVectorEnv(env_fns{mode_source(mode)}))",
         requires=("gymnasium",),
-        imports=_IMPORTS,
         capabilities=capabilities,
         model=f"reference.gymnasium.vector.{mode}.{model_suffix}",
         availability=mode_availability(

@@ -90,7 +90,6 @@ def _add(
             build=functools.partial(_build, factory, num_envs, device),
             source=source,
             requires=requires,
-            imports=("from rlconform.libraries.isaaclab.batch_env import make_batch_stamp_env",),
             **extra,
         )
     )

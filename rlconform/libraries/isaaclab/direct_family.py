@@ -40,11 +40,12 @@ from rlconform.core.same_step import same_step_slots
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
+from rlconform.specs.families import ISAACLAB_DIRECT
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
-NAME = "isaaclab"
+NAME = ISAACLAB_DIRECT
 DEVICE = "cpu"
 #: record.extra keys written by :meth:`IsaacLabFamily.observe`
 ACTIONS_KEY = "isaaclab_actions"
@@ -222,8 +223,6 @@ def reused_buffers(calls: list[CallRecord]) -> dict[str, int]:
 
 _REQUIRES = ("isaaclab", "torch")
 #: the import the reproducers of every system over the reference env need
-REFERENCE_IMPORT = "from rlconform.libraries.isaaclab.reference_env import make_isaaclab_reference_env"
-_IMPORTS = (REFERENCE_IMPORT,)
 #: what the reference env over DirectRLEnv offers; the wrappers' systems share it
 CAPABILITIES = Capabilities(
     obs_kinds=frozenset({"box"}),
@@ -261,7 +260,6 @@ def _system(id: str, title: str, kwargs: dict[str, Any], **extra: Any) -> None:
             build=functools.partial(make, **kwargs),
             source=f"make_isaaclab_reference_env(env_fns{args})",
             requires=_REQUIRES,
-            imports=_IMPORTS,
             capabilities=CAPABILITIES,
             torch_native=kwargs.get("device", DEVICE),
             **extra,

@@ -33,7 +33,7 @@ from rlconform.core.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import EnvFn, System, SystemTable
 from rlconform.core.trace import CallRecord, CallView
 from rlconform.envs.driver import Contract
-from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, REFERENCE_IMPORT, IsaacLabFamily, _rows
+from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, IsaacLabFamily, _rows
 from rlconform.specs.families import ISAACLAB_RSL_RL_FAMILY
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -163,10 +163,6 @@ SYSTEMS.add(
         build=make,
         source=f"RslRlVecEnvWrapper(make_isaaclab_reference_env(env_fns, device={DEVICE!r}, compute_final_obs=True))",
         requires=("isaaclab", "torch", "rsl-rl-lib"),
-        imports=(
-            "from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper",
-            REFERENCE_IMPORT,
-        ),
         capabilities=_CAPS,
         known_violations=(("transitions.exact", _NO_NEXT_OBS),),
         description="Isaac Lab's RSL-RL VecEnv wrapper around the reference DirectRLEnv",

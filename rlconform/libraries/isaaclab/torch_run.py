@@ -20,6 +20,7 @@ import torch
 
 from rlconform.libraries.isaaclab.monitor import ContractMonitor, ExactModel, Violation
 from rlconform.libraries.isaaclab.wrappers import compare, driver_for
+from rlconform.specs.families import ISAACLAB_TORCH
 
 PATTERNS = ("uniform", "zeros", "extremes", "push")
 
@@ -54,7 +55,7 @@ class TorchRun:
 
     case: TorchCase
     build_error: str | None = None
-    family: str = "isaaclab.torch"
+    family: str = ISAACLAB_TORCH
     violations: list[Violation] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     env_steps: int = 0

@@ -21,11 +21,12 @@ from rlconform.core.system import System
 from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
 from rlconform.libraries.isaaclab.torch_run import Target, TorchRun
+from rlconform.specs.families import ISAACLAB_TORCH
 
 if TYPE_CHECKING:
     pass
 
-NAME = "isaaclab.torch"
+NAME = ISAACLAB_TORCH
 TRANSITIONS = "isaaclab.transitions"
 MODEL_FLAGS = "isaaclab.flags"
 MODEL_RESET = "isaaclab.reset"

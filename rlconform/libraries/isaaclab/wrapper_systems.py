@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlconform.core.system import EnvFn, System, SystemTable
-from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, REFERENCE_IMPORT
+from rlconform.libraries.isaaclab.direct_family import CAPABILITIES
+from rlconform.specs.families import SB3_VECENV, TORCHRL_ENVBASE
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -94,7 +95,6 @@ def _register(
     title: str,
     build: Any,
     source: str,
-    imports: tuple[str, ...],
     requires: tuple[str, ...],
     **extra: Any,
 ) -> None:
@@ -106,7 +106,6 @@ def _register(
             build=build,
             source=source,
             requires=("isaaclab", "torch", *requires),
-            imports=(REFERENCE_IMPORT, *imports),
             capabilities=CAPABILITIES,
             torch_native=DEVICE,
             **extra,
@@ -121,11 +120,10 @@ def _reference_source(compute_final_obs: bool) -> str:
 for _cfo, _suffix in ((True, ""), (False, ".no_final_obs")):
     _register(
         f"isaaclab.Sb3VecEnvWrapper{_suffix}",
-        "sb3.VecEnv",
+        SB3_VECENV,
         f"Sb3VecEnvWrapper(DirectRLEnv(compute_final_obs={_cfo}))",
         functools.partial(sb3_wrapper, compute_final_obs=_cfo),
         f"Sb3VecEnvWrapper({_reference_source(_cfo)})",
-        ("from isaaclab_rl.sb3 import Sb3VecEnvWrapper",),
         ("stable-baselines3",),
         known_violations=(
             ("infos.aligned", _SB3_NO_ENV_INFOS),
@@ -136,11 +134,10 @@ for _cfo, _suffix in ((True, ""), (False, ".no_final_obs")):
 for _cfo, _suffix in ((True, ""), (False, ".no_final_obs")):
     _register(
         f"isaaclab.IsaacLabTorchRLWrapper{_suffix}",
-        "torchrl.EnvBase",
+        TORCHRL_ENVBASE,
         f"IsaacLabTorchRLWrapper(DirectRLEnv(compute_final_obs={_cfo}))",
         functools.partial(isaaclab_torchrl_wrapper, compute_final_obs=_cfo),
         f"IsaacLabTorchRLWrapper({_reference_source(_cfo)})",
-        ("from isaaclab_rl.torchrl import IsaacLabTorchRLWrapper",),
         ("torchrl", "tensordict"),
         known_violations=()
         if _cfo
@@ -153,11 +150,10 @@ for _cfo, _suffix in ((True, ""), (False, ".no_final_obs")):
     )
 _register(
     "isaaclab.torchrl.IsaacLabWrapper",
-    "torchrl.EnvBase",
+    TORCHRL_ENVBASE,
     "torchrl IsaacLabWrapper(DirectRLEnv(compute_final_obs=True), device='cpu', native_autoreset=True)",
     torchrl_isaaclab_wrapper,
     f"IsaacLabWrapper({_reference_source(True)}, device={DEVICE!r}, native_autoreset=True)",
-    ("from torchrl.envs.libs.isaac_lab import IsaacLabWrapper",),
     ("torchrl", "tensordict"),
     known_violations=(
         ("terminal.final_obs", TORCHRL_LIB_NAN),

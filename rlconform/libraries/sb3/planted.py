@@ -7,6 +7,7 @@ from typing import Any
 from rlconform.core.system import Capabilities, SystemTable
 from rlconform.libraries.gymnasium.planted import plant
 from rlconform.libraries.sb3.model import ModelVecEnv
+from rlconform.specs.families import SB3_VECENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -38,7 +39,7 @@ def _register() -> None:
         lambda fns: NoTerminalObservation(list(fns)),
         ("terminal.final_obs",),
         NoTerminalObservation.__doc__ or "",
-        family="sb3.VecEnv",
+        family=SB3_VECENV,
         capabilities=Capabilities(partial_reset=False),
         table=SYSTEMS,
     )
@@ -47,7 +48,7 @@ def _register() -> None:
         lambda fns: TimeoutFlagInverted(list(fns)),
         ("flags.truncated",),
         TimeoutFlagInverted.__doc__ or "",
-        family="sb3.VecEnv",
+        family=SB3_VECENV,
         capabilities=Capabilities(partial_reset=False),
         table=SYSTEMS,
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from rlconform.core.system import Capabilities, SystemTable
 from rlconform.libraries.gymnasium.reference_systems import model_system
+from rlconform.specs.families import SB3_VECENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -15,7 +16,6 @@ SYSTEMS = SystemTable()
 def _register_sb3_models() -> None:
     from rlconform.libraries.sb3 import model as sb3_model
 
-    imports = ("import numpy as np", "from rlconform.libraries.sb3 import model as models")
     box_or_dict = Capabilities(
         obs_kinds=frozenset({"box", "dict"}), composite_box_leaves_only=True, partial_reset=False
     )
@@ -57,11 +57,10 @@ def _register_sb3_models() -> None:
         SYSTEMS.add(
             model_system(
                 f"reference.sb3.{name}",
-                "sb3.VecEnv",
+                SB3_VECENV,
                 f"reference model: SB3 {name}",
                 build,
                 source,
-                imports,
                 capabilities,
                 requires=("gymnasium",),
                 known_violations=known.get(name, ()),

@@ -25,6 +25,7 @@ from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, split_batch
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.spaces import array_literal
+from rlconform.specs.families import SB3_VECENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -43,7 +44,7 @@ def find_venv_layer(obj: Any, class_name: str) -> Any | None:
 
 
 class SB3Family(ReferenceEnvFamily):
-    name = "sb3.VecEnv"
+    name = SB3_VECENV
     api = "sb3.VecEnv"
     factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]]) -> stable_baselines3 VecEnv"
 
@@ -212,7 +213,6 @@ FAMILY = SB3Family()
 
 # ------------------------------------------------------------------------------------- systems
 
-_IMPORTS = ("import numpy as np", "from stable_baselines3.common import vec_env")
 _BOX_OR_DICT = Capabilities(
     obs_kinds=frozenset({"box", "dict"}),
     composite_box_leaves_only=True,
@@ -259,24 +259,22 @@ def _wrapped(wrapper: str, **kwargs: Any) -> Any:
 SYSTEMS.add(
     System(
         id="sb3.DummyVecEnv",
-        family="sb3.VecEnv",
+        family=SB3_VECENV,
         title="DummyVecEnv",
         build=_dummy,
         source="vec_env.DummyVecEnv(env_fns)",
         requires=("stable-baselines3",),
-        imports=_IMPORTS,
         capabilities=Capabilities(partial_reset=False),
     )
 )
 SYSTEMS.add(
     System(
         id="sb3.SubprocVecEnv",
-        family="sb3.VecEnv",
+        family=SB3_VECENV,
         title="SubprocVecEnv (default start method)",
         build=_subproc,
         source="vec_env.SubprocVecEnv(env_fns)",
         requires=("stable-baselines3",),
-        imports=_IMPORTS,
         out_of_process=True,
         capabilities=Capabilities(partial_reset=False, max_envs=3),
     )
@@ -284,12 +282,11 @@ SYSTEMS.add(
 SYSTEMS.add(
     System(
         id="sb3.VecNormalize.DummyVecEnv",
-        family="sb3.VecEnv",
+        family=SB3_VECENV,
         title="VecNormalize(DummyVecEnv)",
         build=_wrapped("VecNormalize"),
         source="vec_env.VecNormalize(vec_env.DummyVecEnv(env_fns))",
         requires=("stable-baselines3",),
-        imports=_IMPORTS,
         capabilities=Capabilities(
             obs_kinds=frozenset({"box", "dict"}),
             composite_box_leaves_only=True,
@@ -302,12 +299,11 @@ SYSTEMS.add(
 SYSTEMS.add(
     System(
         id="sb3.VecFrameStack.DummyVecEnv",
-        family="sb3.VecEnv",
+        family=SB3_VECENV,
         title=f"VecFrameStack(DummyVecEnv, n_stack={N_STACK})",
         build=_wrapped("VecFrameStack", n_stack=N_STACK),
         source=f"vec_env.VecFrameStack(vec_env.DummyVecEnv(env_fns), n_stack={N_STACK})",
         requires=("stable-baselines3",),
-        imports=_IMPORTS,
         capabilities=Capabilities(
             obs_kinds=frozenset({"box", "dict"}),
             composite_box_leaves_only=True,
@@ -320,12 +316,11 @@ SYSTEMS.add(
 SYSTEMS.add(
     System(
         id="sb3.VecMonitor.DummyVecEnv",
-        family="sb3.VecEnv",
+        family=SB3_VECENV,
         title="VecMonitor(DummyVecEnv)",
         build=_wrapped("VecMonitor"),
         source="vec_env.VecMonitor(vec_env.DummyVecEnv(env_fns))",
         requires=("stable-baselines3",),
-        imports=_IMPORTS,
         capabilities=Capabilities(partial_reset=False),
         model="reference.sb3.VecMonitor",
     )

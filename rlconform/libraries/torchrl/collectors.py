@@ -35,6 +35,7 @@ from rlconform.libraries.torchrl.frames import (
     scenario_scripts,
     serial_or_single,
 )
+from rlconform.specs.families import TORCHRL_COLLECTOR
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
-FAMILY_NAME = "torchrl.collector"
+FAMILY_NAME = TORCHRL_COLLECTOR
 FAMILIES = frozenset({FAMILY_NAME})
 #: CallRecord.extra key saying what a recorded call was
 NEEDS_CASE = "runs only on a CollectorCase (replay the verdict's case, not a plain Case)"

@@ -39,11 +39,12 @@ from rlconform.core.trace import CallRecord, CallView, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.libraries.gymnasium.vector_family import mode_availability, mode_kwargs, mode_source
 from rlconform.libraries.torchrl.tensordicts import ObsLayout, per_env_scalars
+from rlconform.specs.families import TORCHRL_ENVBASE
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
-NAME = "torchrl.EnvBase"
+NAME = TORCHRL_ENVBASE
 #: record.extra key: per sub-env, the seeds of the resets it received from ``set_seed(s); reset()``
 SUB_ENV_RESETS = "sub_env_resets"
 
@@ -358,13 +359,6 @@ FAMILY = TorchRLFamily()
 
 # ------------------------------------------------------------------------------------- systems
 
-_IMPORTS = (
-    "import functools",
-    "import gymnasium",
-    "import numpy as np",
-    "from torchrl.envs import GymWrapper",
-    "from rlconform.libraries.torchrl.env_family import gym_wrapper",
-)
 #: GymWrapper refuses what it cannot map; recorded here, never hidden
 _NO_TUPLE = "GymWrapper stacks a Tuple observation into one tensor and rejects Tuples of mixed leaves ('Stacking specs cannot occur: Found more than one type of specs in the list.'); the reference env's Tuples mix leaves, so Tuple observations are left out"
 _NEXT_STEP_REJECTED = "GymWrapper rejects a Gymnasium vector env in NextStep mode: 'The auto-reset mode must be one of SAME_STEP or DISABLED (which is preferred). Got autoreset_mode=AutoresetMode.NEXT_STEP.'"
@@ -740,7 +734,6 @@ SYSTEMS.add(
         build=_single,
         source="GymWrapper(env_fns[0]())",
         requires=_REQUIRES,
-        imports=_IMPORTS,
         capabilities=_capabilities(max_envs=1),
         description="one Gymnasium env in TorchRL's GymWrapper (batch_size [])",
     )
@@ -753,7 +746,6 @@ SYSTEMS.add(
         build=_serial,
         source=f"torchrl.envs.SerialEnv(len(env_fns), {_WRAP})",
         requires=_REQUIRES,
-        imports=(*_IMPORTS, "import torchrl.envs"),
         capabilities=_capabilities(),
     )
 )
@@ -765,7 +757,6 @@ SYSTEMS.add(
         build=_parallel,
         source=f"torchrl.envs.ParallelEnv(len(env_fns), {_WRAP}, mp_start_method={MP_START_METHOD!r})",
         requires=_REQUIRES,
-        imports=(*_IMPORTS, "import torchrl.envs"),
         out_of_process=True,
         capabilities=_capabilities(max_envs=3),
     )
@@ -779,7 +770,6 @@ SYSTEMS.add(
         availability=mode_availability("Disabled"),
         source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns{mode_source('Disabled')}))",
         requires=_REQUIRES,
-        imports=_IMPORTS,
         capabilities=_capabilities(_NEXT_STEP_REJECTED, "Disabled is the mode TorchRL prefers"),
     )
 )
@@ -792,7 +782,6 @@ SYSTEMS.add(
         availability=mode_availability("Disabled"),
         source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns, copy=False{mode_source('Disabled')}))",
         requires=_REQUIRES,
-        imports=_IMPORTS,
         capabilities=_capabilities(
             _NEXT_STEP_REJECTED,
             "copy=False: the vector env returns its own observation buffer, which its next step overwrites",
@@ -809,7 +798,6 @@ SYSTEMS.add(
         availability=mode_availability("SameStep"),
         source=f"GymWrapper(gymnasium.vector.SyncVectorEnv(env_fns{mode_source('SameStep')}))",
         requires=_REQUIRES,
-        imports=_IMPORTS,
         capabilities=_capabilities(
             _NEXT_STEP_REJECTED,
             "GymWrapper registers a terminal-observation info reader and checks it with random rollouts "
@@ -862,7 +850,6 @@ SYSTEMS.add(
         build=_gym_env_num_envs,
         source='GymEnv("rlconform/Reference-v0", num_envs=len(env_fns), script=script)',
         requires=_REQUIRES,
-        imports=(*_IMPORTS, "from torchrl.envs import GymEnv"),
         out_of_process=True,
         capabilities=_capabilities(_GYM_ENV_KWARGS, max_envs=3),
         description="TorchRL's GymEnv with num_envs: an AsyncVectorEnv in Gymnasium's default mode under GymWrapper",
@@ -886,7 +873,6 @@ SYSTEMS.add(
         build=_step_counter,
         source=f"TransformedEnv(torchrl.envs.SerialEnv(len(env_fns), {_WRAP}), StepCounter())",
         requires=_REQUIRES,
-        imports=(*_IMPORTS, "import torchrl.envs", "from torchrl.envs import StepCounter, TransformedEnv"),
         capabilities=_capabilities(),
         description="a transform that adds an entry (step_count) and must leave the transitions as they are",
     )
@@ -907,7 +893,6 @@ SYSTEMS.add(
         build=_double_to_float,
         source=f"TransformedEnv(torchrl.envs.SerialEnv(len(env_fns), {_WRAP}), DoubleToFloat())",
         requires=_REQUIRES,
-        imports=(*_IMPORTS, "import torchrl.envs", "from torchrl.envs import DoubleToFloat, TransformedEnv"),
         capabilities=dataclasses.replace(
             _capabilities("float64 Box observations only: the dtype the transform exists for"),
             obs_kinds=frozenset({"box"}),

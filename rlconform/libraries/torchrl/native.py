@@ -29,13 +29,6 @@ SYSTEMS = SystemTable()
 
 DEVICE = "cpu"
 _REQUIRES = ("torchrl", "tensordict", "gymnasium", "torch")
-_IMPORTS = (
-    "import gymnasium",
-    "import numpy as np",
-    "from torchrl.envs import GymWrapper",
-    "from rlconform.envs.torch_reference_env import TorchReferenceEnv",
-    "from rlconform.libraries.torchrl import native as torchrl_native",
-)
 #: the restrictions of torchrl_env's GymWrapper systems (its ``_capabilities`` is private):
 #: GymWrapper one-hot encodes Discrete observations and rejects Tuples of mixed leaves; one env
 _CAPS = Capabilities(
@@ -107,7 +100,6 @@ def _system(id: str, title: str, build: Any, source: str, kind: Any = "library",
             source=source,
             requires=_REQUIRES,
             kind=kind,
-            imports=_IMPORTS,
             capabilities=_CAPS,
             torch_native=DEVICE,
             **extra,

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.specs.families import TORCHRL_ENVBASE
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
-FAMILY_NAME = "torchrl.EnvBase"
+FAMILY_NAME = TORCHRL_ENVBASE
 _REQUIRES = ("torchrl", "tensordict", "gymnasium")
-_IMPORTS = ("from rlconform.libraries.torchrl import planted_aliasing as planted",)
 
 
 def _wrapper_class() -> Any:
@@ -105,7 +105,6 @@ def _register() -> None:
                 source=f"planted.{build.__name__}(env_fns)",
                 requires=_REQUIRES,
                 kind="planted",
-                imports=_IMPORTS,
                 capabilities=capabilities,
                 plants=plants,
                 description=description,

@@ -36,6 +36,7 @@ from rlconform.libraries.torchrl.frames import (
     scenario_scripts,
     serial_or_single,
 )
+from rlconform.specs.families import TORCHRL_REPLAY
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
-FAMILY_NAME = "torchrl.replay"
+FAMILY_NAME = TORCHRL_REPLAY
 FAMILIES = frozenset({FAMILY_NAME})
 NEEDS_CASE = "runs only on a ReplayCase (replay the verdict's case, not a plain Case)"
 ROLE = "replay_role"
