@@ -229,3 +229,15 @@ def test_a_new_library_is_one_package_and_one_line(tmp_path: Path, monkeypatch: 
         use(previous)
     assert verdict.status == "pass", verdict.message
     assert verdict.checked > 0
+
+
+def test_every_family_implements_the_protocol_and_api_names_are_unique() -> None:
+    from rlconform.core.family import Family
+
+    families = default_catalog().families()
+    assert {"gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase", "user.env", "isaaclab.torch"} <= set(families)
+    for name, family in families.items():
+        assert isinstance(family, Family), name
+        assert family.name == name
+    apis = [family.api for family in families.values() if family.api is not None]
+    assert sorted(apis) == ["gymnasium.Env", "gymnasium.vector", "isaaclab", "sb3.VecEnv", "torchrl.EnvBase"]
