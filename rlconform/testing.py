@@ -142,9 +142,9 @@ def _resolve_systems(systems: list[SystemLike], api: str | None) -> list[System]
 
 def _need_api(api: str | None, what: str) -> str:
     if api is None:
-        raise BadInput(
-            f"parametrize_with_checks: {what} needs api=FAMILY (gymnasium.Env, gymnasium.vector, sb3.VecEnv, torchrl.EnvBase)"
-        )
+        from rlconform.core.user import factory_signatures
+
+        raise BadInput(f"parametrize_with_checks: {what} needs api=FAMILY ({', '.join(factory_signatures())})")
     return api
 
 
