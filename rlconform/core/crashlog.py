@@ -49,7 +49,7 @@ def trim_traceback(text: str) -> str:
     """faulthandler's dump, cut to what concerns the system: in each thread's stack (most recent
     call first), the frames down to the first one inside rlconform (the call rlconform made),
     then one line for the rest; without the list of loaded extension modules."""
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # rlconform/
     lines: list[str] = []
     inside = False
     for line in text.strip().splitlines():

@@ -231,7 +231,7 @@ def factory_error(what: str, exc: BaseException) -> str:
     if getattr(exc, "explains_itself", False):
         return f"{what} raised {type(exc).__name__}: {message}"
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = os.path.dirname(os.path.abspath(__file__))
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the rlconform package
     outside = [f for f in frames if not os.path.abspath(f.filename).startswith(ours + os.sep)]
     where = ""
     if outside:
