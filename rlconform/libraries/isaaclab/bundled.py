@@ -95,7 +95,7 @@ def _add(
     )
 
 
-def register_bundled() -> None:
+def _add_bundled() -> None:
     for device in ("cpu", "cuda"):
         _add(
             "isaaclab.torch.DirectRLEnv",
@@ -178,3 +178,6 @@ def register_bundled() -> None:
             known_violations=((STABLE, _REUSE),),
             description=title,
         )
+
+
+_add_bundled()
