@@ -64,9 +64,13 @@ class Contribution:
 
 
 def specs_of(module: ModuleType) -> list[Spec]:
-    """A module's specs: its ``SPECS`` table, then its ``@spec`` functions in definition order."""
-    found: list[Spec] = list(getattr(module, "SPECS", ()))
-    for value in vars(module).values():
+    """A module's specs in the order the module defines them: its ``@spec`` functions, and its
+    ``SPECS`` table (specs built in a loop) where the module assigns it."""
+    found: list[Spec] = []
+    for name, value in vars(module).items():
+        if name == "SPECS":
+            found.extend(value)
+            continue
         spec = getattr(value, SPEC_ATTRIBUTE, None)
         if spec is not None and getattr(value, "__module__", None) == module.__name__:
             found.append(spec)

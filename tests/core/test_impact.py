@@ -111,9 +111,9 @@ def test_a_spec_without_a_valid_impact_class_cannot_be_registered() -> None:
         raise AssertionError("not called")
 
     with pytest.raises(TypeError, match="impact"):
-        spec("impact.test.missing", statement="s", rationale="r")(never)  # type: ignore[call-arg]
+        spec("impact.test.missing", statement="s", rationale="r", families=frozenset())(never)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="impact must be one of"):
-        spec("impact.test.bad", statement="s", rationale="r", impact="cosmetic")(never)  # type: ignore[arg-type]
+        spec("impact.test.bad", statement="s", rationale="r", impact="cosmetic", families=frozenset())(never)  # type: ignore[arg-type]
     assert all(s.id.startswith("impact.test") is False for s in all_specs())
 
 

@@ -248,9 +248,13 @@ def test_documented_violation_is_an_xfail(downstream: pytest.Pytester) -> None:
 
 
 NOT_INSTALLED_CONFTEST = """
-from rlconform.core.system import System, register
+from rlconform.catalog import LIBRARIES, SPEC_MODULES
+from rlconform.core.catalog import Catalog, Library, use
+from rlconform.core.system import System, SystemTable
 
-register(
+# a downstream repo adds its own library to the catalog: this conftest is its one module
+SYSTEMS = SystemTable()
+SYSTEMS.add(
     System(
         id="downstream.NotInstalled",
         family="gymnasium.vector",
@@ -260,11 +264,12 @@ register(
         requires=("rlconform-test-no-such-distribution",),
     )
 )
+use(Catalog([*LIBRARIES, Library("downstream", "downstream systems", (__name__,))], SPEC_MODULES))
 """
 
 
 def test_library_not_installed_is_an_explicit_skip(downstream: pytest.Pytester) -> None:
-    # a subprocess: the registration must not leak into this process's system registry
+    # a subprocess: the catalog it installs must not leak into this process
     downstream.makeconftest(NOT_INSTALLED_CONFTEST)
     result = downstream.runpytest_subprocess(
         "-rs", "--rlconform-systems", "downstream.*", *specs("transitions.exact", "flags.terminated")
