@@ -59,7 +59,7 @@ def codec_in_space(action: Any, space: Any) -> ActionCodec | None:
 def send_in_space(driver: Any, space: Any) -> None:
     """Make ``driver`` send its plan actions inside ``space`` (see the module docstring)."""
     if not getattr(driver.codec, "reference_units", False):
-        return  # a user's own env's actions (envcheck): already elements of its space
+        return  # a user's own env's actions (env-author mode): already elements of its space
     codec = codec_in_space(driver.case.script.action, space)
     if codec is not None:
         driver.codec = codec

@@ -30,6 +30,7 @@ from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import System
 from rlconform.core.user import factory_system, user_system
 from rlconform.libraries.envauthor import family as envcheck
+from rlconform.libraries.envauthor import specs as envauthor_specs
 from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
 from rlconform.specs.families import USER_ENV_FAMILY
 
@@ -72,7 +73,7 @@ ONE_CASE = EnvCase(seed=1, action_seed=2, steps=12, num_envs=2)
 
 def _stack_outcome(reference: str) -> str:
     """The one-message outcome of env.stack_equivalence on one case: its violation, else its notes."""
-    outcome = envcheck.env_stack_equivalence(execute_user_env(user_system(reference, "gymnasium.Env"), ONE_CASE))
+    outcome = envauthor_specs.env_stack_equivalence(execute_user_env(user_system(reference, "gymnasium.Env"), ONE_CASE))
     return "\n".join([v.render() for v in outcome.violations] or outcome.notes)
 
 
