@@ -1,7 +1,7 @@
 """Every spec catches a planted bug of its kind, and passes on the correct systems.
 
-The planted bugs are reference models with one deliberate defect each (rlconform/libraries/*/planted.py
-planted.py); the correct systems are the reference models themselves. A spec that no planted bug
+The planted bugs are reference models with one deliberate defect each (each library's planted.py);
+the correct systems are the reference models themselves. A spec that no planted bug
 fails, or that passes nowhere, could not tell a correct system from a broken one.
 """
 
