@@ -57,7 +57,8 @@ class TorchTierFamily:
     name = ISAACLAB_TORCH
     api = "isaaclab"
     factory_signature = "(num_envs: int, device: str) -> env following DirectRLEnv's step/reset contract"
-    quiet_loggers: tuple[str, ...] = ()
+    # a wrapper the tier drives may be TorchRL's, which logs a line per env it builds
+    quiet_loggers = ("torchrl",)
     user_options = ("num_envs", "device")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> TorchRun:
