@@ -59,6 +59,8 @@ class TorchTierFamily:
     factory_signature = "(num_envs: int, device: str) -> env following DirectRLEnv's step/reset contract"
     quiet_loggers: tuple[str, ...] = ()
     user_options = ("num_envs", "device")
+    libraries = ("torch", "isaaclab")
+    uses_accelerator = True
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> TorchRun:
         from rlconform.libraries.isaaclab.torch_run import drive
