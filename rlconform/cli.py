@@ -136,7 +136,8 @@ examples:
   rlconform check mypkg.vec:make --api sb3.VecEnv --spec 'terminal.*' --reproducers repro/
   rlconform check mypkg.vec:make --api gymnasium.vector --expected-failures rlconform-expected-failures.txt
 
-`rlconform list --family FAMILY --specs` lists the specs a family is checked against."""
+`rlconform list --family FAMILY --specs` lists the specs a family is checked against (your own env,
+--api gymnasium.Env, is family user.env). More: docs/cli.md."""
 
 
 def _factory_help() -> str:
