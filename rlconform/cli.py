@@ -7,7 +7,7 @@
 * ``--fail-on CLASS`` (run and check): only a failure whose spec's impact class (rlconform.core.impact)
   is CLASS or more severe exits 1; errors always do. Failures are listed by impact, those sharing
   a minimal case once, under their most specific spec (rlconform.core.grouping).
-* ``rlconform list``: the bundled systems and the specs.
+* ``rlconform list [--family F] [--specs | --systems]``: the bundled systems and the specs.
 * ``rlconform report FILE.json``: a saved results file as Markdown (stdout), HTML or JUnit XML.
 * ``rlconform diff OLD.json NEW.json``: the verdicts that changed, regressions first, then the
   checks failing another way (another signature); exit 1 on a regression only.
@@ -20,22 +20,36 @@ import argparse
 import contextlib
 import fnmatch
 import json
+import os
+import re
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 
+from rlconform import __version__
 from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
 from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
+from rlconform.core.family import Family, get_family
 from rlconform.core.impact import IMPACTS, at_least, check_impact
 from rlconform.core.profiles import PROFILES, get_profile, session_seed
 from rlconform.core.search import Verdict
 from rlconform.core.spec import Spec, all_specs
-from rlconform.core.suite import RunInterrupted, print_progress, run_checks
+from rlconform.core.suite import Progress, RunInterrupted, print_progress, run_checks
 from rlconform.core.system import System, all_systems
 from rlconform.core.user import BadInput, factory_signatures, family_for, probe, user_system, with_intents
-from rlconform.reports.results import Results, header_lines, impact_of, render_failures, render_skips, render_table
+from rlconform.reports.results import (
+    Results,
+    failure_groups,
+    header_lines,
+    impact_of,
+    render_failures,
+    render_skips,
+    render_table,
+    shows_reproducer,
+)
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 #: the shell's status for a process ended by SIGINT (128 + 2)
@@ -61,7 +75,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--spec", action="append", metavar="PATTERN", help="only specs whose id matches (glob); repeatable"
     )
-    parser.add_argument("--reproducers", action="store_true", help="print the reproducer of every failure")
+    parser.add_argument(
+        "--reproducers",
+        metavar="DIR",
+        help="write each failure's reproducer to DIR, one .py file per failing system and spec (test_*.py for "
+        "your own factory: a pytest regression test you can keep; repro_*.py otherwise)",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (one system per worker)")
     parser.add_argument(
         "--in-process",
@@ -95,22 +114,74 @@ def _add_report_outputs(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument("--markdown", metavar="FILE", help=f"{verb} Markdown (e.g. $GITHUB_STEP_SUMMARY)")
 
 
+DESCRIPTION = (
+    "Property-based conformance checks of the step/reset semantics of RL environment APIs "
+    "(Gymnasium, Stable-Baselines3, TorchRL, Isaac Lab)."
+)
+
+CHECK_DESCRIPTION = """\
+Check your own env or vectorizer: MODULE:CALLABLE names a factory, and --api says which API it
+implements (the factory signatures are below). rlconform drives what the factory returns with
+its reference envs (or, for --api gymnasium.Env, drives your env itself and through every
+installed stack), searches for a violation of each spec that applies, and prints each failure
+with its minimal case and a standalone reproducer.
+
+Exit status: 0 every applicable spec passes; 1 a spec fails or was not exercised; 2 bad input
+(one line on stderr saying why)."""
+
+CHECK_EXAMPLES = """\
+examples:
+  rlconform check mypkg.vec:make --api gymnasium.vector
+  rlconform check mypkg.envs:make_env --api gymnasium.Env --json results.json
+  rlconform check mypkg.vec:make --api sb3.VecEnv --spec 'terminal.*' --reproducers repro/
+  rlconform check mypkg.vec:make --api gymnasium.vector --expected-failures rlconform-expected-failures.txt
+
+`rlconform list --family FAMILY --specs` lists the specs a family is checked against (your own env,
+--api gymnasium.Env, is family user.env). More: docs/cli.md."""
+
+
+def _factory_help() -> str:
+    """The --api families of ``check --help``: each with the signature its factory must have."""
+    signatures = factory_signatures()
+    width = max([len(api) for api in signatures] + [8])
+    lines = ["--api FAMILY: the signature MODULE:CALLABLE must have"]
+    lines.extend(f"  {api:<{width}}  {signature}" for api, signature in signatures.items())
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlconform", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="rlconform",
+        description=DESCRIPTION,
+        epilog="`rlconform check --help` shows how to check your own env or vectorizer.",
+    )
+    parser.add_argument("--version", action="version", version=f"rlconform {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="every bundled system against every spec; prints the table and writes JSON")
     _add_common(run)
     run.set_defaults(json=DEFAULT_RESULTS)
+    run.add_argument("--print-reproducers", action="store_true", help="also print the reproducer of every failure")
     run.add_argument(
         "--system", action="append", metavar="PATTERN", help="only systems whose id matches (glob); repeatable"
     )
     run.add_argument("--no-reference", action="store_true", help="leave out the reference models (the control rows)")
     run.add_argument("--strict", action="store_true", help="exit 1 when any library system fails a spec")
 
-    check = sub.add_parser("check", help="check your own system: MODULE:CALLABLE")
-    check.add_argument("target", metavar="MODULE:CALLABLE")
-    check.add_argument("--api", required=True, metavar="FAMILY", help=f"one of: {', '.join(factory_signatures())}")
+    check = sub.add_parser(
+        "check",
+        help="check your own env or vectorizer: MODULE:CALLABLE --api FAMILY",
+        description=CHECK_DESCRIPTION,
+        epilog=f"{_factory_help()}\n\n{CHECK_EXAMPLES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("target", metavar="MODULE:CALLABLE", help="your factory, e.g. mypkg.vec:make")
+    check.add_argument(
+        "--api",
+        required=True,
+        metavar="FAMILY",
+        help=f"the API your factory implements, one of: {', '.join(factory_signatures())} (signatures below)",
+    )
     check.add_argument(
         "--num-envs",
         type=int,
@@ -133,7 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(check)
 
-    sub.add_parser("list", help="list the bundled systems and the specs")
+    listing = sub.add_parser("list", help="list the bundled systems and the specs")
+    listing.add_argument(
+        "--family",
+        metavar="FAMILY",
+        help="only the systems of FAMILY and the specs that apply to it (a family as the list names it: "
+        "gymnasium.vector, sb3.VecEnv, torchrl.EnvBase, user.env (your own env: check --api gymnasium.Env), ...)",
+    )
+    only = listing.add_mutually_exclusive_group()
+    only.add_argument("--specs", action="store_true", help="only the specs (numbered as the tables' columns)")
+    only.add_argument("--systems", action="store_true", help="only the systems")
 
     report = sub.add_parser(
         "report", help="turn a results JSON file into HTML, JUnit XML or Markdown (default: Markdown on stdout)"
@@ -180,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
-            return _list()
+            return _list(args)
         if args.command == "report":
             return _report(args)
         if args.command == "diff":
@@ -188,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "matrix":
             return _matrix(args)
         validate_config()  # a bad RLCONFORM_* value: one line and exit 2, before anything runs
-        with _exit_on_sigterm():
+        with _exit_on_sigterm(), _hypothesis_warnings_silenced():
             if args.command == "run":
                 return _run(args)
             return _check(args)
@@ -200,20 +280,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
 
 
-def _list() -> int:
+@contextlib.contextmanager
+def _hypothesis_warnings_silenced() -> Iterator[None]:
+    """Hypothesis' warnings are about rlconform's own searches, never about the user's system:
+    none reaches the user (the searches silence their own; this also covers what runs around
+    them, and the isolated workers forked meanwhile inherit it). The filters are put back
+    afterwards (``main`` may run inside someone else's process)."""
+    from hypothesis.errors import HypothesisWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=HypothesisWarning)
+        yield
+
+
+def _list_family(name: str) -> str:
+    """The family ``rlconform list --family`` names (an unknown one is bad input)."""
     from rlconform.core.catalog import current
 
+    families = current().families()
+    if name not in families:
+        raise BadInput(f"unknown family {name!r}; known: {', '.join(sorted(families))}")
+    return name
+
+
+def _list(args: argparse.Namespace) -> int:
+    from rlconform.core.catalog import current
+    from rlconform.reports.results import spec_column
+
+    family = _list_family(args.family) if args.family else None
+    both = not args.specs and not args.systems
     for library, why in current().unavailable():
         print(f"library {library}: {why}; its families, systems and specs are not listed")
-    for system in all_systems():
-        if system.kind == "planted":
-            continue
-        reason = system.skip_reason()
-        note = f"  [{reason}]" if reason else ""
-        print(f"{system.id:50s} {system.family:18s} {system.title}{note}")
-    print()
-    for spec in all_specs():
-        print(f"{spec.id:38s} {spec.statement}")
+    if args.systems or both:
+        for system in all_systems():
+            if system.kind == "planted" or (family is not None and system.family != family):
+                continue
+            reason = system.skip_reason()
+            note = f"  [{reason}]" if reason else ""
+            print(f"{system.id:50s} {system.family:18s} {system.title}{note}")
+    if both:
+        print()
+    if args.specs or both:
+        for spec in all_specs():
+            if family is not None and family not in spec.families:
+                continue
+            print(f"{f'[{spec_column(spec.id)}]':>5} {spec.id:38s} {spec.statement}")
     return EXIT_OK
 
 
@@ -271,25 +382,32 @@ def _run(args: argparse.Namespace) -> int:
         results.notes.append(line)
     checked = [s for s in systems if s.id not in unchecked]
     runnable = [s for s in checked if not s.skip_reason()]
+    applied: set[int] = set()
     try:
         results.verdicts = run_checks(
-            runnable, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
+            runnable,
+            specs,
+            profile,
+            jobs=args.jobs,
+            isolate=not args.in_process,
+            progress=_progress_with_expected(expected, applied, print_progress(out)),
         )
     except RunInterrupted as interrupted:
         return _interrupted(args, results, interrupted.verdicts, len(runnable) * len(specs))
     results.verdicts += _skipped_verdicts([s for s in checked if s.skip_reason()], specs, profile.name, seed)
-    _apply_expected(expected, results)
+    _apply_expected(expected, results, applied)
     print(file=out)
     print(render_table(results), file=out)
-    failures = render_failures(results.verdicts, with_reproducers=args.reproducers, specs=specs)
+    failures = render_failures(results.verdicts, with_reproducers=args.print_reproducers, specs=specs)
     if failures:
         print(file=out)
         print(failures, file=out)
-    print(f"\nsummary: {results.summary()}", file=out)
+    print(f"\nsummary: {results.summary_text()}", file=out)
     if args.json:
         results.write_json(args.json)
         print(f"results written to {args.json}", file=out)
     _write_reports(args, results)
+    _write_reproducers(args, results.verdicts, specs)
     errors = any(v.status == "error" and not v.ok for v in results.verdicts)
     failed = any(v.status in ("fail", "not_exercised") and counts_against(v, fail_on) for v in results.verdicts)
     return EXIT_FAIL if errors or ((args.strict or fail_on is not None) and failed) else EXIT_OK
@@ -339,12 +457,30 @@ def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
         raise BadInput(str(exc)) from None
 
 
-def _apply_expected(expected: ExpectedFailures | None, results: Results) -> None:
-    """Mark the project's expected failures, and say which entries matched nothing."""
+def _progress_with_expected(expected: ExpectedFailures | None, applied: set[int], progress: Progress) -> Progress:
+    """The progress line of each system, its verdicts marked with the project's expected failures
+    first, so that an expected failure is counted as one ("1 known"), never as a failure."""
+    if expected is None:
+        return progress
+
+    def report(done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
+        for verdict in verdicts:
+            if id(verdict) not in applied:
+                expected.apply(verdict)
+                applied.add(id(verdict))
+        progress(done, total, system, verdicts, seconds)
+
+    return report
+
+
+def _apply_expected(expected: ExpectedFailures | None, results: Results, applied: set[int] | None = None) -> None:
+    """Mark the project's expected failures (those the progress lines did not mark already), and
+    say which entries matched nothing."""
     if expected is None:
         return
     for verdict in results.verdicts:
-        expected.apply(verdict)
+        if applied is None or id(verdict) not in applied:
+            expected.apply(verdict)
     results.notes.append(f"expected failures read from {expected.source}" + (" (strict)" if expected.strict else ""))
     for entry in expected.unused():
         warning = unused_warning(entry)
@@ -430,6 +566,53 @@ def _matrix(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _families(systems: Sequence[System]) -> list[Family]:
+    """The families of ``systems``, each once, in order."""
+    names = list(dict.fromkeys(system.family for system in systems))
+    return [get_family(name) for name in names]
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "x"
+
+
+def reproducer_path(directory: str, verdict: Verdict, taken: set[str]) -> str:
+    """Where ``--reproducers DIR`` writes ``verdict``'s reproducer: ``test_SYSTEM__SPEC.py`` when it
+    holds a pytest test (your own factory's regression test), else ``repro_SYSTEM__SPEC.py``;
+    letters, digits and '_' only, numbered when two names would meet."""
+    source = verdict.reproducer or ""
+    prefix = "test" if re.search(r"^def test_", source, re.MULTILINE) else "repro"
+    stem = f"{prefix}_{_safe_name(verdict.system_id)}__{_safe_name(verdict.spec_id)}"
+    name, n = f"{stem}.py", 1
+    while name in taken:
+        n += 1
+        name = f"{stem}_{n}.py"
+    taken.add(name)
+    return os.path.join(directory, name)
+
+
+def _write_reproducers(args: argparse.Namespace, verdicts: Sequence[Verdict], specs: Sequence[Spec]) -> None:
+    """``--reproducers DIR``: one file per failure group (the reproducer the listing shows)."""
+    if not args.reproducers:
+        return
+    heads = [group[0] for group in failure_groups(list(verdicts), specs)]
+    shown = [verdict for verdict in heads if shows_reproducer(verdict)]
+    taken: set[str] = set()
+    written = []
+    try:
+        os.makedirs(args.reproducers, exist_ok=True)
+        for verdict in shown:
+            path = reproducer_path(args.reproducers, verdict, taken)
+            with open(path, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(verdict.reproducer or "")
+            written.append(path)
+    except OSError as exc:
+        raise BadInput(f"cannot write the reproducers to {args.reproducers}: {exc.strerror or exc}") from None
+    tests = sum(os.path.basename(path).startswith("test_") for path in written)
+    kept = f" ({tests} of them pytest regression tests: test_*.py)" if tests else ""
+    print(f"reproducers written to {args.reproducers}: {len(written)} file(s){kept}")
+
+
 def _without_specs(systems: Sequence[System], specs: Sequence[Spec]) -> dict[str, str]:
     """Systems no selected spec applies to (a family whose specs come in a later release), each
     with the line that says so: they keep an empty row in the table, never a verdict."""
@@ -498,28 +681,36 @@ def _check(args: argparse.Namespace) -> int:
         raise BadInput(f"no spec matches {args.spec} for family {args.api}")
     systems = [system, *family.companions(system)]
     out = sys.stdout
-    for line in header_lines(profile, seed):
+    for line in header_lines(profile, seed, _families(systems)):
         print(line, file=out)
     print(f"checking {system.title} as {args.api}", file=out)
     results = Results(profile=profile, seed=seed, systems=systems, specs=specs)
     expected = _load_expected(args)  # a malformed file is bad input before the (long) check starts
+    applied: set[int] = set()
     try:
         results.verdicts = run_checks(
-            systems, specs, profile, jobs=args.jobs, isolate=not args.in_process, progress=print_progress(out)
+            systems,
+            specs,
+            profile,
+            jobs=args.jobs,
+            isolate=not args.in_process,
+            progress=_progress_with_expected(expected, applied, print_progress(out)),
         )
     except RunInterrupted as interrupted:
         return _interrupted(args, results, interrupted.verdicts, len(systems) * len(specs))
-    _apply_expected(expected, results)
+    _apply_expected(expected, results, applied)
     for line in _verdict_lines(results.verdicts, several_systems=len(systems) > 1):
         print(line, file=out)
     failures = render_failures(results.verdicts, with_reproducers=True, specs=specs)
     if failures:
         print(file=out)
         print(failures, file=out)
+    print(f"\nsummary: {results.summary_text()}", file=out)
     if args.json:
         results.write_json(args.json)
         print(f"results written to {args.json}", file=out)
     _write_reports(args, results)
+    _write_reproducers(args, results.verdicts, specs)
     failed = any(counts_against(v, fail_on) for v in results.verdicts if v.system_id == system.id) or any(
         counts_against(v, fail_on) and v.status != "skipped" for v in results.verdicts if v.system_id != system.id
     )

@@ -6,9 +6,10 @@ it creates no items, prints nothing and imports nothing beyond pytest (never gym
 ``--rlconform-json`` and ``--rlconform-xfail`` also activate it, for the tests of
 :mod:`rlconform.testing`.
 
-Asked, it adds one item per (system, spec), named ``{system id}-{spec id}`` under a ``rlconform``
-collector, so that ``-k``, ``-m rlconform``, ``--deselect``, JUnit XML and xdist work as for any
-test::
+Asked, it adds one item per (system, spec) the spec applies to, named ``{system id}-{spec id}``
+under a ``rlconform`` collector, so that ``-k``, ``-m rlconform``, ``--deselect``, JUnit XML and
+xdist work as for any test (a spec that does not apply to a system is no item: the terminal summary
+says once which ones, and why, and the JSON results list them as not applicable)::
 
     pytest -m rlconform --rlconform-check mypkg.vec:make --rlconform-api gymnasium.vector
     pytest -m rlconform --rlconform-systems 'gymnasium.SyncVectorEnv.*' -k final_obs -n 4 \\
@@ -16,8 +17,8 @@ test::
 
 Each item runs one search (:func:`rlconform.core.search.check_spec`) and maps its verdict onto pytest's
 outcomes: a violation fails with the violations and the standalone reproducer (no traceback, the
-traceback would be rlconform's own), a documented violation is an xfail, a spec that does not
-apply or a library that is not installed is an explicit skip with its reason.
+traceback would be rlconform's own), a documented violation is an xfail, a library that is not
+installed is an explicit skip with its reason.
 
 The project's expected-failures file (``--rlconform-xfail FILE`` or the ``rlconform_xfail`` ini
 option; see :mod:`rlconform.core.expected`) turns matching checks into xfail markers at collection,
@@ -469,6 +470,8 @@ class RlconformCollector(pytest.Collector):
         items: list[pytest.Item | pytest.Collector] = []
         for system in plugin.systems:
             for spec in plugin.specs:
+                if (system.id, spec.id) in plugin.not_applicable:
+                    continue  # no item: recorded, and named once in the terminal summary
                 item = RlconformItem.from_parent(
                     self, name=f"{system.id}-{spec.id}", system=system, spec=spec, session_plugin=plugin
                 )
@@ -505,6 +508,9 @@ class RlconformSession:
         #: selection (rlconform.testing's tests), so that the document describes every result
         self.extra_systems: dict[str, dict[str, Any]] = {}
         self.extra_specs: dict[str, dict[str, Any]] = {}
+        #: (system id, spec id) -> why the spec does not apply to the system: no item is collected
+        #: for these (one skipped item per spec of another family would bury the real results)
+        self.not_applicable: dict[tuple[str, str], str] = {}
 
     @property
     def is_worker(self) -> bool:
@@ -537,6 +543,30 @@ class RlconformSession:
         if not self.specs:
             raise pytest.UsageError(f"rlconform: no spec matches {', '.join(patterns)}")
         self.cache = RunCache()
+        self._record_not_applicable()
+
+    def _record_not_applicable(self) -> None:
+        """The pairs whose spec does not apply to the system: their verdicts are recorded here
+        (every process computes the same ones), and no item is collected for them."""
+        from rlconform.core.search import Verdict
+
+        assert self.profile is not None
+        for system in self.systems:
+            for spec in self.specs:
+                reason = spec.not_applicable_reason(system)
+                if reason is None:
+                    continue
+                self.not_applicable[(system.id, spec.id)] = reason
+                verdict = Verdict(
+                    system.id,
+                    spec.id,
+                    "not_applicable",
+                    reason,
+                    profile=self.profile.name,
+                    seed=self.seed,
+                    impact=spec.impact,
+                )
+                self.record(verdict)
 
     def _user_systems(self) -> list[System]:
         references: list[str] = self.config.getoption("rlconform_check")
@@ -595,11 +625,14 @@ class RlconformSession:
         assert self.profile is not None
         if self.passive:
             return []
+        from rlconform.core.family import get_family
         from rlconform.reports.results import header_lines
 
+        families = [get_family(name) for name in dict.fromkeys(system.family for system in self.systems)]
+        applicable = len(self.systems) * len(self.specs) - len(self.not_applicable)
         return [
-            *header_lines(self.profile, self.seed),
-            f"rlconform: {len(self.systems)} system(s) x {len(self.specs)} spec(s)",
+            *header_lines(self.profile, self.seed, families),
+            f"rlconform: {len(self.systems)} system(s) x {len(self.specs)} spec(s), {applicable} applicable",
         ]
 
     # -- collection: the same items in the same order in every process -----------------------
@@ -697,6 +730,33 @@ class RlconformSession:
         counts = Counter(table_status(r["status"], r["known"], r.get("expected")) for r in self.verdicts.values())
         return {status: counts[status] for status in (*STATUSES, *sorted(counts)) if counts[status]}
 
+    def summary_text(self) -> str:
+        """The verdicts as a sentence, as ``rlconform check`` ends: '7 passed, 1 failed'."""
+        from rlconform.reports.results import summary_sentence, summary_status
+
+        counts = Counter(summary_status(r["status"], r["known"], r.get("expected")) for r in self.verdicts.values())
+        return summary_sentence(counts)
+
+    def not_applicable_lines(self) -> list[str]:
+        """The pairs not collected because the spec does not apply, once per system: the specs
+        of the system's own family one by one with the reason, those of other families counted
+        (named when there are at most three)."""
+        from rlconform.core.spec import get_spec
+
+        lines = []
+        for system in self.systems:
+            pairs = [(spec, why) for (sid, spec), why in self.not_applicable.items() if sid == system.id]
+            if not pairs:
+                continue
+            own = [f"{spec} ({why})" for spec, why in pairs if system.family in get_spec(spec).families]
+            other = [(spec, why) for spec, why in pairs if system.family not in get_spec(spec).families]
+            if len(other) <= 3:
+                own += [f"{spec} ({why})" for spec, why in other]
+            else:
+                own.append(f"{len(other)} specs of other families than {system.family}")
+            lines.append(f"  {system.id}: {'; '.join(own)}")
+        return lines
+
     def failures_by_impact(self) -> str:
         """'6 training-data, 1 api-contract (4 groups of one minimal case)': the failures that count,
         most severe class first, and how many groups sharing a minimal case they form."""
@@ -756,10 +816,13 @@ class RlconformSession:
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         if self.is_worker or self.profile is None or (self.passive and not self.verdicts):
             return
-        counts = self.summary()
         terminalreporter.write_sep("-", "rlconform")
-        text = ", ".join(f"{n} {status}" for status, n in counts.items()) if counts else "no checks ran"
-        terminalreporter.write_line(f"rlconform ({self.profile.name} profile): {text}")
+        terminalreporter.write_line(f"rlconform ({self.profile.name} profile): {self.summary_text()}")
+        not_applicable = self.not_applicable_lines()
+        if not_applicable:
+            terminalreporter.write_line("rlconform: not applicable, so not collected as test items:")
+            for line in not_applicable:
+                terminalreporter.write_line(line)
         by_impact = self.failures_by_impact()
         if by_impact:
             terminalreporter.write_line(f"rlconform failures by impact: {by_impact}")

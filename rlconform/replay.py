@@ -5,12 +5,18 @@ operations, env scripts and spaces, and the case types of the families that draw
 modules behind them may move; these names stay. The case types of optional libraries (Isaac Lab's
 ``TorchCase``, TorchRL's collector and replay-buffer cases) are imported only when a reproducer
 asks for them, so that importing this module needs no optional library.
+
+A reproducer of a user's own factory is also a pytest regression test: it imports the factory,
+builds it around rlconform's reference envs (:func:`make_reference_env`; a ``torchrl.EnvBase``
+factory gets a :class:`SubEnvFactory`), makes the minimal case's calls as plain ``reset``/``step``
+calls, and asserts that :func:`replay` finds no violation (``replay`` takes the factory object).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from rlconform.core.family import get_family
@@ -37,6 +43,10 @@ _LAZY = {
     "TorchCase": "rlconform.libraries.isaaclab.torch_run",
     "CollectorCase": "rlconform.libraries.torchrl.collectors",
     "ReplayCase": "rlconform.libraries.torchrl.replay_buffers",
+    # the reference env is a gymnasium.Env: imported only when a reproducer builds one
+    "make_reference_env": "rlconform.envs.reference_env",
+    # the env_fn a torchrl.EnvBase factory gets: its k-th call builds sub-env k
+    "SubEnvFactory": "rlconform.libraries.torchrl.env_family",
 }
 
 __all__ = [
@@ -68,12 +78,18 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def resolve_system(system: str | System, family: str | None = None, **options: Any) -> System:
+def resolve_system(system: str | System | Callable[..., Any], family: str | None = None, **options: Any) -> System:
     """A bundled system by id, or a user's factory given as ``module:callable`` (or its system id
-    ``user:module:callable``) with the ``--api`` name of its family and that family's options
-    (Isaac Lab: ``num_envs``, ``device``)."""
+    ``user:module:callable``), or as the factory itself, with the ``--api`` name of its family
+    and that family's options (Isaac Lab: ``num_envs``, ``device``)."""
     if isinstance(system, System):
         return system
+    if not isinstance(system, str):
+        from rlconform.core.user import factory_system
+
+        if family is None:
+            raise ValueError(f"{system!r} is a user factory: pass its family")
+        return factory_system(system, family, **options)
     reference = system.removeprefix("user:")
     if ":" in reference:
         from rlconform.core.user import user_system
@@ -85,18 +101,24 @@ def resolve_system(system: str | System, family: str | None = None, **options: A
 
 
 def replay(
-    system: str | System,
+    system: str | System | Callable[..., Any],
     case: Any,
     spec_id: str | None = None,
     *,
     family: str | None = None,
     out: TextIO | None = None,
+    intended: Sequence[str] = (),
     **options: Any,
 ) -> list[Violation]:
     """Run ``case`` on ``system``, print what it did and the violations of ``spec_id`` (or of every
-    applicable spec), and return the violations."""
+    applicable spec), and return the violations. ``intended``: the value changes the system makes
+    on purpose (``rlconform check --intended``)."""
     stream = out or sys.stdout
     resolved = resolve_system(system, family, **options)
+    if intended:
+        from rlconform.core.user import with_intents
+
+        resolved = with_intents(resolved, list(intended))
     run = execute(resolved, case)
     get_family(resolved.family).print_run(run, case, stream)
     specs = [get_spec(spec_id)] if spec_id else [s for s in all_specs() if s.not_applicable_reason(resolved) is None]

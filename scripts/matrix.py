@@ -17,8 +17,8 @@ failure or error) fails the script. ``--update-baseline`` stores the new documen
     python scripts/matrix.py                       # every release, gate against the baseline
     python scripts/matrix.py --env gymnasium-1.0.0 # one release
     python scripts/matrix.py --update-baseline     # accept the current verdicts
-    python scripts/matrix.py --readme              # also rewrite README.md's matrix section
-    python scripts/matrix.py --readme-only         # rewrite it from the committed baseline only
+    python scripts/matrix.py --docs                # also rewrite the table of docs/matrix.md
+    python scripts/matrix.py --docs-only           # rewrite it from the committed baseline only
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSTRAINTS = ROOT / "constraints"
-README_START = "<!-- matrix:start -->"
-README_END = "<!-- matrix:end -->"
+#: the page showing the baseline matrix, between these two markers
+DOCS_PAGE = ROOT / "docs" / "matrix.md"
+DOCS_START = "<!-- matrix:start -->"
+DOCS_END = "<!-- matrix:end -->"
 
 
 def _shown(path: Path) -> str:
@@ -132,32 +134,31 @@ def store_baseline(document: Path, baseline: Path) -> None:
     print(f"matrix: baseline {_shown(target)} written")
 
 
-def readme_block(markdown: str) -> str:
-    """The matrix Markdown as the README holds it: without its own top-level heading."""
+def docs_block(markdown: str) -> str:
+    """The matrix Markdown as docs/matrix.md holds it: without its own top-level heading."""
     text = markdown.strip()
     if text.startswith("# "):
         text = text.split("\n", 1)[1].strip() if "\n" in text else ""
     return text
 
 
-def update_readme(markdown: Path) -> None:
-    readme = ROOT / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        raise SystemExit(f"matrix: README.md has no {README_START} ... {README_END} section")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    body = readme_block(markdown.read_text(encoding="utf-8"))
-    readme.write_text(f"{head}{README_START}\n{body}\n{README_END}{tail}", encoding="utf-8")
-    print("matrix: README.md matrix section rewritten")
+def update_docs(markdown: Path, page: Path = DOCS_PAGE) -> None:
+    text = page.read_text(encoding="utf-8")
+    if DOCS_START not in text or DOCS_END not in text:
+        raise SystemExit(f"matrix: {_shown(page)} has no {DOCS_START} ... {DOCS_END} section")
+    head, rest = text.split(DOCS_START, 1)
+    _, tail = rest.split(DOCS_END, 1)
+    body = docs_block(markdown.read_text(encoding="utf-8"))
+    page.write_text(f"{head}{DOCS_START}\n{body}\n{DOCS_END}{tail}", encoding="utf-8")
+    print(f"matrix: {_shown(page)} matrix section rewritten")
 
 
-def write_readme(args: argparse.Namespace) -> None:
-    # grouped (one row per spec and pattern), paths relative to the repository as the README shows them
+def write_docs(args: argparse.Namespace) -> None:
+    # grouped (one row per spec and pattern), paths relative to the repository as the page shows them
     markdown = args.out / "baseline-matrix.md"
     if rlconform("matrix", _shown(args.baseline), "--grouped", "--markdown", str(markdown)) != 0:
         raise SystemExit("matrix: rlconform matrix failed on the baseline")
-    update_readme(markdown)
+    update_docs(markdown)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,14 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--system", action="append", help="only these systems (glob; passed to rlconform run)")
     parser.add_argument("--spec", action="append", help="only these specs (glob; passed to rlconform run)")
     parser.add_argument("--update-baseline", action="store_true", help="store the results as the baseline")
-    parser.add_argument("--readme", action="store_true", help="rewrite README.md's matrix from the baseline")
     parser.add_argument(
-        "--readme-only", action="store_true", help="only rewrite README.md's matrix from the baseline (no runs)"
+        "--docs", "--readme", action="store_true", help="rewrite the table of docs/matrix.md from the baseline"
+    )
+    parser.add_argument(
+        "--docs-only",
+        "--readme-only",
+        action="store_true",
+        help="only rewrite the table of docs/matrix.md from the baseline (no runs)",
     )
     args = parser.parse_args(argv)
-    if args.readme_only:
+    if args.docs_only:
         args.out.mkdir(parents=True, exist_ok=True)
-        write_readme(args)
+        write_docs(args)
         return 0
     known = environments()
     selected = args.env or list(known)
@@ -205,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             regressions.append(document.stem)
         elif rlconform("diff", str(baseline), str(document), "--markdown", str(args.out / f"diff-{document.stem}.md")):
             regressions.append(document.stem)
-    if args.readme:
-        write_readme(args)
+    if args.docs:
+        write_docs(args)
     if regressions:
         print(f"matrix: regressions (or no baseline) in {regressions}", file=sys.stderr)
         return 1

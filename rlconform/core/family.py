@@ -44,6 +44,11 @@ class Family(Protocol):
     #: the options a user's factory is built with (``--num-envs``/``--device`` -> ``num_envs``,
     #: ``device``), passed to :meth:`user_system`
     user_options: tuple[str, ...]
+    #: the distributions (as pip names them) whose versions matter to a check of this family: the
+    #: header of ``rlconform check`` names these (beside numpy, Hypothesis and pytest), no others
+    libraries: tuple[str, ...]
+    #: the family's systems run on a torch device: the header says which accelerator there is
+    uses_accelerator: bool
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> RunRecord:
         """Build ``system``, run ``case`` on it, close it, and return what the specs read."""

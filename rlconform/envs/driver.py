@@ -91,6 +91,19 @@ class ReferenceEnvFamily(ABC):
     #: loggers of the library that log a line per env it builds, quieted while it is driven
     quiet_loggers: ClassVar[tuple[str, ...]] = ()
     user_options: ClassVar[tuple[str, ...]] = ()
+    #: distributions whose versions matter to a check of this family (the reference envs are
+    #: Gymnasium envs); a library's family adds its own
+    libraries: ClassVar[tuple[str, ...]] = ("gymnasium",)
+    #: the family's systems run on a torch device
+    uses_accelerator: ClassVar[bool] = False
+    #: how a user's regression test builds the user's object (``{factory}``: the factory) from
+    #: ``env_fns``, binding the name the family's call sources use; None: no plain-call test
+    #: (rlconform.envs.reproducer.user_reproducer)
+    plain_build: ClassVar[str | None] = None
+    #: that name (closed at the end of the test)
+    plain_object: ClassVar[str] = "envs"
+    #: names of rlconform.replay the build statement uses
+    plain_imports: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------ the Family protocol
     def run_case(self, system: System, case: Any, *, with_model: bool) -> Run:

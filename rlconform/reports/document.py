@@ -61,6 +61,9 @@ class SpecInfo:
     families: tuple[str, ...] = ()
     #: None in a document written before impact classes
     impact: str | None = None
+    #: the number heading the spec's column in every table (its position in the catalog of the
+    #: rlconform that wrote the document); None in a document written before column numbers
+    column: int | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,9 @@ class ResultsDocument:
             environment=dict(data["environment"]),
             notes=list(data["notes"]),
             specs=[
-                SpecInfo(s["id"], s["statement"], s["rationale"], tuple(s["families"]), s.get("impact"))
+                SpecInfo(
+                    s["id"], s["statement"], s["rationale"], tuple(s["families"]), s.get("impact"), s.get("column")
+                )
                 for s in data["specs"]
             ],
             systems=[SystemInfo(s["id"], s["family"], s["title"], s["kind"]) for s in data["systems"]],
@@ -233,6 +238,23 @@ class ResultsDocument:
                 seen.add(result.spec)
                 columns.append(SpecInfo(result.spec))
         return columns
+
+    def column_numbers(self) -> list[int]:
+        """The number heading each of :meth:`columns`: the spec's own (the same in the tables of
+        ``run``, ``check`` and ``report``), else one past every number used (a document that
+        predates them: then numbered by position)."""
+        columns = self.columns()
+        numbers = [spec.column for spec in columns]
+        if any(n is None for n in numbers) and all(n is None for n in numbers):
+            return list(range(1, len(columns) + 1))
+        spare = max([n for n in numbers if n is not None] + [0])
+        out = []
+        for n in numbers:
+            if n is None:
+                spare += 1
+                n = spare
+            out.append(n)
+        return out
 
     def result(self, system_id: str, spec_id: str) -> Result | None:
         return self._index.get((system_id, spec_id))

@@ -2,7 +2,8 @@
 
 GitHub-flavoured Markdown only (no raw HTML, which GitHub partly strips): a header with what the
 run used, the counts, the systems x specs table with numbered spec columns (27 spec ids as column
-heads would make the table unreadably wide) and then every failure with its reproducer in a
+heads would make the table unreadably wide; a column's number is its spec's, the same as in the
+tables of ``rlconform run`` and ``check``) and then every failure with its reproducer in a
 ``python`` block, so that a reader can copy it and run it. The raw text is also what
 ``rlconform report FILE`` prints, so it stays readable in a terminal: little escaping, no markup
 beyond tables, lists and code blocks.
@@ -77,8 +78,9 @@ def table(document: ResultsDocument) -> list[str]:
     rows = document.rows()
     if not columns or not rows:
         return ["No system was checked against any spec."]
+    numbers = document.column_numbers()
     lines = [
-        "| system | " + " | ".join(str(i + 1) for i in range(len(columns))) + " |",
+        "| system | " + " | ".join(str(n) for n in numbers) + " |",
         "|:--|" + ":-:|" * len(columns),
     ]
     for system in rows:
@@ -90,8 +92,9 @@ def table(document: ResultsDocument) -> list[str]:
     legend = " · ".join(f"{code(SYMBOLS[s])} {LABELS[s]}" for s in STATUSES)
     lines += ["", f"Legend: {legend}", "", "Specs:", ""]
     lines += [
-        f"{i + 1}. {code(spec.id)} ({inline(title(spec.impact))}): {inline(spec.statement)}"
-        for i, spec in enumerate(columns)
+        # a bullet list: an ordered list would be renumbered 1, 2, 3 by the Markdown renderer
+        f"- **{n}** {code(spec.id)} ({inline(title(spec.impact))}): {inline(spec.statement)}"
+        for n, spec in zip(numbers, columns, strict=True)
     ]
     return lines
 

@@ -11,9 +11,9 @@ import json
 import platform
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlconform import __version__
 from rlconform.core.grouping import Failing, annotate, groups
@@ -24,6 +24,9 @@ from rlconform.core.spec import Spec, registered_impact
 from rlconform.core.system import System, library_version
 from rlconform.reports.document import SYMBOLS as REPORT_SYMBOLS
 from rlconform.reports.document import table_status
+
+if TYPE_CHECKING:
+    from rlconform.core.family import Family
 
 SCHEMA = "rlconform/results"
 SCHEMA_VERSION = 1
@@ -38,6 +41,9 @@ LIBRARIES = (
     "hypothesis",
     "pytest",
 )
+#: the distributions every check depends on, whatever its family (the header of ``check`` adds
+#: the libraries of the family checked: :attr:`rlconform.core.family.Family.libraries`)
+BASE_LIBRARIES = ("numpy", "hypothesis", "pytest")
 
 #: the heading of a crashed worker's native traceback in its error verdict (rlconform.core.suite)
 NATIVE_TRACEBACK = "native traceback (faulthandler):"
@@ -45,8 +51,17 @@ NATIVE_TRACEBACK = "native traceback (faulthandler):"
 SYMBOLS = REPORT_SYMBOLS
 
 
-def library_versions() -> dict[str, str | None]:
-    return {name: library_version(name) for name in LIBRARIES}
+def library_versions(names: Iterable[str] = LIBRARIES) -> dict[str, str | None]:
+    return {name: library_version(name) for name in names}
+
+
+def family_libraries(families: Iterable[Family]) -> tuple[str, ...]:
+    """The distributions that matter to a check of ``families``: theirs and the base ones, in the
+    order of :data:`LIBRARIES` (a family's library not listed there comes after)."""
+    wanted = {*BASE_LIBRARIES}
+    for family in families:
+        wanted.update(family.libraries)
+    return (*(n for n in LIBRARIES if n in wanted), *sorted(wanted.difference(LIBRARIES)))
 
 
 @dataclass
@@ -69,6 +84,10 @@ class Results:
 
     def summary(self) -> dict[str, int]:
         return dict(Counter(cell_status(v) for v in self.verdicts))
+
+    def summary_text(self) -> str:
+        """The summary as a sentence: '12 passed, 1 failed, 1 expected failure, 3 not applicable'."""
+        return summary_sentence(summary_counts(self.verdicts))
 
     def to_json(self) -> dict[str, Any]:
         results = [verdict_json(v) for v in self.verdicts]
@@ -102,7 +121,7 @@ class Results:
 
 
 def spec_json(spec: Spec) -> dict[str, Any]:
-    return {
+    entry: dict[str, Any] = {
         "id": spec.id,
         "statement": spec.statement,
         "rationale": spec.rationale,
@@ -110,6 +129,60 @@ def spec_json(spec: Spec) -> dict[str, Any]:
         "scenario": spec.scenario,
         "impact": spec.impact,
     }
+    column = spec_column(spec.id)
+    if column is not None:
+        entry["column"] = column
+    return entry
+
+
+def spec_column(spec_id: str) -> int | None:
+    """The number that heads ``spec_id``'s column in every table (``run``, ``check``, ``report``):
+    its position in the catalog (``rlconform list --specs``), whatever specs a run selected, so
+    that column 3 is the same spec in every table of one installation. None: not in the catalog."""
+    from rlconform.core.spec import all_specs
+
+    for i, spec in enumerate(all_specs()):
+        if spec.id == spec_id:
+            return i + 1
+    return None
+
+
+#: how the summary sentence names each status (``expected``: a failure the project expects)
+SUMMARY_WORDS = {
+    "pass": ("passed", "passed"),
+    "fail": ("failed", "failed"),
+    "known": ("known (documented) failure", "known (documented) failures"),
+    "expected": ("expected failure", "expected failures"),
+    "not_applicable": ("not applicable", "not applicable"),
+    "not_exercised": ("not exercised", "not exercised"),
+    "skipped": ("skipped", "skipped"),
+    "not_run": ("not run", "not run"),
+    "error": ("error", "errors"),
+}
+
+
+def summary_status(status: str, known: str | None, expected: str | None) -> str:
+    """A verdict's status in the summary sentence: the table's status, with the failures the
+    project expects apart from those rlconform documents (both are "known" in the table)."""
+    if expected:
+        return "expected"
+    return table_status(status, known, expected)
+
+
+def summary_counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
+    return dict(Counter(summary_status(v.status, v.known, v.expected) for v in verdicts))
+
+
+def summary_sentence(counts: Mapping[str, int]) -> str:
+    """'12 passed, 1 failed, 1 expected failure, 3 not applicable' (statuses in report order)."""
+    order = [*SUMMARY_WORDS, *sorted(set(counts).difference(SUMMARY_WORDS))]
+    parts = []
+    for status in order:
+        n = counts.get(status, 0)
+        if n:
+            one, many = SUMMARY_WORDS.get(status, (status.replace("_", " "),) * 2)
+            parts.append(f"{n} {one if n == 1 else many}")
+    return ", ".join(parts) if parts else "no checks ran"
 
 
 def system_json(system: System) -> dict[str, Any]:
@@ -159,8 +232,9 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def accelerator() -> str:
-    """Which accelerator the torch-backed families could use; said explicitly when there is none."""
+def accelerator(bundled: bool = True) -> str:
+    """Which accelerator the torch-backed families could use; said explicitly when there is none.
+    ``bundled``: also say what it means for the bundled systems (the header of ``run``)."""
     if library_version("torch") is None:
         return "none checked (torch not installed)"
     try:
@@ -169,35 +243,45 @@ def accelerator() -> str:
         # device_count, not get_device_name: naming the device creates a CUDA context, and the
         # checks run in forked children, which cannot use CUDA after their parent initialised it
         if torch.cuda.is_available():
-            return f"cuda ({torch.cuda.device_count()} device(s)): the isaaclab.torch *.cuda systems run on it"
-        return (
-            "no GPU available (torch.cuda.is_available() is False): "
-            "the isaaclab.torch *.cuda systems are skipped, nothing else runs on a GPU"
-        )
+            found = f"cuda ({torch.cuda.device_count()} device(s))"
+            return f"{found}: the isaaclab.torch *.cuda systems run on it" if bundled else found
+        none = "no GPU available (torch.cuda.is_available() is False)"
+        if not bundled:
+            return none
+        return f"{none}: the isaaclab.torch *.cuda systems are skipped, nothing else runs on a GPU"
     except Exception as exc:  # a broken torch install must not stop the report
         return f"unknown (importing torch failed: {type(exc).__name__})"
 
 
-def header_lines(profile: Profile, seed: int | None) -> list[str]:
-    versions = ", ".join(f"{name} {version or 'not installed'}" for name, version in library_versions().items())
+def header_lines(profile: Profile, seed: int | None, families: Sequence[Family] | None = None) -> list[str]:
+    """The lines a run starts with. ``families``: the families checked (``check``, the plugin):
+    only their libraries are named, and the accelerator only where one of them uses torch
+    devices; None (``run``): every library rlconform knows, and the accelerator."""
+    names = LIBRARIES if families is None else family_libraries(families)
+    versions = ", ".join(f"{name} {version or 'not installed'}" for name, version in library_versions(names).items())
     seed_text = "derandomized" if profile.derandomize else f"seed {seed} (RLCONFORM_SEED={seed} reproduces this run)"
-    return [
-        f"rlconform {__version__} on Python {sys.version.split()[0]}",
-        f"libraries: {versions}",
-        f"accelerator: {accelerator()}",
+    lines = [f"rlconform {__version__} on Python {sys.version.split()[0]}", f"libraries: {versions}"]
+    if families is None:
+        lines.append(f"accelerator: {accelerator()}")
+    elif any(family.uses_accelerator for family in families):
+        lines.append(f"accelerator: {accelerator(bundled=False)}")
+    lines.append(
         f"profile: {profile.name} ({profile.max_examples} examples per search, "
-        f"{profile.max_examples_out_of_process} for systems with worker processes; {seed_text})",
-    ]
+        f"{profile.max_examples_out_of_process} for systems with worker processes; {seed_text})"
+    )
+    return lines
 
 
 def render_table(results: Results, systems: Sequence[System] | None = None, specs: Sequence[Spec] | None = None) -> str:
-    """A systems x specs grid with numbered spec columns and a legend."""
+    """A systems x specs grid with numbered spec columns and a legend. A column's number is its
+    spec's (:func:`spec_column`): the same in ``run``, ``check`` and ``report``."""
     systems = list(systems or results.systems)
     specs = list(specs or results.specs)
+    numbers = column_numbers([spec.id for spec in specs])
     width = max([len(s.id) for s in systems] + [6])
-    cell = 6
-    lines = ["specs: " + "  ".join(f"[{i + 1}] {spec.id} ({spec.impact})" for i, spec in enumerate(specs))]
-    lines.append(" " * width + " " + "".join(f"{i + 1:>{cell}}" for i in range(len(specs))))
+    cell = max([6, *(len(str(n)) + 2 for n in numbers)])
+    lines = ["specs: " + "  ".join(f"[{n}] {spec.id} ({spec.impact})" for n, spec in zip(numbers, specs, strict=True))]
+    lines.append(" " * width + " " + "".join(f"{n:>{cell}}" for n in numbers))
     for system in systems:
         row = []
         for spec in specs:
@@ -214,6 +298,19 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
         "| api-contract breaks the API contract | robustness"
     )
     return "\n".join(lines)
+
+
+def column_numbers(spec_ids: Sequence[str]) -> list[int]:
+    """The column number of each spec: its catalog number, else one past every number given."""
+    numbers = [spec_column(spec_id) for spec_id in spec_ids]
+    spare = max([n for n in numbers if n is not None] + [0])
+    out = []
+    for n in numbers:
+        if n is None:
+            spare += 1
+            n = spare
+        out.append(n)
+    return out
 
 
 def _label(verdict: Verdict) -> str:
@@ -272,7 +369,8 @@ def render_failures(
 ) -> str:
     """The failures, errors and unexercised specs: one entry per group, ranked by impact, each
     with its impact class, its signature, the specs that also fail on its minimal case, and (with
-    ``with_reproducers``) one reproducer."""
+    ``with_reproducers``) one reproducer, printed flush-left between blank lines so that it can be
+    pasted as it is (a failure the project expects has none: its entry says why it is excused)."""
     lines = []
     for group in failure_groups(list(verdicts), specs):
         verdict = group[0]
@@ -293,10 +391,21 @@ def render_failures(
             lines.append(f"    expected by the project: {verdict.expected}")
         if verdict.case is not None:
             lines.append(_case_line(verdict.case))
-        if with_reproducers and verdict.reproducer:
-            lines.append("    reproducer:")
-            lines.extend("        " + line for line in verdict.reproducer.splitlines())
-    return "\n".join(lines)
+        if with_reproducers and shows_reproducer(verdict):
+            assert verdict.reproducer is not None
+            lines.append(
+                "    reproducer: (flush-left below; save it as a .py file and run it: exit status 1 while it fails)"
+            )
+            lines.append("")
+            lines.extend(verdict.reproducer.rstrip("\n").splitlines())
+            lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def shows_reproducer(verdict: Verdict) -> bool:
+    """Whether a failure's reproducer is printed (and written by ``--reproducers DIR``): every one
+    but those of failures the project expects (its expected-failures file already names them)."""
+    return bool(verdict.reproducer) and not verdict.expected
 
 
 def render_skips(results: Results) -> str:

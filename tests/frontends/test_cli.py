@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,24 @@ def test_check_passing_system_exits_0(workdir: Path) -> None:
     for spec_id in ("terminal.final_obs", "flags.terminated", "flags.truncated"):
         assert re.search(rf"^\s*PASS\s+{re.escape(spec_id)}:", result.stdout, re.MULTILINE), result.stdout
     assert result.stderr == ""
+    # the header names what matters to a Gymnasium vector env only: no Isaac Lab, no accelerator
+    libraries = next(line for line in result.stdout.splitlines() if line.startswith("libraries: "))
+    assert [entry.split()[0] for entry in libraries.removeprefix("libraries: ").split(", ")] == [
+        "gymnasium",
+        "numpy",
+        "hypothesis",
+        "pytest",
+    ]
+    assert "accelerator" not in result.stdout and "isaaclab" not in result.stdout
+    # the summary is a sentence
+    assert result.stdout.rstrip().splitlines()[-1] == "summary: 3 passed"
+
+
+def _printed_reproducer(stdout: str) -> str:
+    """The first reproducer of a check's listing: flush-left, between its heading and a blank line
+    followed by the next entry or the summary."""
+    after = stdout.split("exit status 1 while it fails)\n\n", 1)[1]
+    return re.split(r"\n\n(?=summary: |FAIL |ERROR |NOT_EXERCISED )", after, maxsplit=1)[0]
 
 
 def test_check_broken_system_exits_1_with_reproducer(workdir: Path) -> None:
@@ -79,6 +98,108 @@ def test_check_broken_system_exits_1_with_reproducer(workdir: Path) -> None:
     assert re.search(r"^\s*FAIL\s+terminal\.final_obs: env \d", result.stdout, re.MULTILINE), result.stdout
     assert "rlconform reproducer: user:myvec:broken violates terminal.final_obs." in result.stdout
     assert re.search(r"^\s*PASS\s+flags\.terminated:", result.stdout, re.MULTILINE), result.stdout
+    assert "summary: 2 passed, 1 failed" in result.stdout
+    # printed flush-left: what is copied from the terminal runs as it is
+    printed = _printed_reproducer(result.stdout)
+    assert printed.startswith('"""rlconform reproducer: user:myvec:broken violates terminal.final_obs.')
+    (workdir / "pasted.py").write_text(printed + "\n")
+    pasted = subprocess.run([sys.executable, "pasted.py"], cwd=workdir, capture_output=True, text=True, timeout=120)
+    assert pasted.returncode == 1, pasted.stdout + pasted.stderr
+    assert "VIOLATION terminal.final_obs" in pasted.stdout
+
+
+def test_expected_failure_is_not_counted_as_a_failure_and_prints_no_reproducer(workdir: Path) -> None:
+    (workdir / "expected.txt").write_text(
+        "user:myvec:broken-terminal.final_obs  drops final_obs; fix in review (#42)\n"
+    )
+    result = run(
+        workdir, "check", "myvec:broken", "--api", "gymnasium.vector", *SPECS, "--expected-failures", "expected.txt"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    progress = next(line for line in result.stdout.splitlines() if line.startswith("[1/1] "))
+    assert "fail" not in progress and "1 known" in progress, progress
+    assert re.search(r"^\s*EXPECTED\s+terminal\.final_obs:", result.stdout, re.MULTILINE), result.stdout
+    assert "expected by the project: drops final_obs; fix in review (#42)" in result.stdout
+    assert "rlconform reproducer" not in result.stdout
+    assert "summary: 2 passed, 1 expected failure" in result.stdout
+
+
+PLANTED_VEC = """
+from rlconform.libraries.gymnasium.planted import WrongFinalObs
+
+
+def make(env_fns, **kwargs):
+    return WrongFinalObs(env_fns, "SameStep")
+"""
+
+FIXED_VEC = """
+from rlconform.libraries.gymnasium.vector_model import ModelVectorEnv
+
+
+def make(env_fns, **kwargs):
+    return ModelVectorEnv(env_fns, "SameStep")
+"""
+
+
+def test_reproducers_dir_writes_a_regression_test_that_fails_until_the_bug_is_fixed(tmp_path: Path) -> None:
+    """``--reproducers DIR`` writes one file per failure; for a user's factory it is a pytest
+    test that imports the factory and makes plain reset/step calls around the reference envs:
+    it fails on the planted bug (a final_obs that is the reset observation) and passes once the
+    factory is fixed."""
+    (tmp_path / "planted_vec.py").write_text(PLANTED_VEC)
+    result = run(
+        tmp_path, "check", "planted_vec:make", "--api", "gymnasium.vector", *SPECS, "--reproducers", "regressions"
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    written = sorted(path.name for path in (tmp_path / "regressions").iterdir())
+    assert written == ["test_user_planted_vec_make__terminal_final_obs.py"]
+    assert "reproducers written to regressions: 1 file(s)" in result.stdout
+    test_file = (tmp_path / "regressions" / written[0]).read_text()
+    assert "from planted_vec import make" in test_file
+    assert "make_reference_env" in test_file and "envs = make(env_fns)" in test_file
+    assert re.search(r"^        envs\.step\(np\.array\(", test_file, re.MULTILINE), test_file
+
+    def pytest_run() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "regressions"]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    failing = pytest_run()
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "1 failed" in failing.stdout and "terminal.final_obs" in failing.stdout
+    (tmp_path / "planted_vec.py").write_text(FIXED_VEC)
+    passing = pytest_run()
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+    assert "1 passed" in passing.stdout
+
+
+HYPOTHESIS_WARNS = """
+import gymnasium
+from hypothesis import HealthCheck
+
+HealthCheck.all()  # deprecated: Hypothesis warns when the module is imported
+
+
+def make(env_fns, **kwargs):
+    HealthCheck.all()  # ... and each time the factory builds
+    return gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
+"""
+
+
+def test_no_hypothesis_warning_reaches_the_user(tmp_path: Path) -> None:
+    (tmp_path / "warns.py").write_text(HYPOTHESIS_WARNS)
+    env = {**os.environ, "RLCONFORM_PROFILE": "ci", "PYTHONWARNINGS": "always"}
+    result = subprocess.run(
+        [sys.executable, "-m", "rlconform.cli", "check", "warns:make", "--api", "gymnasium.vector", *SPECS],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "HypothesisDeprecationWarning" not in result.stdout + result.stderr
+    assert "HealthCheck" not in result.stdout + result.stderr
+    assert result.stderr == ""
 
 
 @pytest.mark.parametrize(
@@ -115,17 +236,25 @@ def test_check_json_lists_every_spec_with_status_message_and_reproducer(workdir:
     assert document["profile"]["name"] == "ci"
     assert [s["id"] for s in document["systems"]] == ["user:myvec:broken"]
     results = document["results"]
-    assert [r["spec"] for r in results] == ["terminal.final_obs", "flags.terminated", "flags.truncated"]
+    # one result per selected spec, in catalog order (the order of `rlconform list --specs`)
+    assert [r["spec"] for r in results] == [s["id"] for s in sorted(document["specs"], key=lambda s: s["column"])]
+    assert sorted(r["spec"] for r in results) == ["flags.terminated", "flags.truncated", "terminal.final_obs"]
     for entry in results:
         assert {"spec", "status", "message", "reproducer"} <= set(entry)
         assert entry["system"] == "user:myvec:broken"
         assert entry["message"]
-    assert [r["status"] for r in results] == ["fail", "pass", "pass"]
-    assert [r["reproducer"] is None for r in results] == [False, True, True]
+    by_spec = {r["spec"]: r for r in results}
+    assert {spec: r["status"] for spec, r in by_spec.items()} == {
+        "terminal.final_obs": "fail",
+        "flags.terminated": "pass",
+        "flags.truncated": "pass",
+    }
+    assert [spec for spec, r in by_spec.items() if r["reproducer"] is not None] == ["terminal.final_obs"]
     assert document["summary"] == {"fail": 1, "pass": 2}
+    failure = by_spec["terminal.final_obs"]
 
     # the reproducer is a standalone script: it replays the minimal case and exits 1 while the bug remains
-    (workdir / "repro.py").write_text(results[0]["reproducer"])
+    (workdir / "repro.py").write_text(failure["reproducer"])
     replay = subprocess.run([sys.executable, "repro.py"], cwd=workdir, capture_output=True, text=True, timeout=120)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     # ... and needs no Hypothesis: with hypothesis unimportable it shows the same violation
@@ -137,7 +266,7 @@ def test_check_json_lists_every_spec_with_status_message_and_reproducer(workdir:
     )
     assert blocked.returncode == 1, blocked.stdout + blocked.stderr
     assert "ImportError" not in blocked.stderr
-    assert results[0]["message"].splitlines()[0] in blocked.stdout + blocked.stderr
+    assert failure["message"].splitlines()[0] in blocked.stdout + blocked.stderr
 
 
 def test_list_names_systems_and_specs(workdir: Path) -> None:
@@ -145,6 +274,54 @@ def test_list_names_systems_and_specs(workdir: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "gymnasium.SyncVectorEnv.SameStep" in result.stdout
     assert "transitions.exact" in result.stdout
+
+
+def test_list_filters_by_family_and_section(workdir: Path) -> None:
+    from rlconform.core.spec import all_specs
+    from rlconform.core.system import all_systems
+
+    systems = run(workdir, "list", "--family", "gymnasium.vector", "--systems")
+    assert systems.returncode == 0, systems.stderr
+    listed = [line.split()[0] for line in systems.stdout.splitlines() if not line.startswith("library ")]
+    expected = [s.id for s in all_systems() if s.family == "gymnasium.vector" and s.kind != "planted"]
+    assert listed == expected and "gymnasium.SyncVectorEnv.SameStep" in listed
+    specs = run(workdir, "list", "--family", "gymnasium.vector", "--specs")
+    assert specs.returncode == 0, specs.stderr
+    listed = [line.split()[1] for line in specs.stdout.splitlines() if not line.startswith("library ")]
+    assert listed == [s.id for s in all_specs() if "gymnasium.vector" in s.families]
+    assert "terminal.final_obs" in listed and "env.determinism" not in listed
+    # env-author mode (check --api gymnasium.Env) is the family user.env
+    author = run(workdir, "list", "--family", "user.env", "--specs")
+    assert "env.determinism" in author.stdout and "terminal.final_obs" not in author.stdout
+    unknown = run(workdir, "list", "--family", "gym.Vector")
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("rlconform: error: unknown family 'gym.Vector'; known: ")
+
+
+def test_version(workdir: Path) -> None:
+    from rlconform import __version__
+
+    result = run(workdir, "--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"rlconform {__version__}\n"
+
+
+def test_check_help_describes_the_families_their_signatures_and_examples(workdir: Path) -> None:
+    from rlconform.cli import build_parser
+    from rlconform.core.user import factory_signatures
+
+    result = run(workdir, "check", "--help")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "Check your own env or vectorizer" in text and "Exit status: 0" in text
+    for api, signature in factory_signatures().items():
+        assert re.search(rf"^  {re.escape(api)} +{re.escape(signature)}$", text, re.MULTILINE), (api, text)
+    examples = [line.strip() for line in text.split("examples:\n", 1)[1].splitlines() if line.startswith("  rlconform")]
+    assert len(examples) >= 3
+    parser = build_parser()
+    for example in examples:
+        parsed = parser.parse_args(shlex.split(example)[1:])
+        assert parsed.command == "check" and parsed.api in factory_signatures()
 
 
 MYTORCHRL = '''
@@ -176,6 +353,9 @@ def test_check_torchrl_factory_exits_0_and_a_broken_one_exits_1(tmp_path: Path) 
     good = run(tmp_path, "check", "mytorchrl:serial", "--api", "torchrl.EnvBase", "--profile", "ci", *TORCHRL_SPECS)
     assert good.returncode == 0, good.stdout + good.stderr
     assert re.search(r"^\s*PASS\s+transitions\.exact:", good.stdout, re.MULTILINE), good.stdout
+    # a TorchRL check names the torch stack and the accelerator
+    assert re.search(r"^libraries: gymnasium .*, torch .*, torchrl .*, tensordict ", good.stdout, re.MULTILINE)
+    assert re.search(r"^accelerator: ", good.stdout, re.MULTILINE) and "isaaclab" not in good.stdout
     bad = run(tmp_path, "check", "mytorchrl:broken", "--api", "torchrl.EnvBase", "--profile", "ci", *TORCHRL_SPECS)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert re.search(r"^\s*FAIL\s+transitions\.exact: env 0, agent step \d+: reward is", bad.stdout, re.MULTILINE)

@@ -74,12 +74,24 @@ def test_committed_baseline_covers_every_release():
         assert document["profile"]["name"] == "matrix"
 
 
-def test_readme_shows_the_baseline_matrix(monkeypatch, matrix_script):
+def test_docs_show_the_baseline_matrix(monkeypatch, matrix_script):
     from rlconform.reports.matrix import Matrix, load_directory, render_markdown
 
-    monkeypatch.chdir(ROOT)  # the README names the baseline files relative to the repository
+    monkeypatch.chdir(ROOT)  # the page names the baseline files relative to the repository
     rendered = render_markdown(Matrix.build(load_directory(Path("matrix/baseline"))), grouped=True)
-    expected = matrix_script.readme_block(rendered)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- matrix:start -->", 1)[1].split("<!-- matrix:end -->", 1)[0].strip()
-    assert block == expected, "README.md's matrix is stale: run scripts/matrix.py --readme"
+    expected = matrix_script.docs_block(rendered)
+    assert matrix_script.DOCS_PAGE == ROOT / "docs" / "matrix.md"
+    page = matrix_script.DOCS_PAGE.read_text(encoding="utf-8")
+    block = page.split("<!-- matrix:start -->", 1)[1].split("<!-- matrix:end -->", 1)[0].strip()
+    assert block == expected, "docs/matrix.md's matrix is stale: run scripts/matrix.py --docs-only"
+
+
+def test_update_docs_rewrites_only_the_marked_section(matrix_script, tmp_path):
+    page = tmp_path / "matrix.md"
+    page.write_text("# Matrix\n\nprose\n\n<!-- matrix:start -->\nold\n<!-- matrix:end -->\n\nmore prose\n")
+    rendered = tmp_path / "rendered.md"
+    rendered.write_text("# rlconform matrix\n\n| new | table |\n")
+    matrix_script.update_docs(rendered, page)
+    assert page.read_text() == (
+        "# Matrix\n\nprose\n\n<!-- matrix:start -->\n| new | table |\n<!-- matrix:end -->\n\nmore prose\n"
+    )

@@ -31,7 +31,7 @@ pytest.importorskip("gymnasium")
 from rlconform import cli
 from rlconform.core.profiles import get_profile
 from rlconform.core.search import Status, Verdict, check_spec
-from rlconform.core.spec import get_spec
+from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import SystemKind, get_system
 from rlconform.reports import (
     ResultsDocument,
@@ -44,7 +44,7 @@ from rlconform.reports import (
 )
 from rlconform.reports.document import STATUSES
 from rlconform.reports.load import schema
-from rlconform.reports.results import SYMBOLS, Results
+from rlconform.reports.results import SYMBOLS, Results, spec_column
 from rlconform.reports.validate import SchemaError, Validator
 
 #: text a message may quote from a system: markup, XML's CDATA end, Markdown table and code
@@ -346,12 +346,14 @@ def test_markdown_has_header_table_legend_and_reproducers(
     libraries = planted_document["environment"]["libraries"]
     assert text.startswith("# rlconform results\n")
     assert f"gymnasium {libraries['gymnasium']}" in text and "profile: `ci`, derandomized" in text
-    assert "| system | 1 | 2 | 3 |\n|:--|:-:|:-:|:-:|\n" in text
+    # columns are numbered by the specs' catalog numbers, as in the tables of run and check
+    numbers = [spec_column(spec) for spec in (PLANTED_SPEC, KNOWN_SPEC, PASSING_SPEC)]
+    assert f"| system | {' | '.join(map(str, numbers))} |\n|:--|:-:|:-:|:-:|\n" in text
     assert f"| `{PLANTED}` | **FAIL** | skip | **FAIL** |" in text
     assert f"| `{KNOWN_SYSTEM}` | n/r | known | . |" in text
     assert "Legend: `ok` pass" in text
     # the spec list names each spec's impact class (rlconform.core.impact) before its statement
-    assert f"1. `{PLANTED_SPEC}` (corrupts training data): " in text
+    assert f"- **{numbers[0]}** `{PLANTED_SPEC}` (corrupts training data): " in text
     blocks = _fenced_blocks(text)
     fail = _verdict(planted_document, PLANTED, PLANTED_SPEC)
     assert ("python", fail["reproducer"].rstrip("\n")) in blocks
@@ -436,6 +438,24 @@ def test_run_writes_every_report_from_its_json(cli_run: Path, cli_document: dict
     assert (cli_run / "r.xml").read_text() == render_junit(document)
     assert ET.parse(cli_run / "r.xml").getroot().attrib["tests"] == str(len(cli_document["results"]))
     assert PASSING_SYSTEM in (cli_run / "r.html").read_text()
+
+
+def test_columns_are_named_alike_in_run_check_and_report(cli_run: Path, cli_document: dict[str, Any]) -> None:
+    """A spec's column has one number in every table (its catalog number), whatever the run
+    selected: column N of ``run`` is column N of ``check`` and of ``report``."""
+    stdout = (cli_run / "stdout.txt").read_text()
+    specs_line = next(line for line in stdout.splitlines() if line.startswith("specs: "))
+    shown = dict(re.findall(r"\[(\d+)\] (\S+)", specs_line))
+    assert {spec: int(n) for n, spec in shown.items()} == {
+        PASSING_SPEC: spec_column(PASSING_SPEC),
+        "flags.truncated": spec_column("flags.truncated"),
+    }
+    assert {s["id"]: s["column"] for s in cli_document["specs"]} == {spec: int(n) for n, spec in shown.items()}
+    markdown = (cli_run / "r.md").read_text()
+    for n, spec in shown.items():
+        assert f"- **{n}** `{spec}` " in markdown
+    # a check selects other specs than a run: the numbers stay those of the catalog
+    assert spec_column(PASSING_SPEC) == 1 + [s.id for s in all_specs()].index(PASSING_SPEC)
 
 
 def test_report_prints_markdown_by_default(

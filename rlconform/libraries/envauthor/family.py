@@ -452,7 +452,81 @@ def _replay(factory: Callable[[], Any], resets: tuple[int | None, ...], actions:
 # ------------------------------------------------------------------------------------ family
 
 
-def env_reproducer(system: System, spec: Spec, case: EnvCase) -> str:
+def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = None) -> str | None:
+    """The reproducer as a pytest regression test the env's author can keep: it imports the env
+    factory, makes the case's bare run as plain ``reset``/``step`` calls (a NumPy env's: a
+    torch-native env's actions go through rlconform's conversion), and asserts that replaying the
+    case finds no violation of ``spec``. None where the factory cannot be imported by name."""
+    from rlconform.envs.reproducer import import_factory, test_name
+
+    name = test_name(spec)
+    found = import_factory(system.source, {"copy", "case", "violations", "replay", "EnvCase", "env", "actions", name})
+    if found is None:
+        return None
+    imported, factory = found
+    plain = run is not None and getattr(run, "torch_device", None) is None and hung_call(run) is None
+    body = []
+    if plain:
+        body = [
+            f"env = {factory}()",
+            "actions = copy.deepcopy(env.action_space)",
+            "actions.seed(case.action_seed)",
+            "try:",
+            "    env.reset(seed=case.seed)",
+            "    for _ in range(case.steps):",
+            "        _, _, terminated, truncated, _ = env.step(actions.sample())",
+            "        if terminated or truncated:",
+            "            env.reset()",
+            "finally:",
+            "    env.close()",
+        ]
+        what = (
+            f"The minimal case's bare run as plain calls on {system.source}: reset with the case's seed, then\n"
+            "    case.steps actions sampled from the env's action space seeded with case.action_seed (a reset\n"
+            "    after each episode end); then rlconform replays the case, the bare env and every installed\n"
+            f"    stack, and {spec.id} must hold."
+        )
+    else:
+        what = f"Replays the minimal case on {system.source} (bare and through every installed stack): {spec.id} must hold."
+    body += [
+        f'violations = replay({factory}, case, {spec.id!r}, family="gymnasium.Env")',
+        'assert not violations, "\\n".join(v.render() for v in violations)',
+    ]
+    indented = "\n".join(f"    {line}" for line in body)
+    return f'''"""rlconform reproducer: {system.source} violates {spec.id}.
+
+{spec.statement}
+
+The env is reset with seed {case.seed}, stepped {case.steps} times with actions sampled from its
+action space seeded with {case.action_seed} (+ i for copy i), and run through {case.num_envs}
+copies in each installed stack.
+
+Keep it as a regression test: pytest collects {name}, which makes the case's calls on your env
+and fails while the violation remains. Or run it: exit status 1 while the violation remains.
+"""
+import copy
+
+{imported}
+from rlconform.replay import EnvCase, replay
+
+case = {case!r}
+
+
+def {name}() -> None:
+    """{what}"""
+{indented}
+
+
+if __name__ == "__main__":
+    violations = replay({factory}, case, {spec.id!r}, family="gymnasium.Env")
+    raise SystemExit(1 if violations else 0)
+'''
+
+
+def env_reproducer(system: System, spec: Spec, case: EnvCase, run: Any = None) -> str:
+    kept = env_regression_test(system, spec, case, run)
+    if kept is not None:
+        return kept
     return f'''"""rlconform reproducer: {system.source} violates {spec.id}.
 
 {spec.statement}
@@ -480,6 +554,10 @@ class EnvAuthorFamily:
     factory_signature = "() -> gymnasium.Env"
     quiet_loggers = ("torchrl",)
     user_options: tuple[str, ...] = ()
+    #: every stack the env is run through comes from one of these (a missing one is named in the
+    #: verdicts as not exercised)
+    libraries = ("gymnasium", "stable-baselines3", "torch", "torchrl", "tensordict")
+    uses_accelerator = False
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> EnvRun:
         return execute_user_env(system, case)
@@ -488,7 +566,7 @@ class EnvAuthorFamily:
         return env_cases(system)
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        return env_reproducer(system, spec, case)
+        return env_reproducer(system, spec, case, run)
 
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
         from rlconform.envs.reproducer import print_run

@@ -62,6 +62,7 @@ class GymVectorFamily(ReferenceEnvFamily):
     name = GYMNASIUM_VECTOR
     api = "gymnasium.vector"
     factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]], **kwargs) -> gymnasium.vector.VectorEnv"
+    plain_build = "envs = {factory}(env_fns)"
 
     def user_capabilities(self) -> Capabilities:
         return Capabilities(partial_reset=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -93,6 +93,8 @@ def _view_step(num_envs: int, result: Any) -> CallView:
 
 class IsaacLabFamily(ReferenceEnvFamily):
     name = NAME
+    libraries: ClassVar[tuple[str, ...]] = ("gymnasium", "torch", "isaaclab")
+    uses_accelerator = True
     contract = Contract(
         reward_dtype="float32", reward_precision="float32", step_arity=5, separate_flags=True, vectorized=True
     )

@@ -72,6 +72,7 @@ def _view_step(num_envs: int, result: Any) -> CallView:
 
 class RslRlFamily(IsaacLabFamily):
     name = NAME
+    libraries = ("gymnasium", "torch", "isaaclab", "rsl-rl-lib")
     contract = Contract(
         reward_dtype="float32",
         reward_precision="float32",

@@ -60,6 +60,8 @@ class TorchTierFamily:
     # a wrapper the tier drives may be TorchRL's, which logs a line per env it builds
     quiet_loggers = ("torchrl",)
     user_options = ("num_envs", "device")
+    libraries = ("torch", "isaaclab")
+    uses_accelerator = True
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> TorchRun:
         from rlconform.libraries.isaaclab.torch_run import drive

@@ -47,6 +47,9 @@ class SB3Family(ReferenceEnvFamily):
     name = SB3_VECENV
     api = "sb3.VecEnv"
     factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]]) -> stable_baselines3 VecEnv"
+    libraries = ("gymnasium", "stable-baselines3")
+    plain_build = "venv = {factory}(env_fns)"
+    plain_object = "venv"
 
     def prepare_user_build(self) -> None:
         # a SubprocVecEnv the factory starts forks its workers from a server that has SB3

@@ -187,6 +187,11 @@ class TorchRLFamily(ReferenceEnvFamily):
     one_env_fn = True
     required_attributes = ("reset", "step", "step_and_maybe_reset", "batch_size")
     quiet_loggers = ("torchrl",)
+    libraries = ("gymnasium", "torch", "torchrl", "tensordict")
+    uses_accelerator = True
+    plain_build = "env = {factory}(SubEnvFactory(env_fns))"
+    plain_object = "env"
+    plain_imports = ("SubEnvFactory",)
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(lambda: None)

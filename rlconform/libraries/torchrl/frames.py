@@ -50,6 +50,9 @@ class DrivenObjectFamily(ReferenceEnvFamily):
     of env calls: its calls get the scenario deadline, the specs read the decoded frames from the
     call records (no transition recipe), and closing shuts the driven object down."""
 
+    libraries = ("gymnasium", "torch", "torchrl", "tensordict")
+    uses_accelerator = True
+
     contract = Contract(
         reward_dtype="float32", reward_precision="float32", step_arity=2, separate_flags=True, vectorized=True
     )
