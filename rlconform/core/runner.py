@@ -37,7 +37,7 @@ def quiet_library_logs(names: tuple[str, ...] | None = None) -> Iterator[None]:
             logger.setLevel(level)
 
 
-def execute(system: System, case: Any, *, with_model: bool = True) -> Any:
+def execute(system: System, case: Any, *, with_model: bool = True) -> RunRecord:
     """Run ``case`` on ``system`` (and on its reference model when ``with_model``) through the
     system's family; the run is whatever that family's specs read (a :class:`RunRecord`)."""
     family = get_family(system.family)
@@ -52,11 +52,11 @@ class RunCache:
 
     def __init__(self, size: int = 256) -> None:
         self.size = size
-        self._runs: OrderedDict[tuple[str, Any], Any] = OrderedDict()
+        self._runs: OrderedDict[tuple[str, Any], RunRecord] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, system: System, case: Any) -> Any:
+    def get(self, system: System, case: Any) -> RunRecord:
         key = (system.id, case)
         run = self._runs.get(key)
         if run is not None:

@@ -606,12 +606,11 @@ def reference_family(name: str) -> ReferenceEnvFamily:
 
 def drive_case(system: System, case: Case, *, with_model: bool = True) -> Run:
     """Run ``case`` on ``system`` (and on its reference model when ``with_model``)."""
-    from rlconform.core.runner import execute
-
     live = LiveRun(system, case)
     model_id = live.model_id()
     run = live.drive(case.ops)
     if with_model and model_id is not None:
         run.model_id = model_id
-        run.model = execute(get_system(model_id), case, with_model=False)
+        model = get_system(model_id)
+        run.model = reference_family(model.family).run_case(model, case, with_model=False)
     return run
