@@ -101,12 +101,13 @@ def test_correct_factory_passes_selected_specs(downstream: pytest.Pytester) -> N
         [
             "rlconform * on Python *",
             "profile: ci (*derandomized)",
-            "rlconform: 1 system(s) x 4 spec(s)",
+            "rlconform: 1 system(s) x 4 spec(s), 4 applicable",
+            # specs in catalog order (`rlconform list --specs`)
             "*rlconform::user:myvec:make-transitions.exact PASSED*",
             "*rlconform::user:myvec:make-terminal.final_obs PASSED*",
             "*rlconform::user:myvec:make-flags.terminated PASSED*",
             "*rlconform::user:myvec:make-flags.truncated PASSED*",
-            "rlconform (ci profile): 4 pass",
+            "rlconform (ci profile): 4 passed",
         ]
     )
 
@@ -126,8 +127,12 @@ def test_broken_factory_fails_with_violation_and_reproducer(downstream: pytest.P
             "  - env *, agent step *: next_obs is *; expected * (the terminal observation)",
             "reproducer (save it as a .py file and run it*",
             '"""rlconform reproducer: user:myvec:broken violates terminal.final_obs.',
-            "*violations = replay('myvec:broken', case, 'terminal.final_obs', family='gymnasium.vector')*",
-            "rlconform (ci profile): 1 pass, 1 fail",
+            # a pytest test the user can keep: the factory imported, plain calls, then the replay
+            "from myvec import broken",
+            "def test_terminal_final_obs() -> None:",
+            "*envs = broken(env_fns)",
+            "*violations = replay(broken, case, 'terminal.final_obs', family='gymnasium.vector')*",
+            "rlconform (ci profile): 1 passed, 1 failed",
             "FAILED rlconform::user:myvec:broken-terminal.final_obs*",
         ]
     )
@@ -224,14 +229,39 @@ def test_bad_input_is_a_usage_error(downstream: pytest.Pytester, args: tuple[str
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
-def test_not_applicable_spec_is_an_explicit_skip(downstream: pytest.Pytester) -> None:
-    result = downstream.runpytest("-rs", "--rlconform-systems", "gymnasium.Env.raw", *specs("seeding.seed_plus_i"))
-    result.assert_outcomes(skipped=1)
+def test_not_applicable_spec_is_no_item_and_is_reported_once(downstream: pytest.Pytester) -> None:
+    result = downstream.runpytest(
+        "-rs", "--rlconform-systems", "gymnasium.Env.raw", *specs("seeding.seed_plus_i"), "--rlconform-json", "na.json"
+    )
+    # nothing to run: pytest says so (exit status 5), and the summary says why
+    result.assert_outcomes()
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines(
         [
-            "rlconform (ci profile): 1 not_applicable",
-            "SKIPPED [1] rlconform::gymnasium.Env.raw-seeding.seed_plus_i: not applicable: "
-            "applies to gymnasium.vector, sb3.VecEnv, not gymnasium.Env",
+            "rlconform: 1 system(s) x 1 spec(s), 0 applicable",
+            "rlconform (ci profile): 1 not applicable",
+            "rlconform: not applicable, so not collected as test items:",
+            "  gymnasium.Env.raw: seeding.seed_plus_i (applies to gymnasium.vector, sb3.VecEnv, not gymnasium.Env)",
+        ]
+    )
+    assert "SKIPPED" not in result.stdout.str()
+    # the results document still lists the pair, with its reason
+    document = json.loads((downstream.path / "na.json").read_text())
+    assert statuses(document) == [("gymnasium.Env.raw", "seeding.seed_plus_i", "not_applicable")]
+    assert document["results"][0]["message"] == "applies to gymnasium.vector, sb3.VecEnv, not gymnasium.Env"
+
+
+def test_check_adds_no_item_per_spec_of_another_family(downstream: pytest.Pytester) -> None:
+    """A user's vector env checked with every spec: the env-author specs (family user.env) are no
+    items, and the summary counts them in one line instead of listing a skip each."""
+    result = downstream.runpytest("-rs", *CHECK, "myvec:make", *specs("flags.*", "env.*"))
+    result.assert_outcomes(passed=2)
+    assert "SKIPPED" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "rlconform (ci profile): 2 passed, * not applicable",
+            "rlconform: not applicable, so not collected as test items:",
+            "  user:myvec:make: * specs of other families than gymnasium.vector",
         ]
     )
 
@@ -248,11 +278,11 @@ def test_documented_violation_is_an_xfail(downstream: pytest.Pytester) -> None:
 
 
 NOT_INSTALLED_CONFTEST = """
-from rlconform.catalog import LIBRARIES, SPEC_MODULES
+from rlconform import catalog
 from rlconform.core.catalog import Catalog, Library, use
 from rlconform.core.system import System, SystemTable
 
-# a downstream repo adds its own library to the catalog: this conftest is its one module
+#: read by the catalog below, as it reads a library package's modules
 SYSTEMS = SystemTable()
 SYSTEMS.add(
     System(
@@ -264,12 +294,12 @@ SYSTEMS.add(
         requires=("rlconform-test-no-such-distribution",),
     )
 )
-use(Catalog([*LIBRARIES, Library("downstream", "downstream systems", (__name__,))], SPEC_MODULES))
+use(Catalog((*catalog.LIBRARIES, Library("downstream", "a system of this test", ("conftest",))), catalog.SPEC_MODULES))
 """
 
 
 def test_library_not_installed_is_an_explicit_skip(downstream: pytest.Pytester) -> None:
-    # a subprocess: the catalog it installs must not leak into this process
+    # a subprocess: the registration must not leak into this process's system registry
     downstream.makeconftest(NOT_INSTALLED_CONFTEST)
     result = downstream.runpytest_subprocess(
         "-rs", "--rlconform-systems", "downstream.*", *specs("transitions.exact", "flags.terminated")
@@ -343,14 +373,17 @@ def test_json_document_is_the_same_with_and_without_xdist(downstream: pytest.Pyt
         *specs("terminal.final_obs", "flags.terminated", "seeding.seed_plus_i"),
     ]
     single = downstream.runpytest("-p", "no:xdist", *args, "--rlconform-json", "single.json")
-    single.assert_outcomes(passed=7, failed=1, skipped=1)
+    single.assert_outcomes(passed=7, failed=1)
     single.stdout.fnmatch_lines(["rlconform: results written to *single.json"])
     parallel = downstream.runpytest_subprocess("-n", "2", *args, "--rlconform-json", "parallel.json")
-    parallel.assert_outcomes(passed=7, failed=1, skipped=1)
-    parallel.stdout.fnmatch_lines(["2 workers [9 items]", "rlconform (ci profile): 7 pass, 1 fail, 1 not_applicable"])
+    parallel.assert_outcomes(passed=7, failed=1)
+    parallel.stdout.fnmatch_lines(
+        ["2 workers [8 items]", "rlconform (ci profile): 7 passed, 1 failed, 1 not applicable"]
+    )
 
     first = json.loads((downstream.path / "single.json").read_text())
     second = json.loads((downstream.path / "parallel.json").read_text())
+    # specs in catalog order (`rlconform list --specs`)
     expected = [
         ("user:myvec:make", "seeding.seed_plus_i", "pass"),
         ("user:myvec:make", "terminal.final_obs", "pass"),
@@ -373,7 +406,7 @@ def test_json_document_is_the_same_with_and_without_xdist(downstream: pytest.Pyt
         assert document["summary"] == {"pass": 7, "fail": 1, "not_applicable": 1}
         failure = document["results"][4]
         assert failure["violations"] and failure["message"]
-        assert "replay('myvec:broken', case, 'terminal.final_obs'" in failure["reproducer"]
+        assert "replay(broken, case, 'terminal.final_obs'" in failure["reproducer"]
     # derandomized: the same search finds the same minimal case in any process
     assert first["results"][4]["case"] == second["results"][4]["case"]
 

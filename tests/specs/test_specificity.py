@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from rlconform.core.catalog import current
+from rlconform.core.hypothesis_isolation import without_local_constants
 from rlconform.core.profiles import PROFILES, Profile
 from rlconform.core.runner import RunCache
 from rlconform.core.search import strategy_for
@@ -45,7 +46,10 @@ FALSE_BLAME = {
 
 def draw_cases(system: System, spec: Spec, budget: Profile = PROFILES["matrix"]) -> list[Any]:
     """The cases the spec's strategy draws for this system, derandomized (the generator's seed
-    is a digest of this function, so the same cases come on every run and machine)."""
+    is a digest of this function, so the same cases come on every run and machine) and, as in
+    rlconform's own searches, from Hypothesis' global constants only: the string and number
+    constants of rlconform's modules (local when installed editable) must not steer the draws, or
+    moving code around would change which cases this test tries."""
     drawn: list[Any] = []
 
     @settings(
@@ -60,7 +64,8 @@ def draw_cases(system: System, spec: Spec, budget: Profile = PROFILES["matrix"])
     def collect(case: Any) -> None:
         drawn.append(case)
 
-    collect()
+    with without_local_constants():
+        collect()
     return drawn
 
 
