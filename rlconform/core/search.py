@@ -14,7 +14,7 @@ import contextlib
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -152,9 +152,15 @@ def _fail_verdict(
 
 
 def check_spec(
-    system: System, spec: Spec, profile: Profile | str | None = None, cache: RunCache = RUN_CACHE
+    system: System,
+    spec: Spec,
+    profile: Profile | str | None = None,
+    cache: RunCache = RUN_CACHE,
+    *,
+    on_example: Callable[[int], None] | None = None,
 ) -> Verdict:
-    """Search for a violation of ``spec`` by ``system``.
+    """Search for a violation of ``spec`` by ``system``; ``on_example`` is told how many examples
+    the search has run so far, after each (progress reports).
 
     A bad RLCONFORM_* variable raises :class:`~rlconform.core.config.ConfigError` here, before the
     search: it is the caller's input, never a verdict on the system."""
@@ -188,7 +194,7 @@ def check_spec(
     # the cache as this search reads it: hung runs handled as rlconform.core.hangs says (the property
     # below is kept as it was: derandomized profiles seed Hypothesis from its source text, so any
     # edit of it would change every derandomized example and verdict)
-    cache = guarded = _HangGuard(cache, spec)
+    cache = guarded = _HangGuard(cache, spec, on_example)
 
     def prop(case: Any) -> None:
         if failures and tally.examples - tally.first_failure >= shrink_budget:
@@ -270,16 +276,22 @@ class _HangGuard(RunCache):
     for any other spec it is set aside as an invalid example (a run stopped at a hang is not
     evidence), until the system's hang budget is spent and the search stops."""
 
-    def __init__(self, inner: RunCache, spec: Spec) -> None:
+    def __init__(self, inner: RunCache, spec: Spec, on_example: Callable[[int], None] | None = None) -> None:
         super().__init__(size=0)
         self.inner = inner
         self.spec = spec
+        self.on_example = on_example
         #: examples set aside because the system hung in them, and the first of them
         self.hung = 0
         self.hang: Hang | None = None
+        #: runs read so far (the examples of the search, those set aside included)
+        self.reads = 0
 
     def get(self, system: System, case: Any) -> Any:
         run = self.inner.get(system, case)
+        self.reads += 1
+        if self.on_example is not None:
+            self.on_example(self.reads)
         hang = hang_in(system.id, case, run)
         if hang is None:
             return run
