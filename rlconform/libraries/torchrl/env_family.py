@@ -665,10 +665,9 @@ FORKSERVER_PRELOAD = (
 def _preload_forkserver() -> None:
     """As sb3's SubprocVecEnv system does: preload the workers' imports in the fork server. It
     only takes effect if this process has not started its fork server yet."""
-    import multiprocessing
+    from rlconform.core.forkserver import preload
 
-    if MP_START_METHOD in multiprocessing.get_all_start_methods():
-        multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+    preload(FORKSERVER_PRELOAD)
 
 
 def _parallel(env_fns: Sequence[EnvFn], **kwargs: Any) -> Any:
