@@ -24,6 +24,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
@@ -36,6 +37,9 @@ from rlconform.core.suite import RunInterrupted, print_progress, run_checks
 from rlconform.core.system import System, all_systems
 from rlconform.core.user import BadInput, factory_signatures, family_for, probe, user_system, with_intents
 from rlconform.reports.results import Results, header_lines, impact_of, render_failures, render_skips, render_table
+
+if TYPE_CHECKING:
+    from rlconform.core.family import Family
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 #: the shell's status for a process ended by SIGINT (128 + 2)
@@ -60,6 +64,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     _add_report_outputs(parser, "also write the results as")
     parser.add_argument(
         "--spec", action="append", metavar="PATTERN", help="only specs whose id matches (glob); repeatable"
+    )
+    parser.add_argument(
+        "--skip-spec",
+        action="append",
+        metavar="PATTERN",
+        help="leave out the specs whose id matches (glob); repeatable. The report names the specs left out",
     )
     parser.add_argument("--reproducers", action="store_true", help="print the reproducer of every failure")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (one system per worker)")
@@ -123,6 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="for a family that builds its own sub-envs (--api isaaclab): their torch device "
         "(default: cuda if there is one, else cpu)",
+    )
+    check.add_argument(
+        "--stacks",
+        action="append",
+        metavar="PATTERN",
+        help="for a family that runs your env through the installed stacks (--api gymnasium.Env): only the "
+        "stacks whose system id matches (glob, e.g. 'gymnasium.SyncVectorEnv.*', sb3.DummyVecEnv); repeatable. "
+        "The verdict lists the stacks not chosen",
     )
     check.add_argument(
         "--intended",
@@ -221,7 +239,40 @@ def _specs(args: argparse.Namespace) -> list[Spec]:
     specs = _select(all_specs(), args.spec)
     if not specs:
         raise BadInput(f"no spec matches {args.spec}")
+    for pattern in args.skip_spec or ():
+        if not _select(specs, [pattern]):
+            raise BadInput(f"--skip-spec {pattern!r} matches no selected spec")
     return specs
+
+
+def _skip_specs(args: argparse.Namespace, specs: list[Spec]) -> tuple[list[Spec], list[Spec]]:
+    """``specs`` without those --skip-spec leaves out, and those (a check with none left is bad input)."""
+    skipped = _select(specs, args.skip_spec) if args.skip_spec else []
+    kept = [spec for spec in specs if spec not in skipped]
+    if skipped and not kept:
+        raise BadInput(f"--skip-spec leaves no spec to check (it matches all of {', '.join(s.id for s in specs)})")
+    return kept, skipped
+
+
+def _note_skipped(skipped: Sequence[Spec], results: Results, out: TextIO) -> None:
+    """Name the specs the user left out, in the output and in the results' notes."""
+    if not skipped:
+        return
+    line = f"specs skipped by the user (--skip-spec), not run: {', '.join(spec.id for spec in skipped)}"
+    print(f"NOT RUN {line}", file=out)
+    results.notes.append(line)
+
+
+#: options of ``check`` that only some families take (Family.user_options), with their defaults
+FAMILY_OPTIONS = {"num_envs": None, "device": "auto", "stacks": None}
+
+
+def _family_options(args: argparse.Namespace, family: Family) -> dict[str, object]:
+    """The family's own options; one it does not take, given on the command line, is bad input."""
+    for name, default in FAMILY_OPTIONS.items():
+        if name not in family.user_options and getattr(args, name) != default:
+            raise BadInput(f"--{name.replace('_', '-')} does not apply to --api {args.api}")
+    return {name: getattr(args, name) for name in family.user_options}
 
 
 def _fail_on(args: argparse.Namespace) -> str | None:
@@ -256,7 +307,7 @@ def _run(args: argparse.Namespace) -> int:
     if not systems:
         raise BadInput(f"no system matches {args.system}")
     families = {s.family for s in systems}
-    specs = [spec for spec in _specs(args) if spec.families & families]
+    specs, skipped = _skip_specs(args, [spec for spec in _specs(args) if spec.families & families])
     expected = _load_expected(args)  # a malformed file is bad input before the (long) run starts
     out = sys.stdout
     for line in header_lines(profile, seed):
@@ -265,6 +316,7 @@ def _run(args: argparse.Namespace) -> int:
     skips = render_skips(results)
     if skips:
         print(skips, file=out)
+    _note_skipped(skipped, results, out)
     unchecked = _without_specs(systems, specs)
     for line in unchecked.values():
         print(line, file=out)
@@ -490,18 +542,20 @@ def _check(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile)
     seed = None if profile.derandomize else session_seed()
     family = family_for(args.api)
-    options = {name: getattr(args, name) for name in family.user_options}
+    options = _family_options(args, family)
     system = probe(user_system(args.target, args.api, **options))
     system = with_intents(system, args.intended)
     specs = [spec for spec in _specs(args) if system.family in spec.families]
     if not specs:
         raise BadInput(f"no spec matches {args.spec} for family {args.api}")
+    specs, skipped = _skip_specs(args, specs)
     systems = [system, *family.companions(system)]
     out = sys.stdout
     for line in header_lines(profile, seed):
         print(line, file=out)
     print(f"checking {system.title} as {args.api}", file=out)
     results = Results(profile=profile, seed=seed, systems=systems, specs=specs)
+    _note_skipped(skipped, results, out)
     expected = _load_expected(args)  # a malformed file is bad input before the (long) check starts
     try:
         results.verdicts = run_checks(
