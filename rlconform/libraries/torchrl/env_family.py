@@ -659,6 +659,9 @@ FORKSERVER_PRELOAD = (
     "torchrl.envs",
     "stable_baselines3.common.vec_env.subproc_vec_env",
     "rlconform.envs.reference_env",
+    # the module of gym_wrapper, which every ParallelEnv worker calls: imported in each worker
+    # otherwise (a third of a ParallelEnv build)
+    "rlconform.libraries.torchrl.env_family",
 )
 
 
