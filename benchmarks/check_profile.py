@@ -271,8 +271,8 @@ def profiled_check(reference: str, api: str, profile: str) -> dict[str, Any]:
     from hypothesis.errors import HypothesisException  # noqa: F401  (imported before timing starts)
 
     import rlconform.core.search as search
+    import rlconform.core.user as user
     from rlconform.core.spec import all_specs
-    from rlconform.core.user import family_for, probe, user_system
 
     phases = Phases()
     instrument(phases)
@@ -287,8 +287,12 @@ def profiled_check(reference: str, api: str, profile: str) -> dict[str, Any]:
 
     started = time.perf_counter()
     phases.spec = "(probe)"
-    family = family_for(api)
-    system = probe(user_system(reference, api))
+    family = user.family_for(api)
+    phases.enter("probe")  # loading the factory (TorchRL's family builds it once) and probing it
+    try:
+        system = user.probe(user.user_system(reference, api))
+    finally:
+        phases.leave()
     systems = [system, *family.companions(system)]
     specs = [spec for spec in all_specs() if system.family in spec.families]
     per_spec = []
@@ -513,6 +517,8 @@ def render(results: Sequence[dict[str, Any]], profile: str) -> list[str]:
                 continue
             share = phases[name] / r["total"] * 100
             lines.append(f"{name:28s} {phases[name]:8.2f} {share:5.1f}% {r['counts'].get(name, 0):6d}")
+        outside = r["total"] - sum(phases.values())
+        lines.append(f"{'(outside the phases)':28s} {outside:8.2f} {outside / r['total'] * 100:5.1f}%")
         lines += ["", "spec                                 status          examples seconds  shrink s  top phases"]
         for s in sorted(r["specs"], key=lambda s: -s["seconds"])[:SPECS_SHOWN]:
             top = sorted(s["phases"].items(), key=lambda kv: -kv[1])[:3]
