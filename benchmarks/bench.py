@@ -955,6 +955,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def check_profile() -> Any:
+    """Part 4's module (benchmarks/check_profile.py), imported from beside this file."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import check_profile as part
+
+    return part
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats (3 for overhead, 1 for planted bugs)")
@@ -979,7 +987,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=ISAACLAB_STEPS,
         help=f"timed steps per part 3 measurement (default {ISAACLAB_STEPS})",
     )
+    parser.add_argument(
+        "--check-profile",
+        action="store_true",
+        help="part 4: where the time of `rlconform check` goes, for a user env, a Sync vectorizer and its "
+        "multi-process twins (benchmarks/check_profile.py; about 15 minutes on a loaded 2-core machine)",
+    )
+    parser.add_argument("--only-check-profile", action="store_true", help="run part 4 only")
+    check_profile().add_arguments(parser, prefix="check-")
     args = parser.parse_args(argv)
+    if args.only_check_profile:
+        args.check_profile = args.skip_overhead = args.skip_planted = args.skip_isaaclab = True
     repeats = args.repeats or (3 if args.quick else 5)
     planted_repeats = args.planted_repeats or (1 if args.quick else 3)
     isaaclab_rounds = args.isaaclab_rounds or (3 if args.quick else 5)
@@ -1075,6 +1093,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ],
             }
         print(flush=True)
+
+    if args.check_profile:
+        log("part 4: where the time of rlconform check goes")
+        part = check_profile()
+        baseline = Path(args.check_baseline).resolve() if args.check_baseline else None
+        checks = part.bench_check_profile(
+            args.check_targets,
+            PROFILE,
+            log,
+            repeats=args.check_repeats,
+            baseline=baseline,
+            breakdown=not args.check_no_breakdown,
+        )
+        print("\n".join(part.render(checks, PROFILE)), flush=True)
+        print(flush=True)
+        document["check_profile"] = checks
 
     elapsed = _clock() - started
     document["total_seconds"] = elapsed

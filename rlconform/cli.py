@@ -27,14 +27,16 @@ import sys
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from rlconform import __version__
 from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
-from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError, unused_warning
+from rlconform.core.expected import FAILING, ExpectedFailures, ExpectedFailuresError, unused_warning
 from rlconform.core.family import Family, get_family
 from rlconform.core.impact import IMPACTS, at_least, check_impact
 from rlconform.core.profiles import PROFILES, get_profile, session_seed
+from rlconform.core.progress import Event
 from rlconform.core.search import Verdict
 from rlconform.core.spec import Spec, all_specs
 from rlconform.core.suite import Progress, RunInterrupted, print_progress, run_checks
@@ -50,6 +52,9 @@ from rlconform.reports.results import (
     render_table,
     shows_reproducer,
 )
+
+if TYPE_CHECKING:
+    from rlconform.core.family import Family
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 #: the shell's status for a process ended by SIGINT (128 + 2)
@@ -80,6 +85,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write each failure's reproducer to DIR, one .py file per failing system and spec (test_*.py for "
         "your own factory: a pytest regression test you can keep; repro_*.py otherwise)",
+    )
+    parser.add_argument(
+        "--skip-spec",
+        action="append",
+        metavar="PATTERN",
+        help="leave out the specs whose id matches (glob); repeatable. The report names the specs left out",
     )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (one system per worker)")
     parser.add_argument(
@@ -194,6 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="for a family that builds its own sub-envs (--api isaaclab): their torch device "
         "(default: cuda if there is one, else cpu)",
+    )
+    check.add_argument(
+        "--stacks",
+        action="append",
+        metavar="PATTERN",
+        help="for a family that runs your env through the installed stacks (--api gymnasium.Env): only the "
+        "stacks whose system id matches (glob, e.g. 'gymnasium.SyncVectorEnv.*', sb3.DummyVecEnv); repeatable. "
+        "The verdict lists the stacks not chosen",
     )
     check.add_argument(
         "--intended",
@@ -332,7 +351,40 @@ def _specs(args: argparse.Namespace) -> list[Spec]:
     specs = _select(all_specs(), args.spec)
     if not specs:
         raise BadInput(f"no spec matches {args.spec}")
+    for pattern in args.skip_spec or ():
+        if not _select(specs, [pattern]):
+            raise BadInput(f"--skip-spec {pattern!r} matches no selected spec")
     return specs
+
+
+def _skip_specs(args: argparse.Namespace, specs: list[Spec]) -> tuple[list[Spec], list[Spec]]:
+    """``specs`` without those --skip-spec leaves out, and those (a check with none left is bad input)."""
+    skipped = _select(specs, args.skip_spec) if args.skip_spec else []
+    kept = [spec for spec in specs if spec not in skipped]
+    if skipped and not kept:
+        raise BadInput(f"--skip-spec leaves no spec to check (it matches all of {', '.join(s.id for s in specs)})")
+    return kept, skipped
+
+
+def _note_skipped(skipped: Sequence[Spec], results: Results, out: TextIO) -> None:
+    """Name the specs the user left out, in the output and in the results' notes."""
+    if not skipped:
+        return
+    line = f"specs skipped by the user (--skip-spec), not run: {', '.join(spec.id for spec in skipped)}"
+    print(f"NOT RUN {line}", file=out)
+    results.notes.append(line)
+
+
+#: options of ``check`` that only some families take (Family.user_options), with their defaults
+FAMILY_OPTIONS = {"num_envs": None, "device": "auto", "stacks": None}
+
+
+def _family_options(args: argparse.Namespace, family: Family) -> dict[str, object]:
+    """The family's own options; one it does not take, given on the command line, is bad input."""
+    for name, default in FAMILY_OPTIONS.items():
+        if name not in family.user_options and getattr(args, name) != default:
+            raise BadInput(f"--{name.replace('_', '-')} does not apply to --api {args.api}")
+    return {name: getattr(args, name) for name in family.user_options}
 
 
 def _fail_on(args: argparse.Namespace) -> str | None:
@@ -367,7 +419,7 @@ def _run(args: argparse.Namespace) -> int:
     if not systems:
         raise BadInput(f"no system matches {args.system}")
     families = {s.family for s in systems}
-    specs = [spec for spec in _specs(args) if spec.families & families]
+    specs, skipped = _skip_specs(args, [spec for spec in _specs(args) if spec.families & families])
     expected = _load_expected(args)  # a malformed file is bad input before the (long) run starts
     out = sys.stdout
     for line in header_lines(profile, seed):
@@ -376,6 +428,7 @@ def _run(args: argparse.Namespace) -> int:
     skips = render_skips(results)
     if skips:
         print(skips, file=out)
+    _note_skipped(skipped, results, out)
     unchecked = _without_specs(systems, specs)
     for line in unchecked.values():
         print(line, file=out)
@@ -457,20 +510,41 @@ def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
         raise BadInput(str(exc)) from None
 
 
-def _progress_with_expected(expected: ExpectedFailures | None, applied: set[int], progress: Progress) -> Progress:
-    """The progress line of each system, its verdicts marked with the project's expected failures
-    first, so that an expected failure is counted as one ("1 known"), never as a failure."""
-    if expected is None:
-        return progress
+class _ExpectedProgress(Progress):
+    """``progress``, with each verdict marked with the project's expected failures before it is
+    shown, so that an expected failure is counted as one ("known"), never as a failure: in the
+    per-spec lines as in each system's line."""
 
-    def report(done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
+    def __init__(self, expected: ExpectedFailures, applied: set[int], progress: Progress) -> None:
+        self.expected = expected
+        self.applied = applied
+        self.progress = progress
+
+    def event(self, event: Event) -> None:
+        if event[0] == "verdict" and event[5] in FAILING and self.expected.match(event[1], event[4]) is not None:
+            event = (*event[:5], "known", *event[6:])
+        self.progress.event(event)
+
+    def system_started(self, done: int, total: int, system: System) -> None:
+        self.progress.system_started(done, total, system)
+
+    def system_finished(self, done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
         for verdict in verdicts:
-            if id(verdict) not in applied:
-                expected.apply(verdict)
-                applied.add(id(verdict))
-        progress(done, total, system, verdicts, seconds)
+            if id(verdict) not in self.applied:
+                self.expected.apply(verdict)
+                self.applied.add(id(verdict))
+        self.progress.system_finished(done, total, system, verdicts, seconds)
 
-    return report
+    def tick(self) -> None:
+        self.progress.tick()
+
+    def close(self) -> None:
+        self.progress.close()
+
+
+def _progress_with_expected(expected: ExpectedFailures | None, applied: set[int], progress: Progress) -> Progress:
+    """``progress``, marking the project's expected failures first (:class:`_ExpectedProgress`)."""
+    return progress if expected is None else _ExpectedProgress(expected, applied, progress)
 
 
 def _apply_expected(expected: ExpectedFailures | None, results: Results, applied: set[int] | None = None) -> None:
@@ -673,18 +747,20 @@ def _check(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile)
     seed = None if profile.derandomize else session_seed()
     family = family_for(args.api)
-    options = {name: getattr(args, name) for name in family.user_options}
+    options = _family_options(args, family)
     system = probe(user_system(args.target, args.api, **options))
     system = with_intents(system, args.intended)
     specs = [spec for spec in _specs(args) if system.family in spec.families]
     if not specs:
         raise BadInput(f"no spec matches {args.spec} for family {args.api}")
+    specs, skipped = _skip_specs(args, specs)
     systems = [system, *family.companions(system)]
     out = sys.stdout
     for line in header_lines(profile, seed, _families(systems)):
         print(line, file=out)
     print(f"checking {system.title} as {args.api}", file=out)
     results = Results(profile=profile, seed=seed, systems=systems, specs=specs)
+    _note_skipped(skipped, results, out)
     expected = _load_expected(args)  # a malformed file is bad input before the (long) check starts
     applied: set[int] = set()
     try:

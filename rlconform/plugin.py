@@ -109,6 +109,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(default: cuda if there is one, else cpu)",
     )
     group.addoption(
+        "--rlconform-stacks",
+        action="append",
+        default=[],
+        dest="rlconform_stacks",
+        metavar="PATTERN",
+        help="for a family that runs your env through the installed stacks (--rlconform-api gymnasium.Env): only "
+        "the stacks whose system id matches this glob (repeatable; default: every stack)",
+    )
+    group.addoption(
         "--rlconform-intended",
         action="append",
         default=[],
@@ -132,6 +141,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="rlconform_specs",
         metavar="PATTERN",
         help="only the specs whose id matches this glob (repeatable; default: every spec)",
+    )
+    group.addoption(
+        "--rlconform-skip-spec",
+        action="append",
+        default=[],
+        dest="rlconform_skip_spec",
+        metavar="PATTERN",
+        help="leave out the specs whose id matches this glob (repeatable): their checks are deselected, and the "
+        "report names them",
     )
     group.addoption(
         "--rlconform-profile",
@@ -469,8 +487,10 @@ class RlconformCollector(pytest.Collector):
         group = self.config.pluginmanager.has_plugin("xdist")
         items: list[pytest.Item | pytest.Collector] = []
         for system in plugin.systems:
-            for spec in plugin.specs:
-                if (system.id, spec.id) in plugin.not_applicable:
+            # the skipped specs' items too: the session deselects them, so that pytest counts them
+            # as deselected instead of never mentioning them
+            for spec in plugin.collected_specs:
+                if (system.id, spec.id) in plugin.not_applicable or spec.not_applicable_reason(system) is not None:
                     continue  # no item: recorded, and named once in the terminal summary
                 item = RlconformItem.from_parent(
                     self, name=f"{system.id}-{spec.id}", system=system, spec=spec, session_plugin=plugin
@@ -492,6 +512,10 @@ class RlconformSession:
         self.seed: int | None = None
         self.systems: list[System] = []
         self.specs: list[Spec] = []
+        #: the specs --rlconform-skip-spec leaves out: collected, then deselected, and named in the report
+        self.skipped_specs: list[Spec] = []
+        #: the selected specs, skipped ones included, in registry order: the items collected
+        self.collected_specs: list[Spec] = []
         self.cache: RunCache | None = None
         #: (system id, spec id) -> verdict_json(verdict): this process's verdicts, and on the
         #: xdist controller those the workers handed over
@@ -542,6 +566,15 @@ class RlconformSession:
         self.specs = _select(all_specs(), patterns)
         if not self.specs:
             raise pytest.UsageError(f"rlconform: no spec matches {', '.join(patterns)}")
+        skip_patterns: list[str] = self.config.getoption("rlconform_skip_spec")
+        for pattern in skip_patterns:
+            if not _select(self.specs, [pattern]):
+                raise pytest.UsageError(f"rlconform: --rlconform-skip-spec {pattern!r} matches no selected spec")
+        self.skipped_specs = _select(self.specs, skip_patterns) if skip_patterns else []
+        self.collected_specs = self.specs
+        self.specs = [spec for spec in self.specs if spec not in self.skipped_specs]
+        if not self.specs:
+            raise pytest.UsageError("rlconform: --rlconform-skip-spec leaves no spec to check")
         self.cache = RunCache()
         self._record_not_applicable()
 
@@ -630,10 +663,18 @@ class RlconformSession:
 
         families = [get_family(name) for name in dict.fromkeys(system.family for system in self.systems)]
         applicable = len(self.systems) * len(self.specs) - len(self.not_applicable)
-        return [
+        lines = [
             *header_lines(self.profile, self.seed, families),
             f"rlconform: {len(self.systems)} system(s) x {len(self.specs)} spec(s), {applicable} applicable",
         ]
+        if self.skipped_specs:
+            lines.append(f"rlconform: {self.skipped_note()} (their checks are deselected)")
+        return lines
+
+    def skipped_note(self) -> str:
+        return (
+            f"specs skipped by the user (--rlconform-skip-spec), not run: {', '.join(s.id for s in self.skipped_specs)}"
+        )
 
     # -- collection: the same items in the same order in every process -----------------------
 
@@ -644,7 +685,12 @@ class RlconformSession:
             collector = RlconformCollector.from_parent(
                 session, name="rlconform", nodeid="rlconform", session_plugin=self
             )
-            items.extend(session.genitems(collector))
+            collected = list(session.genitems(collector))
+            skipped = {spec.id for spec in self.skipped_specs}
+            deselected = [item for item in collected if isinstance(item, RlconformItem) and item.spec.id in skipped]
+            items.extend(item for item in collected if item not in deselected)
+            if deselected:
+                self.config.hook.pytest_deselected(items=deselected)
         if self.expected is not None:
             self._mark_expected(items)
 
@@ -801,6 +847,8 @@ class RlconformSession:
             specs=self.specs,
             notes=["pytest plugin run: results list the items that ran (deselected items are absent)"],
         )
+        if self.skipped_specs:
+            results.notes.append(self.skipped_note())
         document = results.to_json()
         document["systems"] += [self.extra_systems[k] for k in sorted(self.extra_systems)]
         document["specs"] += [self.extra_specs[k] for k in sorted(self.extra_specs)]
@@ -818,6 +866,8 @@ class RlconformSession:
             return
         terminalreporter.write_sep("-", "rlconform")
         terminalreporter.write_line(f"rlconform ({self.profile.name} profile): {self.summary_text()}")
+        if self.skipped_specs:
+            terminalreporter.write_line(f"rlconform: {self.skipped_note()}")
         not_applicable = self.not_applicable_lines()
         if not_applicable:
             terminalreporter.write_line("rlconform: not applicable, so not collected as test items:")

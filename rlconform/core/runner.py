@@ -55,6 +55,10 @@ class RunCache:
         self._runs: OrderedDict[tuple[str, Any], RunRecord] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        #: the cases searches drew, by what decides them (system, strategy, settings, seed): a
+        #: later search of the same kind replays them instead of drawing them again
+        #: (rlconform.core.search._replayed)
+        self._drawn: dict[Any, tuple[System, list[Any]]] = {}
 
     def get(self, system: System, case: Any) -> RunRecord:
         key = (system.id, case)
@@ -71,8 +75,17 @@ class RunCache:
             self._runs.popitem(last=False)
         return run
 
+    def drawn_cases(self, key: Any, system: System) -> list[Any] | None:
+        """The cases a search of ``system`` keyed ``key`` drew (every one passed), or None."""
+        found = self._drawn.get(key)
+        return found[1] if found is not None and found[0] == system else None
+
+    def record_drawn(self, key: Any, system: System, cases: list[Any]) -> None:
+        self._drawn[key] = (system, list(cases))
+
     def clear(self) -> None:
         self._runs.clear()
+        self._drawn.clear()
 
 
 RUN_CACHE = RunCache()

@@ -14,7 +14,7 @@ import contextlib
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -152,9 +152,15 @@ def _fail_verdict(
 
 
 def check_spec(
-    system: System, spec: Spec, profile: Profile | str | None = None, cache: RunCache = RUN_CACHE
+    system: System,
+    spec: Spec,
+    profile: Profile | str | None = None,
+    cache: RunCache = RUN_CACHE,
+    *,
+    on_example: Callable[[int], None] | None = None,
 ) -> Verdict:
-    """Search for a violation of ``spec`` by ``system``.
+    """Search for a violation of ``spec`` by ``system``; ``on_example`` is told how many examples
+    the search has run so far, after each (progress reports).
 
     A bad RLCONFORM_* variable raises :class:`~rlconform.core.config.ConfigError` here, before the
     search: it is the caller's input, never a verdict on the system."""
@@ -185,10 +191,14 @@ def check_spec(
     shrink_budget = prof.shrink_examples_for(expensive)
     failures: dict[Any, SpecFailure] = {}
 
+    # the cases an earlier search drew with the same strategy and settings (see _replayed)
+    drawn_key = (system.id, spec.scenario, prof, expensive, seed)
+    drawn = cache.drawn_cases(drawn_key, system)
+    runs = cache
     # the cache as this search reads it: hung runs handled as rlconform.core.hangs says (the property
     # below is kept as it was: derandomized profiles seed Hypothesis from its source text, so any
     # edit of it would change every derandomized example and verdict)
-    cache = guarded = _HangGuard(cache, spec)
+    cache = guarded = _HangGuard(cache, spec, on_example)
 
     def prop(case: Any) -> None:
         if failures and tally.examples - tally.first_failure >= shrink_budget:
@@ -223,7 +233,15 @@ def check_spec(
         test = hypothesis_seed(seed)(test)
     try:
         with shrink_time_limit(prof.shrink_seconds), without_local_constants(), _hypothesis_silenced():
-            test()
+            if drawn is None or not _replayed(prop, drawn, guarded):
+                if drawn is not None:  # a case failed: search as if the replay had not happened
+                    failures.clear()
+                    tally.__init__()  # type: ignore[misc]
+                    guarded.restart()
+                guarded.recording = drawn is None
+                test()
+                if guarded.recording:  # every case passed: the next search of this kind replays them
+                    runs.record_drawn(drawn_key, system, guarded.cases)
     except SystemHung as hung:
         if failures and spec.id != RESPONSIVE:
             # a violation found before the hang stands (the search could not shrink it further)
@@ -264,22 +282,76 @@ def check_spec(
     )
 
 
+class _Rejected(Exception):
+    """A replayed example set aside (what ``reject()`` is to Hypothesis, outside Hypothesis)."""
+
+
+def _replayed(prop: Callable[[Any], None], cases: list[Any], guarded: _HangGuard) -> bool:
+    """Run the property on ``cases``, the cases an earlier search of the same system, strategy,
+    settings and seed drew, in their order, as Hypothesis runs each example (Python's and NumPy's
+    global random states seeded as Hypothesis seeds them). True when no case failed.
+
+    Drawing is what a search of a fast system spends its time on, and it need not be repeated: a
+    Hypothesis search's cases depend only on its seed (for derandomized profiles, the source of
+    ``prop``, the same for every spec), strategy and settings, and on how each example ended. The
+    earlier search ended every example by returning or setting it aside, so a search whose
+    property does the same on every case draws exactly these cases and no others, reads the same
+    runs in the same order, and reaches the same verdict. At the first case that fails (or
+    raises), the two searches part: the caller then runs the Hypothesis search itself (its first
+    cases are these again, read from the run cache), exactly as it would have without the replay."""
+    try:
+        from hypothesis.internal.entropy import deterministic_PRNG
+    except ImportError:  # pragma: no cover - a Hypothesis without it: search as usual
+        return False
+    guarded.replaying = True
+    try:
+        for case in cases:
+            with deterministic_PRNG():
+                try:
+                    prop(case)
+                except _Rejected:
+                    continue
+                except Exception:  # a violation (SpecFailure) or an error: Hypothesis' search decides
+                    return False
+        return True
+    finally:
+        guarded.replaying = False
+
+
 class _HangGuard(RunCache):
     """The run cache as one search reads it (:mod:`rlconform.core.hangs`): a hung run ends the search of
     ``lifecycle.responsive`` at once (its failure, unshrunk: shrinking would wait on every hang);
     for any other spec it is set aside as an invalid example (a run stopped at a hang is not
-    evidence), until the system's hang budget is spent and the search stops."""
+    evidence), until the system's hang budget is spent and the search stops. It also keeps the
+    cases the search reads, in order (for :func:`_replayed`)."""
 
-    def __init__(self, inner: RunCache, spec: Spec) -> None:
+    def __init__(self, inner: RunCache, spec: Spec, on_example: Callable[[int], None] | None = None) -> None:
         super().__init__(size=0)
         self.inner = inner
         self.spec = spec
+        self.on_example = on_example
+        #: keep the cases read (a search whose cases later searches may replay)
+        self.recording = False
+        #: the property runs outside Hypothesis (:func:`_replayed`): a set-aside example raises _Rejected
+        self.replaying = False
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget what the search read so far (a replay that gave way to the search itself)."""
         #: examples set aside because the system hung in them, and the first of them
         self.hung = 0
         self.hang: Hang | None = None
+        #: runs read so far (the examples of the search, those set aside included)
+        self.reads = 0
+        self.cases: list[Any] = []
 
     def get(self, system: System, case: Any) -> Any:
+        if self.recording:
+            self.cases.append(case)
         run = self.inner.get(system, case)
+        self.reads += 1
+        if self.on_example is not None:
+            self.on_example(self.reads)
         hang = hang_in(system.id, case, run)
         if hang is None:
             return run
@@ -290,6 +362,8 @@ class _HangGuard(RunCache):
         spent = budget_spent(system.id)
         if spent is not None:
             raise SystemHung(spent)
+        if self.replaying:
+            raise _Rejected
         reject()  # Hypothesis draws another example in its place
 
     def clear(self) -> None:

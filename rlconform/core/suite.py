@@ -12,6 +12,8 @@ no env process it started survives it.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import multiprocessing.connection
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,12 +24,15 @@ from rlconform.core.crashlog import CrashReport
 from rlconform.core.hangs import RESPONSIVE
 from rlconform.core.isolation import STUCK_GRACE_SECONDS, IsolatedCall, can_isolate
 from rlconform.core.profiles import Profile
+from rlconform.core.progress import Event, Events, Progress, reporter, throttled
 from rlconform.core.search import Verdict, check_spec
 from rlconform.core.spec import Spec
 from rlconform.core.system import System
 from rlconform.reports.results import NATIVE_TRACEBACK, cell_status
 
-Progress = Callable[[int, int, System, list[Verdict], float], None]
+#: a plain callable is told of each finished system only; a :class:`~rlconform.core.progress.Progress`
+#: also of each spec as it goes
+SystemProgress = Callable[[int, int, System, list[Verdict], float], None]
 
 #: seconds one system's whole check may take in an isolated worker (RLCONFORM_SYSTEM_TIMEOUT)
 DEFAULT_SYSTEM_TIMEOUT = 1800.0
@@ -47,13 +52,27 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 def check_system(
-    system: System, specs: Sequence[Spec], profile: Profile, done: list[Verdict] | None = None
+    system: System,
+    specs: Sequence[Spec],
+    profile: Profile,
+    done: list[Verdict] | None = None,
+    events: Events | None = None,
 ) -> list[Verdict]:
     """The verdicts of every spec on ``system``; each is appended to ``done`` as it is reached
-    (in this process: what an interrupted run keeps of the system it was checking)."""
+    (in this process: what an interrupted run keeps of the system it was checking). ``events``
+    hears how each search goes (:data:`rlconform.core.progress.Event`)."""
     verdicts = done if done is not None else []
-    for spec in specs:
-        verdicts.append(check_spec(system, spec, profile))
+    send = throttled(events) if events is not None else None
+    for index, spec in enumerate(specs, start=1):
+        if send is None:
+            verdicts.append(check_spec(system, spec, profile))
+            continue
+        send(("spec", system.id, index, len(specs), spec.id))
+        verdict = check_spec(system, spec, profile, on_example=lambda n: send(("examples", system.id, n)))
+        verdicts.append(verdict)
+        send(
+            ("verdict", system.id, index, len(specs), spec.id, cell_status(verdict), verdict.examples, verdict.seconds)
+        )
     return list(verdicts)
 
 
@@ -64,53 +83,98 @@ def run_checks(
     *,
     jobs: int = 1,
     isolate: bool = False,
-    progress: Progress | None = None,
+    progress: Progress | SystemProgress | None = None,
 ) -> list[Verdict]:
     """Verdicts for every (system, spec), ordered by system then spec.
 
     With ``jobs > 1`` or ``isolate``, each system is checked in a worker process of its own (at
     most ``jobs`` at a time); otherwise in this process, which is fastest but shares its fate with
-    the systems it checks."""
+    the systems it checks. ``progress`` hears of each finished system, and a
+    :class:`~rlconform.core.progress.Progress` of each spec as it goes too."""
     results: dict[str, list[Verdict]] = {}
     total = len(systems)
+    reporter = progress if isinstance(progress, Progress) else _Legacy(progress)
     try:
         if (jobs <= 1 and not isolate) or not can_isolate():
             for done, system in enumerate(systems, start=1):
                 start = time.perf_counter()
                 results[system.id] = []
-                check_system(system, specs, profile, results[system.id])
-                if progress:
-                    progress(done, total, system, results[system.id], time.perf_counter() - start)
+                reporter.system_started(done - 1, total, system)
+                check_system(system, specs, profile, results[system.id], reporter.event)
+                reporter.system_finished(done, total, system, results[system.id], time.perf_counter() - start)
         else:
             for done, (system, verdicts, seconds) in enumerate(
-                _isolated(systems, specs, profile, max(jobs, 1)), start=1
+                _isolated(systems, specs, profile, max(jobs, 1), reporter), start=1
             ):
                 results[system.id] = verdicts
-                if progress:
-                    progress(done, total, system, verdicts, seconds)
+                reporter.system_finished(done, total, system, verdicts, seconds)
     except KeyboardInterrupt:
         # the isolated workers are already killed (_isolated's finally); keep what was finished
         raise RunInterrupted([v for system in systems for v in results.get(system.id, [])]) from None
+    finally:
+        reporter.close()
     return [verdict for system in systems for verdict in results[system.id]]
 
 
+class _Legacy(Progress):
+    """A plain callable, told of finished systems only."""
+
+    def __init__(self, callback: SystemProgress | None) -> None:
+        self.callback = callback
+
+    def system_finished(self, done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
+        if self.callback is not None:
+            self.callback(done, total, system, verdicts, seconds)
+
+
+class _EventPipe:
+    """The child's end of a worker's progress pipe: events are sent to the parent, and lost (never
+    an error of the check) when the parent no longer reads them."""
+
+    def __init__(self, writer: multiprocessing.connection.Connection) -> None:
+        self.writer = writer
+
+    def __call__(self, event: Event) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.writer.send(event)
+
+
 def _isolated(
-    systems: Sequence[System], specs: Sequence[Spec], profile: Profile, jobs: int
+    systems: Sequence[System], specs: Sequence[Spec], profile: Profile, jobs: int, progress: Progress | None = None
 ) -> Iterator[tuple[System, list[Verdict], float]]:
-    """Yield (system, verdicts, seconds) as isolated workers finish, at most ``jobs`` at a time."""
+    """Yield (system, verdicts, seconds) as isolated workers finish, at most ``jobs`` at a time;
+    the workers' progress events go to ``progress`` as they arrive."""
+    reporter = progress or Progress()
     pending = list(systems)
+    total = len(systems)
+    finished = 0
     running: dict[IsolatedCall, System] = {}
+    #: each worker's progress pipe (the parent's reading end), until it closes
+    events: dict[IsolatedCall, multiprocessing.connection.Connection] = {}
     limit = system_timeout()
     try:
         while pending or running:
             while pending and len(running) < jobs:
                 system = pending.pop(0)
-                running[IsolatedCall(check_system, system, specs, profile)] = system
-            multiprocessing.connection.wait([h for call in running for h in call.handles()], timeout=1.0)
+                reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
+                reporter.system_started(finished, total, system)
+                call = IsolatedCall(check_system, system, specs, profile, None, _EventPipe(writer))
+                writer.close()  # the child has its copy: the pipe ends (EOF) when the child does
+                running[call] = system
+                events[call] = reader
+            handles = [h for call in running for h in call.handles()] + list(events.values())
+            multiprocessing.connection.wait(handles, timeout=1.0)
+            _read_events(events, reporter)
+            reporter.tick()
             for call, system in list(running.items()):
                 if not call.poll(limit):
                     continue
+                _read_events(events, reporter, call)
+                if call in events:  # else its pipe ended already
+                    with contextlib.suppress(OSError):
+                        events.pop(call).close()
                 del running[call]
+                finished += 1
                 assert call.outcome is not None
                 verdicts = call.outcome.value
                 if call.outcome.failure is not None:
@@ -121,6 +185,27 @@ def _isolated(
         # their own, out of reach of the terminal's signals; end them with the run
         for call in running:
             call.kill()
+        for reader in events.values():
+            with contextlib.suppress(OSError):
+                reader.close()
+
+
+def _read_events(
+    events: dict[IsolatedCall, multiprocessing.connection.Connection],
+    reporter: Progress,
+    only: IsolatedCall | None = None,
+) -> None:
+    """Pass on every progress event the workers (or only ``only``) have sent so far."""
+    for call, reader in list(events.items()):
+        if only is not None and call is not only:
+            continue
+        try:
+            while reader.poll():
+                reporter.event(reader.recv())
+        except (EOFError, OSError):
+            with contextlib.suppress(OSError):
+                reader.close()
+            del events[call]
 
 
 def _crash_verdicts(
@@ -178,13 +263,7 @@ def _stuck_verdicts(
     ]
 
 
-def print_progress(stream: TextIO) -> Progress:
-    def report(done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
-        counts: dict[str, int] = {}
-        for verdict in verdicts:
-            key = cell_status(verdict)
-            counts[key] = counts.get(key, 0) + 1
-        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-        print(f"[{done}/{total}] {system.id}: {summary} ({seconds:.1f} s)", file=stream, flush=True)
-
-    return report
+def print_progress(stream: TextIO, *, tty: bool | None = None) -> Progress:
+    """Progress written to ``stream``: a line redrawn in place on a terminal, plain lines (one per
+    finished spec, one per finished system) elsewhere (:func:`rlconform.core.progress.reporter`)."""
+    return reporter(stream, tty=tty)

@@ -14,6 +14,7 @@ import functools
 import inspect
 import shutil
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -360,6 +361,17 @@ class Driver:
         self.timeout = call_timeout(user_envs=user_envs)
         #: a call hung: the system is wedged and no further call is made
         self.aborted = False
+        # what ran beside this thread before the system was built (see works_elsewhere)
+        self._children = child_processes()
+        self._threads = threading.active_count()
+
+    def works_elsewhere(self) -> bool:
+        """Whether the system may still be working after a call returned: it runs its envs in
+        worker processes (a bundled out-of-process system, or a user's factory whose probe saw it
+        start workers), or it has started processes or threads since the driver began."""
+        if self.system.expensive:
+            return True
+        return bool(child_processes() - self._children) or threading.active_count() > self._threads
 
     @property
     def num_envs(self) -> int:
@@ -412,10 +424,12 @@ class Driver:
             record.error_message = str(exc).splitlines()[0][:500] if str(exc) else ""
             if isinstance(exc, CallTimeout):
                 self.aborted = True
-            elif self.system.out_of_process and not (self.calls and self.calls[-1].failed):
+            elif self.system.out_of_process and not (self.calls and self.calls[-1].failed) and self.works_elsewhere():
                 # work a failed call left running in worker processes lands in its own window
                 # (events are charged to the call whose window they arrive in), not the next
-                # one's; once per streak of failures (a wedged system fails every call at once)
+                # one's; once per streak of failures (a wedged system fails every call at once).
+                # A user's factory that runs every env in this thread has no such work: it logs
+                # to files only because it might have had workers
                 time.sleep(FAILED_CALL_SETTLE_SECONDS)
             self.calls.append(record)
             return record

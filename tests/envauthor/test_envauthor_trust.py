@@ -14,6 +14,7 @@ Plus innocent variants (correct but unusual envs) and Gymnasium's own envs: no F
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import pytest
@@ -241,3 +242,41 @@ def test_gymnasium_own_envs_get_no_failure(env_id: str) -> None:
         pytest.skip(f"{env_id} is not registered by gymnasium {gymnasium.__version__}")
     verdicts = _check_all(_gymnasium_env(env_id))
     assert not _not_passed(verdicts), _not_passed(verdicts)
+
+
+# ------------------------------------------------------------------------------ reproducers
+
+
+def _undefined_names(source: str) -> set[str]:
+    """Names the module ``source`` reads that nothing in it defines (nor builtins)."""
+    import ast
+    import builtins
+
+    tree = ast.parse(source)
+    defined = set(dir(builtins)) | {"__name__"}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return read - defined
+
+
+@pytest.mark.parametrize("importable", [True, False], ids=["regression-test", "script"])
+def test_env_reproducers_read_only_names_they_define(importable: bool) -> None:
+    """Both forms of an env-author reproducer: the regression test (the factory importable by
+    name) and the script (a factory defined where no test file can import it, e.g. in a function),
+    with the stacks chosen carried into the replay call."""
+    reference = _fixture("counter")
+    system = user_system(reference, "gymnasium.Env", stacks=("sb3.DummyVecEnv",))
+    if not importable:
+        system = dataclasses.replace(system, source="tests.somewhere:make.<locals>.env")
+    source = envcheck.env_reproducer(system, get_spec("env.step_after_end"), ONE_CASE)
+    assert _undefined_names(source) == set(), source
+    assert "stacks=('sb3.DummyVecEnv',)" in source
+    assert ("def test_" in source) is importable

@@ -360,3 +360,104 @@ def test_check_torchrl_factory_exits_0_and_a_broken_one_exits_1(tmp_path: Path) 
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert re.search(r"^\s*FAIL\s+transitions\.exact: env 0, agent step \d+: reward is", bad.stdout, re.MULTILINE)
     assert "rlconform reproducer: user:mytorchrl:broken violates transitions.exact." in bad.stdout
+
+
+# ------------------------------------------------------------- choosing what runs: specs, stacks
+
+
+def test_skip_spec_leaves_specs_out_and_says_which(workdir: Path) -> None:
+    result = run(
+        workdir,
+        "check",
+        "myvec:make",
+        "--api",
+        "gymnasium.vector",
+        *SPECS,
+        "--skip-spec",
+        "flags.t*u*",
+        "--json",
+        "out.json",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    skipped = "specs skipped by the user (--skip-spec), not run: flags.truncated"
+    assert f"NOT RUN {skipped}" in result.stdout
+    document = json.loads((workdir / "out.json").read_text())
+    assert sorted(r["spec"] for r in document["results"]) == ["flags.terminated", "terminal.final_obs"]
+    assert sorted(s["id"] for s in document["specs"]) == ["flags.terminated", "terminal.final_obs"]
+    assert skipped in document["notes"]
+
+
+def test_run_skip_spec(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        "run",
+        *("--system", "gymnasium.SyncVectorEnv.NextStep", "--spec", "flags.*", "--skip-spec", "flags.terminated"),
+        *("--in-process", "--json", "out.json"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "NOT RUN specs skipped by the user (--skip-spec), not run: flags.terminated" in result.stdout
+    document = json.loads((tmp_path / "out.json").read_text())
+    assert [(r["system"], r["spec"]) for r in document["results"]] == [
+        ("gymnasium.SyncVectorEnv.NextStep", "flags.truncated")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        pytest.param(("--skip-spec", "nosuch.*"), "--skip-spec 'nosuch.*' matches no selected spec", id="no-match"),
+        pytest.param(("--skip-spec", "*"), "--skip-spec leaves no spec to check", id="all"),
+        pytest.param(("--stacks", "sb3.*"), "--stacks does not apply to --api gymnasium.vector", id="stacks"),
+    ],
+)
+def test_bad_selection_exits_2(workdir: Path, args: tuple[str, ...], reason: str) -> None:
+    result = run(workdir, "check", "myvec:make", "--api", "gymnasium.vector", *SPECS, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith(f"rlconform: error: {reason}"), result.stderr
+
+
+ENV = "rlconform.libraries.envauthor.sample_envs"
+
+
+def test_stacks_chooses_the_stacks_env_author_mode_runs(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        *("check", f"{ENV}:counter", "--api", "gymnasium.Env", "--spec", "env.stack_equivalence"),
+        *("--stacks", "gymnasium.SyncVectorEnv.*", "--stacks", "gymnasium.AsyncVectorEnv.NextStep", "--json", "o.json"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (verdict,) = json.loads((tmp_path / "o.json").read_text())["results"]
+    chosen = "gymnasium.SyncVectorEnv.NextStep, gymnasium.SyncVectorEnv.SameStep, gymnasium.SyncVectorEnv.Disabled"
+    assert (
+        f"the same transitions as the bare env through {chosen}, gymnasium.AsyncVectorEnv.NextStep"
+        in (verdict["message"])
+    )
+    assert (
+        "not chosen (--stacks), not run: gymnasium.AsyncVectorEnv.SameStep, gymnasium.AsyncVectorEnv.Disabled"
+        in (verdict["message"])
+    )
+
+
+def test_stacks_left_out_are_named_in_a_failure_and_its_reproducer_runs_the_chosen_ones(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        *("check", f"{ENV}:shared_state", "--api", "gymnasium.Env", "--spec", "env.stack_equivalence"),
+        *("--stacks", "gymnasium.SyncVectorEnv.NextStep", "--json", "o.json"),
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    (verdict,) = json.loads((tmp_path / "o.json").read_text())["results"]
+    assert verdict["status"] == "fail"
+    assert verdict["message"].startswith("1 of 1 stacks that ran the env differ from the bare env: ")
+    assert " | not chosen (--stacks), not run: gymnasium.SyncVectorEnv.SameStep, " in verdict["message"]
+    assert "stacks=('gymnasium.SyncVectorEnv.NextStep',)" in verdict["reproducer"]
+    (tmp_path / "repro.py").write_text(verdict["reproducer"])
+    replay = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+
+
+def test_stacks_matching_no_stack_is_bad_input(tmp_path: Path) -> None:
+    result = run(tmp_path, "check", f"{ENV}:counter", "--api", "gymnasium.Env", "--stacks", "gymnasium.Sync*.Nope")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith(
+        "rlconform: error: --stacks 'gymnasium.Sync*.Nope' matches no stack; the stacks are: gymnasium.SyncVectorEnv"
+    )

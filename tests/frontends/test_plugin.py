@@ -216,6 +216,16 @@ def test_search_that_checks_nothing_fails_with_its_message(downstream: pytest.Py
         pytest.param(
             (*CHECK, "myvec:make", "--rlconform-profile", "nightly"), "unknown profile 'nightly'*", id="bad-profile"
         ),
+        pytest.param(
+            (*CHECK, "myvec:make", *specs("flags.*"), "--rlconform-skip-spec", "nosuch.*"),
+            "--rlconform-skip-spec 'nosuch.*' matches no selected spec",
+            id="skip-no-spec",
+        ),
+        pytest.param(
+            (*CHECK, "myvec:make", *specs("flags.*"), "--rlconform-skip-spec", "flags.*"),
+            "--rlconform-skip-spec leaves no spec to check",
+            id="skip-every-spec",
+        ),
     ],
 )
 def test_bad_input_is_a_usage_error(downstream: pytest.Pytester, args: tuple[str, ...], reason: str) -> None:
@@ -434,3 +444,38 @@ def test_workers_search_with_the_controllers_seed(downstream: pytest.Pytester) -
     assert isinstance(seed, int)
     assert f"RLCONFORM_SEED={seed}" in result.stdout.str()
     assert [r["seed"] for r in document["results"]] == [seed] * 4
+
+
+def test_skipped_specs_are_deselected_and_named(downstream: pytest.Pytester) -> None:
+    result = downstream.runpytest(
+        "-v",
+        *CHECK,
+        "myvec:make",
+        *specs("flags.*", "terminal.final_obs"),
+        *("--rlconform-skip-spec", "flags.t*", "--rlconform-json", "out.json"),
+    )
+    result.assert_outcomes(passed=1, deselected=2)
+    note = "specs skipped by the user (--rlconform-skip-spec), not run: flags.terminated, flags.truncated"
+    result.stdout.fnmatch_lines(
+        [
+            "rlconform: 1 system(s) x 1 spec(s)",
+            f"rlconform: {note} (their checks are deselected)",
+            "*rlconform::user:myvec:make-terminal.final_obs PASSED*",
+            f"rlconform: {note}",
+        ]
+    )
+    document = json.loads((downstream.path / "out.json").read_text())
+    assert statuses(document) == [("user:myvec:make", "terminal.final_obs", "pass")]
+    assert note in document["notes"]
+
+
+def test_stacks_option_reaches_env_author_mode(downstream: pytest.Pytester) -> None:
+    result = downstream.runpytest(
+        *("--rlconform-api", "gymnasium.Env", "--rlconform-check", "rlconform.libraries.envauthor.sample_envs:counter"),
+        *specs("env.stack_equivalence"),
+        *("--rlconform-stacks", "gymnasium.SyncVectorEnv.NextStep", "--rlconform-json", "out.json"),
+    )
+    result.assert_outcomes(passed=1)
+    (verdict,) = json.loads((downstream.path / "out.json").read_text())["results"]
+    assert verdict["message"].endswith("the same transitions as the bare env through gymnasium.SyncVectorEnv.NextStep")
+    assert "not chosen (--stacks), not run: gymnasium.SyncVectorEnv.SameStep," in verdict["message"]

@@ -16,6 +16,7 @@ verdict says so.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import inspect
 import os
@@ -144,8 +145,29 @@ class EnvRun:
         if self._stacks is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self._stacks = [_run_stack(self, stack_id) for stack_id in STACKS if not stack_skip_reason(stack_id)]
+                self._stacks = [
+                    _run_stack(self, stack_id)
+                    for stack_id in chosen_stacks(self.system)
+                    if not stack_skip_reason(stack_id)
+                ]
         return self._stacks
+
+
+#: the family option naming the stacks to run (``check --stacks``, ``--rlconform-stacks``)
+STACKS_OPTION = "stacks"
+
+
+def chosen_stacks(system: System) -> tuple[str, ...]:
+    """The stacks of STACKS the user chose for ``system`` (``--stacks`` globs; default: all), in
+    STACKS order."""
+    patterns = system.option(STACKS_OPTION)
+    if not patterns:
+        return STACKS
+    return tuple(stack_id for stack_id in STACKS if _matches(stack_id, patterns))
+
+
+def _matches(stack_id: str, patterns: Sequence[str]) -> bool:
+    return any(stack_id == p or fnmatch.fnmatchcase(stack_id, p) for p in patterns)
 
 
 def stack_skip_reason(stack_id: str) -> str | None:
@@ -153,9 +175,15 @@ def stack_skip_reason(stack_id: str) -> str | None:
     return get_system(stack_id).skip_reason()
 
 
-def stacks_not_run() -> list[str]:
-    """One line per stack of STACKS left out, with the reason (library missing, release lacks it)."""
-    return [f"{stack_id} not exercised ({reason})" for stack_id in STACKS if (reason := stack_skip_reason(stack_id))]
+def stacks_not_run(system: System) -> list[str]:
+    """One line per chosen stack of STACKS that cannot run here, with the reason (library missing,
+    release lacks it), and one naming the stacks the user did not choose (``--stacks``)."""
+    chosen = chosen_stacks(system)
+    lines = [f"{stack_id} not exercised ({reason})" for stack_id in chosen if (reason := stack_skip_reason(stack_id))]
+    left_out = [stack_id for stack_id in STACKS if stack_id not in chosen]
+    if left_out:
+        lines.append(f"not chosen (--stacks), not run: {', '.join(left_out)}")
+    return lines
 
 
 def _bare_system(system: System) -> System:
@@ -452,6 +480,16 @@ def _replay(factory: Callable[[], Any], resets: tuple[int | None, ...], actions:
 # ------------------------------------------------------------------------------------ family
 
 
+def _matches_any(pattern: str) -> bool:
+    return any(_matches(stack_id, (pattern,)) for stack_id in STACKS)
+
+
+def _stacks_argument(system: System) -> str:
+    """``, stacks=(...)`` for a reproducer's ``replay`` call when the user chose the stacks."""
+    stacks = system.option(STACKS_OPTION)
+    return f", stacks={tuple(stacks)!r}" if stacks else ""
+
+
 def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = None) -> str | None:
     """The reproducer as a pytest regression test the env's author can keep: it imports the env
     factory, makes the case's bare run as plain ``reset``/``step`` calls (a NumPy env's: a
@@ -489,7 +527,7 @@ def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = No
     else:
         what = f"Replays the minimal case on {system.source} (bare and through every installed stack): {spec.id} must hold."
     body += [
-        f'violations = replay({factory}, case, {spec.id!r}, family="gymnasium.Env")',
+        f'violations = replay({factory}, case, {spec.id!r}, family="gymnasium.Env"{_stacks_argument(system)})',
         'assert not violations, "\\n".join(v.render() for v in violations)',
     ]
     indented = "\n".join(f"    {line}" for line in body)
@@ -518,7 +556,7 @@ def {name}() -> None:
 
 
 if __name__ == "__main__":
-    violations = replay({factory}, case, {spec.id!r}, family="gymnasium.Env")
+    violations = replay({factory}, case, {spec.id!r}, family="gymnasium.Env"{_stacks_argument(system)})
     raise SystemExit(1 if violations else 0)
 '''
 
@@ -540,7 +578,7 @@ from rlconform.replay import EnvCase, replay
 case = {case!r}
 
 if __name__ == "__main__":
-    violations = replay({system.source!r}, case, {spec.id!r}, family=GYMNASIUM_ENV)
+    violations = replay({system.source!r}, case, {spec.id!r}, family={GYMNASIUM_ENV!r}{_stacks_argument(system)})
     raise SystemExit(1 if violations else 0)
 '''
 
@@ -553,7 +591,7 @@ class EnvAuthorFamily:
     api = "gymnasium.Env"
     factory_signature = "() -> gymnasium.Env"
     quiet_loggers = ("torchrl",)
-    user_options: tuple[str, ...] = ()
+    user_options: tuple[str, ...] = (STACKS_OPTION,)
     #: every stack the env is run through comes from one of these (a missing one is named in the
     #: verdicts as not exercised)
     libraries = ("gymnasium", "stable-baselines3", "torch", "torchrl", "tensordict")
@@ -579,6 +617,12 @@ class EnvAuthorFamily:
         signature.bind()
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+        stacks = tuple(options.get(STACKS_OPTION) or ())
+        for pattern in stacks:
+            if not _matches_any(pattern):
+                from rlconform.core.user import BadInput
+
+                raise BadInput(f"--stacks {pattern!r} matches no stack; the stacks are: {', '.join(STACKS)}")
         return System(
             id=f"user:{reference}",
             family=USER_ENV_FAMILY,
@@ -590,6 +634,7 @@ class EnvAuthorFamily:
             capabilities=Capabilities(partial_reset=False, max_envs=3),
             description="a user's own env: checked for what holds for any env, and through every installed stack",
             env_factory=fn,
+            options=((STACKS_OPTION, stacks),) if stacks else (),
         )
 
     def companions(self, system: System) -> list[System]:

@@ -273,7 +273,7 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
         return ck.done()
     agreed: list[str] = []
     disagreed: list[str] = []
-    not_exercised = stacks_not_run()
+    not_exercised = stacks_not_run(run.system)
     for result in run.stacks():
         if result.incompatible is not None:
             not_exercised.append(f"{result.stack} not exercised: {result.incompatible}")

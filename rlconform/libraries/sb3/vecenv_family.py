@@ -235,12 +235,9 @@ def preload_forkserver() -> None:
     SB3 (seconds per worker). Preloading SB3 and the reference env in the fork server keeps the
     default method, with the same semantics, at fork speed. It only takes effect if this process
     has not started its fork server yet."""
-    import multiprocessing
+    from rlconform.core.forkserver import preload
 
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        multiprocessing.set_forkserver_preload(
-            ["stable_baselines3.common.vec_env.subproc_vec_env", "rlconform.envs.reference_env"]
-        )
+    preload(["stable_baselines3.common.vec_env.subproc_vec_env", "rlconform.envs.reference_env"])
 
 
 def _subproc(env_fns: Sequence[EnvFn]) -> Any:

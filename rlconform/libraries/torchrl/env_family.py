@@ -658,16 +658,18 @@ FORKSERVER_PRELOAD = (
     "torchrl.envs",
     "stable_baselines3.common.vec_env.subproc_vec_env",
     "rlconform.envs.reference_env",
+    # the module of gym_wrapper, which every ParallelEnv worker calls: imported in each worker
+    # otherwise (a third of a ParallelEnv build)
+    "rlconform.libraries.torchrl.env_family",
 )
 
 
 def _preload_forkserver() -> None:
     """As sb3's SubprocVecEnv system does: preload the workers' imports in the fork server. It
     only takes effect if this process has not started its fork server yet."""
-    import multiprocessing
+    from rlconform.core.forkserver import preload
 
-    if MP_START_METHOD in multiprocessing.get_all_start_methods():
-        multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+    preload(FORKSERVER_PRELOAD)
 
 
 def _parallel(env_fns: Sequence[EnvFn], **kwargs: Any) -> Any:
