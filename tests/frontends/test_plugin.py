@@ -458,7 +458,7 @@ def test_skipped_specs_are_deselected_and_named(downstream: pytest.Pytester) -> 
     note = "specs skipped by the user (--rlconform-skip-spec), not run: flags.terminated, flags.truncated"
     result.stdout.fnmatch_lines(
         [
-            "rlconform: 1 system(s) x 1 spec(s)",
+            "rlconform: 1 system(s) x 1 spec(s), 1 applicable",
             f"rlconform: {note} (their checks are deselected)",
             "*rlconform::user:myvec:make-terminal.final_obs PASSED*",
             f"rlconform: {note}",
