@@ -68,8 +68,9 @@ class Trial:
     outcome: TrialOutcome
     #: why it was refused or not built (the failing call and its exception)
     reason: str = ""
-    #: close() did not return within its limit: further trials would each wait for it again
-    close_hung: bool = False
+    #: a call (reset, step or close) did not answer within its deadline: further trials would each
+    #: wait for it again (a vectorizer whose step never returns cost the probe 18 deadlines)
+    hung: bool = False
 
     @property
     def ok(self) -> bool:
@@ -200,7 +201,8 @@ def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset:
             return Trial(script, "unbuilt", run.build_error.splitlines()[0])
         failed = next((call for call in run.calls if call.failed), None)
         if failed is not None:
-            return Trial(script, "refused", f"{failed.source} raised {failed.error_type}: {failed.error_message}")
+            reason = f"{failed.source} raised {failed.error_type}: {failed.error_message}"
+            return Trial(script, "refused", reason, hung=hung_call(run) is not None)
         since = run.calls[0].start_ns if run.calls else 0
         driven = [driven_instances(folder, k, since) for k in range(num_envs)]
     finally:
@@ -210,7 +212,7 @@ def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset:
     shared = [k for k, count in enumerate(driven) if count > 1]
     if shared and reference_family(system.family).one_env_fn:
         return Trial(script, "shared", f"sub-env(s) {shared} were built and driven more than once at the same time")
-    return Trial(script, "ok", close_hung=hung_call(run) is not None)
+    return Trial(script, "ok", hung=hung_call(run) is not None)
 
 
 def accepted_kinds(system: System, num_envs: int) -> Acceptance:
@@ -221,10 +223,10 @@ def accepted_kinds(system: System, num_envs: int) -> Acceptance:
     trials: list[Trial] = []
 
     def attempt(obs: ObsSpec, action: ActSpec) -> Trial:
-        if any(t.close_hung for t in trials):
-            # a close() that hangs would cost its whole limit per trial: the kinds found so far
+        if any(t.hung for t in trials):
+            # a call that hangs would cost its whole deadline per trial: the kinds found so far
             # stand, and lifecycle.responsive reports the hang
-            return Trial(EnvScript(obs=obs, action=action), "untried", "not tried: an earlier close() hung")
+            return Trial(EnvScript(obs=obs, action=action), "untried", "not tried: an earlier call hung")
         trial = run_trial(system, EnvScript(obs=obs, action=action), num_envs)
         trials.append(trial)
         return trial
@@ -256,7 +258,7 @@ def accepted_kinds(system: System, num_envs: int) -> Acceptance:
     if "dict" in obs_kinds and not caps.composite_box_leaves_only:
         box_leaves_only = not attempt(MIXED_DICT, base[1]).ok
     partial_reset_refused = None
-    if caps.partial_reset and not any(t.close_hung for t in trials):
+    if caps.partial_reset and not any(t.hung for t in trials):
         # a documented refusal (Gymnasium's NormalizeObservation) is the factory's choice: cases
         # then draw no partial reset, and the report says so
         masked = run_trial(system, EnvScript(obs=base[0], action=base[1]), num_envs, masked_reset=True)
