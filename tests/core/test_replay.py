@@ -85,3 +85,41 @@ def test_cleared_cache_forgets_the_cases() -> None:
     assert cache._drawn
     cache.clear()
     assert not cache._drawn
+
+
+def test_a_later_passing_search_replays_without_drawing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay happens (not only agrees): the second passing search of a scenario runs every
+    recorded case outside Hypothesis and never starts a Hypothesis search."""
+    import rlconform.core.search as search
+
+    system = get_system("gymnasium.SyncVectorEnv.NextStep")
+    cache = RunCache()
+    first = check_spec(system, get_spec("flags.terminated"), "ci", cache)
+    assert first.status == "pass"
+    outcomes: list[bool] = []
+    real = search._replayed
+
+    def watched(*args: Any) -> bool:
+        outcomes.append(real(*args))
+        return outcomes[-1]
+
+    real_given = search.given
+    started: list[str] = []
+
+    def given(*strategies: Any) -> Any:
+        def decorate(prop: Any) -> Any:
+            test = real_given(*strategies)(prop)
+
+            def run() -> None:
+                started.append("hypothesis")
+                test()
+
+            return run
+
+        return decorate
+
+    monkeypatch.setattr(search, "_replayed", watched)
+    monkeypatch.setattr(search, "given", given)
+    second = check_spec(system, get_spec("flags.truncated"), "ci", cache)
+    assert outcomes == [True] and started == []
+    assert second.status == "pass" and second.examples == first.examples
