@@ -173,3 +173,23 @@ def test_check_redraws_one_line_on_a_terminal(tmp_path: Path) -> None:
     assert "\r" in text and "] 0/1 systems | user:myvec:make: spec " in text
     assert "  [1/2] user:myvec:make :: flags.terminated" not in text  # no line per spec: the line is redrawn
     assert "[1/1] user:myvec:make: 2 pass (" in text
+
+
+def test_an_expected_failure_shows_as_known_in_the_spec_line_and_the_system_line() -> None:
+    """`check --expected-failures`: the project's expected failure is never shown as a failure,
+    neither in its spec's progress line nor in its system's; a failure not listed still is."""
+    from rlconform.cli import _progress_with_expected
+    from rlconform.core.expected import ExpectedFailures
+
+    out = io.StringIO()
+    expected = ExpectedFailures.parse("sys.a-terminal.final_obs  upstream bug (#3)\n", "xf.txt")
+    feed(_progress_with_expected(expected, set(), LineProgress(out)))
+    assert out.getvalue().splitlines() == [
+        "  [1/2] sys.a :: flags.terminated: pass (40 examples, 1.2 s)",
+        "  [2/2] sys.a :: terminal.final_obs: known (52 examples, 3.5 s)",
+        "[1/1] sys.a: 1 known, 1 pass (4.8 s)",
+    ]
+    out = io.StringIO()
+    other = ExpectedFailures.parse("sys.b-terminal.final_obs  another system\n", "xf.txt")
+    feed(_progress_with_expected(other, set(), LineProgress(out)))
+    assert "terminal.final_obs: fail (52" in out.getvalue() and "1 fail, 1 pass" in out.getvalue()
