@@ -81,6 +81,11 @@ def summary(verdicts: Sequence[Verdict]) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
 
+def system_line(done: int, total: int, system: System, verdicts: Sequence[Verdict], seconds: float) -> str:
+    """The line a finished system leaves, in plain logs and above a terminal's redrawn line alike."""
+    return f"[{done}/{total}] {system.id}: {summary(verdicts)} ({seconds:.1f} s)"
+
+
 def _verdict_line(event: Event) -> str:
     _, system_id, index, count, spec_id, status, examples, seconds = event
     return f"  [{index}/{count}] {system_id} :: {spec_id}: {status} ({examples} examples, {seconds:.1f} s)"
@@ -98,7 +103,7 @@ class LineProgress(Progress):
             print(_verdict_line(event), file=self.stream, flush=True)
 
     def system_finished(self, done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
-        print(f"[{done}/{total}] {system.id}: {summary(verdicts)} ({seconds:.1f} s)", file=self.stream, flush=True)
+        print(system_line(done, total, system, verdicts, seconds), file=self.stream, flush=True)
 
 
 @dataclass
@@ -153,7 +158,7 @@ class TerminalProgress(Progress):
         self.done, self.total = done, total
         self.running.pop(system.id, None)
         self._clear()
-        print(f"[{done}/{total}] {system.id}: {summary(verdicts)} ({seconds:.1f} s)", file=self.stream, flush=True)
+        print(system_line(done, total, system, verdicts, seconds), file=self.stream, flush=True)
         self._draw()
 
     def tick(self) -> None:
