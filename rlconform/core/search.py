@@ -31,6 +31,7 @@ from rlconform.core.hypothesis_isolation import without_local_constants
 from rlconform.core.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
 from rlconform.core.reproducer import reproducer_source
 from rlconform.core.runner import RUN_CACHE, RunCache
+from rlconform.core.shrink_budget import Failures
 from rlconform.core.signature import signature
 from rlconform.core.spec import Spec, Violation
 from rlconform.core.system import System
@@ -189,7 +190,8 @@ def check_spec(
     tally = _Tally()
     expensive = system.expensive or spec.expensive
     shrink_budget = prof.shrink_examples_for(expensive)
-    failures: dict[Any, SpecFailure] = {}
+    # a Failures: asking it for a case once the shrink budget is spent ends Hypothesis' shrinking
+    failures: dict[Any, SpecFailure] = Failures()
 
     # the cases an earlier search drew with the same strategy and settings (see _replayed)
     drawn_key = (system.id, spec.scenario, prof, expensive, seed)
