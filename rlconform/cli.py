@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fnmatch
 import json
 import os
 import re
@@ -38,6 +37,7 @@ from rlconform.core.impact import IMPACTS, at_least, check_impact
 from rlconform.core.profiles import PROFILES, get_profile, session_seed
 from rlconform.core.progress import Event
 from rlconform.core.search import Verdict
+from rlconform.core.selection import SelectionError, check_skip_patterns, matching, without_skipped
 from rlconform.core.spec import Spec, all_specs
 from rlconform.core.suite import Progress, RunInterrupted, print_progress, run_checks
 from rlconform.core.system import System, all_systems
@@ -60,12 +60,6 @@ EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 #: the shell's status for a process ended by SIGINT (128 + 2)
 EXIT_INTERRUPTED = 130
 DEFAULT_RESULTS = "rlconform-results/results.json"
-
-
-def _select(items: Sequence[System] | Sequence[Spec], patterns: Sequence[str] | None) -> list:  # type: ignore[type-arg]
-    if not patterns:
-        return list(items)
-    return [item for item in items if any(fnmatch.fnmatch(item.id, p) or p == item.id for p in patterns)]
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -348,22 +342,22 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _specs(args: argparse.Namespace) -> list[Spec]:
-    specs = _select(all_specs(), args.spec)
+    specs = matching(all_specs(), args.spec)
     if not specs:
         raise BadInput(f"no spec matches {args.spec}")
-    for pattern in args.skip_spec or ():
-        if not _select(specs, [pattern]):
-            raise BadInput(f"--skip-spec {pattern!r} matches no selected spec")
+    try:
+        check_skip_patterns(specs, args.skip_spec or (), "--skip-spec")
+    except SelectionError as exc:
+        raise BadInput(str(exc)) from None
     return specs
 
 
 def _skip_specs(args: argparse.Namespace, specs: list[Spec]) -> tuple[list[Spec], list[Spec]]:
     """``specs`` without those --skip-spec leaves out, and those (a check with none left is bad input)."""
-    skipped = _select(specs, args.skip_spec) if args.skip_spec else []
-    kept = [spec for spec in specs if spec not in skipped]
-    if skipped and not kept:
-        raise BadInput(f"--skip-spec leaves no spec to check (it matches all of {', '.join(s.id for s in specs)})")
-    return kept, skipped
+    try:
+        return without_skipped(specs, args.skip_spec or (), "--skip-spec")
+    except SelectionError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def _note_skipped(skipped: Sequence[Spec], results: Results, out: TextIO) -> None:
@@ -415,7 +409,7 @@ def _run(args: argparse.Namespace) -> int:
     systems = [s for s in all_systems() if s.kind in ("library", "reference")]
     if args.no_reference:
         systems = [s for s in systems if s.kind != "reference"]
-    systems = _select(systems, args.system)
+    systems = matching(systems, args.system)
     if not systems:
         raise BadInput(f"no system matches {args.system}")
     families = {s.family for s in systems}

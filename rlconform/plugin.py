@@ -34,14 +34,13 @@ reproduces the whole run.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import warnings
 from collections import Counter
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -310,15 +309,6 @@ def resolve_profile(config: pytest.Config) -> Profile:
         raise pytest.UsageError(f"rlconform: {exc.args[0]}") from None
 
 
-_Named = TypeVar("_Named", "System", "Spec")
-
-
-def _select(items: Iterable[_Named], patterns: Sequence[str]) -> list[_Named]:
-    if not patterns:
-        return list(items)
-    return [item for item in items if any(item.id == p or fnmatch.fnmatchcase(item.id, p) for p in patterns)]
-
-
 class ConformanceFailure(AssertionError):
     """A failed (system, spec) item: a title, a message, the violations and the reproducer.
 
@@ -560,21 +550,20 @@ class RlconformSession:
             unique.setdefault(system.id, system)
         self.systems = list(unique.values())
         from rlconform.core.runner import RunCache
+        from rlconform.core.selection import SelectionError, check_skip_patterns, matching, without_skipped
         from rlconform.core.spec import all_specs
 
         patterns = self.config.getoption("rlconform_specs")
-        self.specs = _select(all_specs(), patterns)
+        self.specs = matching(all_specs(), patterns)
         if not self.specs:
             raise pytest.UsageError(f"rlconform: no spec matches {', '.join(patterns)}")
         skip_patterns: list[str] = self.config.getoption("rlconform_skip_spec")
-        for pattern in skip_patterns:
-            if not _select(self.specs, [pattern]):
-                raise pytest.UsageError(f"rlconform: --rlconform-skip-spec {pattern!r} matches no selected spec")
-        self.skipped_specs = _select(self.specs, skip_patterns) if skip_patterns else []
         self.collected_specs = self.specs
-        self.specs = [spec for spec in self.specs if spec not in self.skipped_specs]
-        if not self.specs:
-            raise pytest.UsageError("rlconform: --rlconform-skip-spec leaves no spec to check")
+        try:
+            check_skip_patterns(self.specs, skip_patterns, "--rlconform-skip-spec")
+            self.specs, self.skipped_specs = without_skipped(self.specs, skip_patterns, "--rlconform-skip-spec")
+        except SelectionError as exc:
+            raise pytest.UsageError(f"rlconform: {exc}") from None
         self.cache = RunCache()
         self._record_not_applicable()
 
@@ -639,10 +628,11 @@ class RlconformSession:
         patterns: list[str] = self.config.getoption("rlconform_systems")
         if not patterns:
             return []
+        from rlconform.core.selection import matching
         from rlconform.core.system import all_systems
 
         bundled = [s for s in all_systems() if s.kind in ("library", "reference")]
-        selected = _select(bundled, patterns)
+        selected = matching(bundled, patterns)
         if not selected:
             raise pytest.UsageError(
                 f"rlconform: no bundled system matches {', '.join(patterns)} (`rlconform list` lists them)"
