@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import sys
+from types import CodeType
 from typing import Any
 
 
@@ -22,27 +23,37 @@ class Failures(dict[Any, Any]):
     """The failures a search found, by case. The search's property asks whether a case is among
     them only once the shrink budget is spent (``case in failures``): that question ends
     Hypothesis' shrinking (:func:`end_shrinking`). The property itself is not edited for this:
-    derandomized searches seed Hypothesis from its source text."""
+    derandomized searches seed Hypothesis from its source text.
+
+    Created by the function that runs the search: the engine is looked for below that function's
+    frame only, so that a Hypothesis test that runs searches (a user's ``@given`` test calling
+    rlconform) keeps shrinking as it would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._search = sys._getframe(1).f_code
 
     def __contains__(self, case: object) -> bool:
-        end_shrinking()
+        end_shrinking(self._search)
         return super().__contains__(case)
 
 
-def end_shrinking() -> None:
-    """Make the Hypothesis engine running the current example stop shrinking once this example
-    returns: its shrink deadline (``MAX_SHRINKING_SECONDS`` after the shrink began) is moved to
-    now, and the engine then reports the smallest failure it holds, as it does at that deadline.
+def end_shrinking(search: CodeType) -> None:
+    """Make the Hypothesis engine running the current example of the search run by ``search`` (the
+    code of the function that runs it) stop shrinking once this example returns: its shrink
+    deadline (``MAX_SHRINKING_SECONDS`` after the shrink began) is moved to now, and the engine then
+    reports the smallest failure it holds, as it does at that deadline.
 
-    The engine is found on the call stack (Hypothesis gives a test function no handle on it). When
-    none is found (a replay outside Hypothesis, Hypothesis' final replay of the failure, a future
-    Hypothesis without this attribute), nothing changes and the search ends as before."""
+    The engine is found on the call stack (Hypothesis gives a test function no handle on it),
+    between here and ``search``. When none is found there (a replay outside Hypothesis,
+    Hypothesis' final replay of the failure, a future Hypothesis without this attribute), nothing
+    changes and the search ends as before."""
     try:
         from hypothesis.internal.conjecture.engine import ConjectureRunner
     except ImportError:  # pragma: no cover - a Hypothesis without its engine there
         return
     frame = sys._getframe(1)
-    while frame is not None:
+    while frame is not None and frame.f_code is not search:
         engine = frame.f_locals.get("self")
         if isinstance(engine, ConjectureRunner):
             if getattr(engine, "finish_shrinking_deadline", None) is not None:

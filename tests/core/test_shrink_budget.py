@@ -73,9 +73,50 @@ def test_ending_the_shrink_at_the_budget_reports_the_same_failure(
 
 
 def test_asking_for_a_failure_outside_a_hypothesis_search_changes_nothing() -> None:
-    failures = shrink_budget.Failures({"case": "failure"})
-    assert "case" in failures and "other" not in failures
-    shrink_budget.end_shrinking()  # no engine on the stack: nothing to end
+    failures = shrink_budget.Failures()
+    failures["case"] = "failure"
+    assert "case" in failures and "other" not in failures  # no engine on the stack: nothing to end
+
+
+def _engine_on_stack() -> Any:
+    """The Hypothesis engine running the current example (as end_shrinking finds it), or None
+    (Hypothesis' final replay of a failure runs outside its engine)."""
+    import sys
+
+    from hypothesis.internal.conjecture.engine import ConjectureRunner
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if isinstance(frame.f_locals.get("self"), ConjectureRunner):
+            return frame.f_locals["self"]
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def test_a_hypothesis_test_running_searches_keeps_shrinking() -> None:
+    """A user's ``@given`` test that runs a search: ending the search's shrink must not end the
+    shrink of the user's own test (the search's final replay runs with only the user's engine on
+    the stack)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    system, spec = get_system(SPENDING[0][0]), get_spec(SPENDING[0][1])
+    deadlines: list[float] = []
+
+    @settings(max_examples=3, database=None, derandomize=True, suppress_health_check=[HealthCheck.nested_given])
+    @given(st.integers(0, 3))
+    def users_test(n: int) -> None:
+        engine = _engine_on_stack()
+        if engine is not None and engine.finish_shrinking_deadline is not None:  # the user's test is shrinking
+            verdict = check_spec(system, spec, SMALL_BUDGET, RunCache())
+            assert verdict.status == "fail"
+            deadlines.append(engine.finish_shrinking_deadline)
+        raise ValueError("the user's test fails, so Hypothesis shrinks it")
+
+    with pytest.raises(ValueError, match="the user's test fails"):
+        users_test()
+    assert deadlines, "the search never ran while the user's test was shrinking"
+    assert all(deadline > 0 for deadline in deadlines), deadlines
 
 
 def test_a_failing_search_before_the_budget_is_not_cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
