@@ -288,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the checks (during them: _interrupted)
         print("rlconform: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (BadInput, ConfigError) as exc:
+    except (BadInput, ConfigError, SelectionError) as exc:
         print(f"rlconform: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
@@ -345,19 +345,13 @@ def _specs(args: argparse.Namespace) -> list[Spec]:
     specs = matching(all_specs(), args.spec)
     if not specs:
         raise BadInput(f"no spec matches {args.spec}")
-    try:
-        check_skip_patterns(specs, args.skip_spec or (), "--skip-spec")
-    except SelectionError as exc:
-        raise BadInput(str(exc)) from None
+    check_skip_patterns(specs, args.skip_spec or (), "--skip-spec")
     return specs
 
 
 def _skip_specs(args: argparse.Namespace, specs: list[Spec]) -> tuple[list[Spec], list[Spec]]:
     """``specs`` without those --skip-spec leaves out, and those (a check with none left is bad input)."""
-    try:
-        return without_skipped(specs, args.skip_spec or (), "--skip-spec")
-    except SelectionError as exc:
-        raise BadInput(str(exc)) from None
+    return without_skipped(specs, args.skip_spec or (), "--skip-spec")
 
 
 def _note_skipped(skipped: Sequence[Spec], results: Results, out: TextIO) -> None:
