@@ -42,6 +42,21 @@ def start_method() -> Iterator[Callable[[str | None], None]]:
     multiprocessing.set_start_method(saved, force=True)
 
 
+@pytest.fixture
+def fork_server_as_found() -> Iterator[None]:
+    """A fork server the test starts in this process is stopped after it. The test starts it
+    without rlconform's preload; left running, it would serve every later SubprocVecEnv and
+    ParallelEnv this pytest worker checks, whose workers would then each import torch and SB3
+    (the suite's SubprocVecEnv tests went from 3 s to 40 s, depending on which tests ran first)."""
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver  # type: ignore[attr-defined]
+    running_before = server._forkserver_pid is not None
+    yield
+    if not running_before and server._forkserver_pid is not None:
+        server._stop()
+
+
 def _global_start_method() -> str | None:
     return multiprocessing.get_start_method(allow_none=True)
 
@@ -101,7 +116,10 @@ def _torchrl_worker_class() -> str:
     ],
 )
 def test_libraries_start_their_workers_the_same_way_isolated_as_in_process(
-    start_method: Callable[[str | None], None], library: str, worker_class: Callable[[], str]
+    start_method: Callable[[str | None], None],
+    fork_server_as_found: None,
+    library: str,
+    worker_class: Callable[[], str],
 ) -> None:
     """The start method importing TorchRL sets in a user's process (spawn, where none was set):
     isolated, Gymnasium and TorchRL forked their workers instead (and TorchRL's fork copied the
@@ -125,7 +143,7 @@ def _forkserver_worker_group() -> tuple[int | None, bool]:
     return process.exitcode, server is not None and os.getpgid(server) == os.getpgid(0)
 
 
-def test_isolated_worker_starts_a_fork_server_of_its_own() -> None:
+def test_isolated_worker_starts_a_fork_server_of_its_own(fork_server_as_found: None) -> None:
     """With a fork server running in this process (started by a bundled ParallelEnv or SB3
     system checked in process), an isolated worker could not start forkserver workers:
     ``ensure_running`` waited on the parent's server and raised ChildProcessError."""
