@@ -21,6 +21,7 @@ worker finds them done; it still runs ``__main__`` as before.
 from __future__ import annotations
 
 import ast
+import functools
 import multiprocessing
 import os
 import sys
@@ -54,27 +55,28 @@ def main_modules() -> list[str]:
     if spec_name is not None:
         return [CLI_MODULE] if spec_name == CLI_MODULE else []
     path = getattr(main, "__file__", None)
-    if not isinstance(path, str) or not _is_console_script(path):
+    if not isinstance(path, str):
         return []
-    return [name for name in _top_level_imports(path) if name in sys.modules]
+    return [name for name in _console_script_imports(path) if name in sys.modules]
 
 
-def _is_console_script(path: str) -> bool:
+@functools.cache
+def _console_script_imports(path: str) -> tuple[str, ...]:
+    """The modules ``import X`` and ``from X import Y`` name at the top level of ``path`` if it is a
+    console script of this environment; none otherwise. Worked out once per path: :func:`preload`
+    runs before every build of a forkserver system, and the main script does not change."""
     scripts = sysconfig.get_path("scripts")
-    return bool(scripts) and os.path.dirname(os.path.abspath(path)) == os.path.abspath(scripts)
-
-
-def _top_level_imports(path: str) -> list[str]:
-    """The modules ``import X`` and ``from X import Y`` name at the top level of a script."""
+    if not scripts or os.path.dirname(os.path.abspath(path)) != os.path.abspath(scripts):
+        return ()
     try:
         with open(path, encoding="utf-8") as handle:
             tree = ast.parse(handle.read(), filename=path)
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return []
+        return ()
     names: list[str] = []
     for node in tree.body:
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.append(node.module)
-    return list(dict.fromkeys(names))
+    return tuple(dict.fromkeys(names))

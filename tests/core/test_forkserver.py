@@ -103,7 +103,9 @@ def test_a_console_script_has_its_top_level_imports_preloaded(monkeypatch: pytes
     # what the workers' run of the script imports (json is imported under the guard: not run again)
     assert main_modules() == ["re", "sys", "rlconform.cli"]
     # a module this process has not imported is not named: the server must import what worked here
-    script.write_text(CONSOLE_SCRIPT.replace("from rlconform.cli import main", "from not_imported_here import main"))
+    other = tmp_path / "other-tool"
+    other.write_text(CONSOLE_SCRIPT.replace("from rlconform.cli import main", "from not_imported_here import main"))
+    _main(monkeypatch, path=other)
     assert main_modules() == ["re", "sys"]
 
 
