@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
     from rlconform.core.spec import Spec
-    from rlconform.core.system import Capabilities, System
+    from rlconform.core.system import Probed, System
 
 
 @runtime_checkable
@@ -79,9 +79,10 @@ class Family(Protocol):
         """Systems checked beside a user's ``system`` (a reference of the same kind, say)."""
         ...
 
-    def probe_factory(self, system: System) -> tuple[bool, Capabilities]:
-        """Build a user's system once (in an isolated process): whether building it starts worker
-        processes, and the capabilities its cases are drawn with. Raises ``BadInput``."""
+    def probe_factory(self, system: System) -> Probed:
+        """Build a user's system (in an isolated process): whether building it starts worker
+        processes, the capabilities its cases are drawn with and, where the family reads them,
+        the stack's semantics. Raises ``BadInput``."""
         ...
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -120,12 +120,21 @@ class Spec:
     applies: Callable[[System], str | None] | None = None
     #: each example costs a lot (it builds several stacks): use the smaller example budget
     expensive: bool = False
+    #: applicability that depends on the built stack: why the spec cannot apply to a stack with
+    #: these semantics, or None. It reads only rlconform.core.system.STACK_KEYS, so it is decided
+    #: before any example where the probe read the stack (``System.stack_semantics``), and the
+    #: spec's check asks it of each run's semantics otherwise
+    applies_to_stack: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def not_applicable_reason(self, system: System) -> str | None:
         if system.family not in self.families:
             return f"applies to {', '.join(sorted(self.families))}, not {system.family}"
         if self.applies is not None:
-            return self.applies(system)
+            reason = self.applies(system)
+            if reason is not None:
+                return reason
+        if self.applies_to_stack is not None and system.stack_semantics is not None:
+            return self.applies_to_stack(dict(system.stack_semantics))
         return None
 
 
@@ -139,6 +148,7 @@ def spec(
     scenario: Scenario = "standard",
     applies: Callable[[System], str | None] | None = None,
     expensive: bool = False,
+    applies_to_stack: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> Callable[[SpecFn], SpecFn]:
     """Register the decorated function as the spec ``id``.
 
@@ -153,7 +163,18 @@ def spec(
         setattr(
             fn,
             SPEC_ATTRIBUTE,
-            Spec(id, statement, rationale, families, _naming(id, fn), impact, scenario, applies, expensive),
+            Spec(
+                id,
+                statement,
+                rationale,
+                families,
+                _naming(id, fn),
+                impact,
+                scenario,
+                applies,
+                expensive,
+                applies_to_stack,
+            ),
         )
         return fn
 

@@ -9,7 +9,7 @@ planted systems are models with one deliberate bug, used by the suite's own test
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,6 +17,33 @@ from rlconform.envs.script import EnvScript
 
 EnvFn = Callable[[], Any]
 SystemKind = Literal["library", "reference", "planted", "user"]
+
+#: the keys of a built object's semantics (``Family.describe_semantics``) that describe the stack
+#: itself (its autoreset mode, whether it keeps episode statistics, its running normalizers), not
+#: the case it was built for: every build of one factory reads the same, so what the probe reads
+#: holds for every example, and specs that apply only to some stacks can be decided before any runs
+STACK_KEYS = ("autoreset_mode", "episode_statistics", "normalizers")
+
+#: a stack's :data:`STACK_KEYS` as the probe read them: (key, value) pairs of plain values
+StackSemantics = tuple[tuple[str, Any], ...]
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def stack_reading(semantics: Mapping[str, Any]) -> StackSemantics | None:
+    """The :data:`STACK_KEYS` of ``semantics`` as plain, comparable pairs (lists become tuples);
+    None when one holds anything else, so that nothing is decided from a reading not understood."""
+    pairs: list[tuple[str, Any]] = []
+    for key in STACK_KEYS:
+        value = semantics.get(key)
+        if isinstance(value, (list, tuple)):
+            if not all(isinstance(v, _PLAIN) for v in value):
+                return None
+            value = tuple(value)
+        elif not isinstance(value, _PLAIN):
+            return None
+        pairs.append((key, value))
+    return tuple(pairs)
 
 
 @dataclass(frozen=True)
@@ -104,6 +131,10 @@ class System:
     #: env-author mode runs the env through), as (name, value) pairs; its family reads them, and
     #: its reproducers rebuild the system with them
     options: tuple[tuple[str, Any], ...] = ()
+    #: a user's system: its stack's semantics as every build of the probe read them (None: not
+    #: probed, or the builds disagreed); a spec that cannot apply to such a stack
+    #: (``Spec.applies_to_stack``) is then not applicable before any example runs
+    stack_semantics: StackSemantics | None = None
 
     def option(self, name: str, default: Any = None) -> Any:
         """The value of the family option ``name`` this system was given (``default``: none)."""
@@ -135,6 +166,18 @@ class System:
         if missing:
             return f"not installed: {', '.join(missing)}"
         return self.availability() if self.availability is not None else None
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What the probe learned by building a user's system (``Family.probe_factory``)."""
+
+    #: building it started worker processes (its searches use the smaller example budget)
+    spawned: bool
+    #: the capabilities its cases are drawn with
+    capabilities: Capabilities
+    #: see ``System.stack_semantics``
+    stack_semantics: StackSemantics | None = None
 
 
 class UnknownSystemError(KeyError):

@@ -144,8 +144,9 @@ def _build(system: System, build: Callable[[], Any]) -> Any:
 
 
 def probe(system: System) -> System:
-    """Build the user's system once, check that it is an object of its family, and return the
-    system with its cost known (whether building it started worker processes).
+    """Build the user's system, check that it is an object of its family, and return the system
+    with what the build showed: its cost (whether building it started worker processes), the
+    capabilities its cases are drawn with and its stack's semantics.
 
     The build runs in a forked process of its own process group where the platform allows: a
     factory that crashes its process is bad input, not the end of rlconform, and whatever it
@@ -167,8 +168,9 @@ def probe(system: System) -> System:
     kind, value = outcome.value
     if kind == "bad":
         raise BadInput(value)
-    spawned, capabilities = value
-    return dataclasses.replace(system, costly=spawned, capabilities=capabilities)
+    return dataclasses.replace(
+        system, costly=value.spawned, capabilities=value.capabilities, stack_semantics=value.stack_semantics
+    )
 
 
 #: how long the probe (one build per candidate env kind, see rlconform.envs.factory_probe) may take

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 from rlconform.core.crashlog import announce
 from rlconform.core.family import ModelMatch
 from rlconform.core.plan import Case, Op, Reset, Step
-from rlconform.core.system import Capabilities, EnvFn, System, get_system
+from rlconform.core.system import Capabilities, EnvFn, Probed, System, get_system
 from rlconform.core.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.core.watchdog import (
     CallTimeout,
@@ -182,12 +182,14 @@ class ReferenceEnvFamily(ABC):
         if callable(close):
             close_within_limit(close)
 
-    def probe_factory(self, system: System) -> tuple[bool, Capabilities]:
-        """(whether building it starts worker processes, the capabilities to draw its cases with).
+    def probe_factory(self, system: System) -> Probed:
+        """Whether building it starts worker processes, the capabilities to draw its cases with,
+        and its stack's semantics.
 
         The factory is first driven with each observation and action kind
-        (:mod:`rlconform.envs.factory_probe`): its cases are drawn from the kinds it accepts, and
-        one that never used the envs it was given is bad input."""
+        (:mod:`rlconform.envs.factory_probe`): its cases are drawn from the kinds it accepts, one
+        that never used the envs it was given is bad input, and the stack semantics are what every
+        accepted build read the same."""
         from rlconform.core.user import BadInput, returned_type, spawns_workers
         from rlconform.envs.factory_probe import accepted_kinds
         from rlconform.envs.script import EnvScript
@@ -226,7 +228,7 @@ class ReferenceEnvFamily(ABC):
         finally:
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
-        return spawned, acceptance.restrict(system.capabilities)
+        return Probed(spawned, acceptance.restrict(system.capabilities), acceptance.stack_semantics)
 
     # ------------------------------------------------------------ driving, op by op
 

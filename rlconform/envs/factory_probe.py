@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rlconform.core.plan import Case, Reset, Step
-from rlconform.core.system import Capabilities, System
+from rlconform.core.system import Capabilities, StackSemantics, System, stack_reading
 from rlconform.envs.driver import reference_family
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import (
@@ -71,6 +71,8 @@ class Trial:
     #: a call (reset, step or close) did not answer within its deadline: further trials would each
     #: wait for it again (a vectorizer whose step never returns cost the probe 18 deadlines)
     hung: bool = False
+    #: the built stack's semantics (rlconform.core.system.STACK_KEYS), for a trial that ran cleanly
+    stack: StackSemantics | None = None
 
     @property
     def ok(self) -> bool:
@@ -108,6 +110,13 @@ class Acceptance:
         if self.base is not None:
             return None
         return next((t for t in self.trials if t.outcome == "shared"), None)
+
+    @property
+    def stack_semantics(self) -> StackSemantics | None:
+        """The stack semantics every clean trial read, if they all read the same (None otherwise:
+        a factory whose stack changes with the envs it is given is decided example by example)."""
+        readings = {t.stack for t in self.trials if t.ok}
+        return readings.pop() if len(readings) == 1 else None
 
     def refusals(self) -> list[str]:
         """The kinds refused, one line each, for the report."""
@@ -212,7 +221,7 @@ def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset:
     shared = [k for k, count in enumerate(driven) if count > 1]
     if shared and reference_family(system.family).one_env_fn:
         return Trial(script, "shared", f"sub-env(s) {shared} were built and driven more than once at the same time")
-    return Trial(script, "ok", hung=hung_call(run) is not None)
+    return Trial(script, "ok", hung=hung_call(run) is not None, stack=stack_reading(run.semantics))
 
 
 def accepted_kinds(system: System, num_envs: int) -> Acceptance:

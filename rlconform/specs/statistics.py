@@ -4,6 +4,7 @@ real episodes."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,6 +20,14 @@ if TYPE_CHECKING:
 RMS_EPSILON = 1e-4
 
 
+def _keeps_no_statistics(semantics: Mapping[str, Any]) -> str | None:
+    return None if semantics.get("episode_statistics") else "the system keeps no episode statistics"
+
+
+def _has_no_normalizer(semantics: Mapping[str, Any]) -> str | None:
+    return None if semantics.get("normalizers") else "the system has no running normalizer"
+
+
 @spec(
     "statistics.episode",
     impact="api-contract",
@@ -28,14 +37,16 @@ RMS_EPSILON = 1e-4
         "the statistics of one sub-env on a partial reset, makes every curve wrong."
     ),
     families=ALL_FAMILIES,
+    applies_to_stack=_keeps_no_statistics,
 )
 def episode_statistics(run: Run) -> Outcome:
     ck = Checker()
     if not run.usable:
         return ck.done()
-    key = run.semantics.get("episode_statistics")
-    if not key:
-        return ck.not_applicable("the system keeps no episode statistics")
+    reason = _keeps_no_statistics(run.semantics)
+    if reason is not None:
+        return ck.not_applicable(reason)
+    key = run.semantics["episode_statistics"]
     assert run.truth is not None
     rel = 1e-5 if reward_precision(run) == "float32" else 1e-9
     for env in range(run.case.num_envs):
@@ -115,13 +126,15 @@ def _short(stats: Any) -> str:
         "reset skews the scale silently."
     ),
     families=ALL_FAMILIES,
+    applies_to_stack=_has_no_normalizer,
 )
 def normalizer_statistics(run: Run) -> Outcome:
     ck = Checker()
     if not run.usable:
         return ck.done()
-    if not run.semantics.get("normalizers"):
-        return ck.not_applicable("the system has no running normalizer")
+    reason = _has_no_normalizer(run.semantics)
+    if reason is not None:
+        return ck.not_applicable(reason)
     assert run.truth is not None
     gamma = run.semantics.get("normalizer_gamma")
     _, per_call = events_by_call(run)

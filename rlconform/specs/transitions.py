@@ -9,7 +9,8 @@ caller registers; without one there is no info to align)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from rlconform.core.spec import Checker, Outcome, Spec, spec, spec_of
 from rlconform.envs.calllog import RejectedRecord, StepRecord, receipt_value_equal
@@ -393,8 +394,9 @@ def _flag_spec(name: str) -> Spec:
 SPECS = [_flag_spec("terminated"), _flag_spec("truncated")]
 
 
-def _has_reset_step(run: Run) -> bool:
-    return run.semantics.get("autoreset_mode") == "NextStep"
+def _has_no_reset_step(semantics: Mapping[str, Any]) -> str | None:
+    mode = semantics.get("autoreset_mode")
+    return None if mode == "NextStep" else f"autoreset mode {mode!r} has no reset step"
 
 
 @spec(
@@ -409,13 +411,15 @@ def _has_reset_step(run: Run) -> bool:
         "action or carries a reward, the agent is credited for an action that had no effect."
     ),
     families=ALL_FAMILIES,
+    applies_to_stack=_has_no_reset_step,
 )
 def reset_step_neutral(run: Run) -> Outcome:
     ck = Checker()
     if not run.usable:
         return ck.done()
-    if not _has_reset_step(run):
-        return ck.not_applicable(f"autoreset mode {run.semantics.get('autoreset_mode')!r} has no reset step")
+    reason = _has_no_reset_step(run.semantics)
+    if reason is not None:
+        return ck.not_applicable(reason)
     _, per_call = events_by_call(run)
     for slot in run.slots:
         if slot.kind != "reset_step":

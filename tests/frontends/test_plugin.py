@@ -57,6 +57,18 @@ def explodes(env_fns, **kwargs):
     return Explodes(env_fns)
 
 
+def with_statistics(env_fns, **kwargs):
+    return gymnasium.wrappers.vector.RecordEpisodeStatistics(make(env_fns))
+
+
+def statistics_for_box_observations(env_fns, **kwargs):
+    """Keeps episode statistics for some envs only: its stack changes with the envs it is given."""
+    envs = make(env_fns)
+    if isinstance(envs.single_observation_space, gymnasium.spaces.Box):
+        return gymnasium.wrappers.vector.RecordEpisodeStatistics(envs)
+    return envs
+
+
 def no_arguments():
     return None
 
@@ -274,6 +286,65 @@ def test_check_adds_no_item_per_spec_of_another_family(downstream: pytest.Pytest
             "  user:myvec:make: * specs of other families than gymnasium.vector",
         ]
     )
+
+
+STACK_SPECS = specs("flags.terminated", "statistics.*", "reset_step.neutral")
+
+
+def test_spec_that_cannot_apply_to_the_built_stack_is_no_item(downstream: pytest.Pytester) -> None:
+    """Specs that apply only to some stacks (a reset step, episode statistics, a normalizer) are
+    decided from what the probe's builds read, before any example: no skipped item for them."""
+    result = downstream.runpytest("-rs", *CHECK, "myvec:make", *STACK_SPECS, "--rlconform-json", "na.json")
+    result.assert_outcomes(passed=1)
+    assert "SKIPPED" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "rlconform: 1 system(s) x 4 spec(s), 1 applicable",
+            "rlconform (ci profile): 1 passed, 3 not applicable",
+            "rlconform: not applicable, so not collected as test items:",
+            "  user:myvec:make: statistics.episode (the system keeps no episode statistics); "
+            "statistics.normalizer (the system has no running normalizer); "
+            "reset_step.neutral (autoreset mode 'SameStep' has no reset step)",
+        ]
+    )
+    document = json.loads((downstream.path / "na.json").read_text())
+    assert sorted(statuses(document)) == [
+        ("user:myvec:make", "flags.terminated", "pass"),
+        ("user:myvec:make", "reset_step.neutral", "not_applicable"),
+        ("user:myvec:make", "statistics.episode", "not_applicable"),
+        ("user:myvec:make", "statistics.normalizer", "not_applicable"),
+    ]
+
+
+def test_spec_that_applies_to_the_built_stack_is_an_item(downstream: pytest.Pytester) -> None:
+    """With RecordEpisodeStatistics in the stack, statistics.episode is checked (and finds G5 of
+    FINDINGS.md: the wrapper zeroes every sub-env's statistics on a partial reset)."""
+    result = downstream.runpytest("-v", *CHECK, "myvec:with_statistics", *STACK_SPECS)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*user:myvec:with_statistics-statistics.episode FAILED*",
+            "*statistics.normalizer (the system has no running normalizer); reset_step.neutral*",
+        ]
+    )
+
+
+def test_stack_that_changes_with_its_envs_is_decided_example_by_example(downstream: pytest.Pytester) -> None:
+    """The probe's builds disagree (statistics for Box observations only): nothing is decided
+    before the examples, and the spec is checked on the examples it applies to."""
+    result = downstream.runpytest(
+        "-rs",
+        *CHECK,
+        "myvec:statistics_for_box_observations",
+        *specs("statistics.episode"),
+        "--rlconform-json",
+        "v.json",
+    )
+    outcomes = result.parseoutcomes()
+    assert "skipped" not in outcomes
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1
+    document = json.loads((downstream.path / "v.json").read_text())
+    assert [status for _, _, status in statuses(document)] in (["pass"], ["fail"])
 
 
 def test_documented_violation_is_an_xfail(downstream: pytest.Pytester) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 from rlconform.core.compare import first_difference
 from rlconform.core.hangs import hung_call
 from rlconform.core.plan import Case, Op, Reset, Step
-from rlconform.core.system import Capabilities, System, get_system
+from rlconform.core.system import Capabilities, Probed, System, get_system
 from rlconform.core.trace import Slot
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.envs.driver import ActionCodec, LiveRun, Run
@@ -640,12 +640,12 @@ class EnvAuthorFamily:
     def companions(self, system: System) -> list[System]:
         return []
 
-    def probe_factory(self, system: System) -> tuple[bool, Capabilities]:
+    def probe_factory(self, system: System) -> Probed:
         from rlconform.core.user import returned_type, spawns_workers
 
         required = ("reset", "step", "observation_space", "action_space")
         spawned = spawns_workers(system, lambda: system.build([]), required, returned_type(self.factory_signature))
-        return spawned, system.capabilities
+        return Probed(spawned, system.capabilities)
 
 
 FAMILY = EnvAuthorFamily()

@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rlconform.core.system import Capabilities, System
+from rlconform.core.system import Probed, System
 from rlconform.specs.families import ISAACLAB_TORCH
 
 if TYPE_CHECKING:
@@ -106,12 +106,12 @@ class TorchTierFamily:
 
         return [reference_system(target_of(system).device)]
 
-    def probe_factory(self, system: System) -> tuple[bool, Capabilities]:
+    def probe_factory(self, system: System) -> Probed:
         from rlconform.core.user import returned_type, spawns_workers
 
         required = ("reset", "step", "num_envs", "device")
         spawned = spawns_workers(system, lambda: system.build([]), required, returned_type(self.factory_signature))
-        return spawned, system.capabilities
+        return Probed(spawned, system.capabilities)
 
 
 FAMILY = TorchTierFamily()
