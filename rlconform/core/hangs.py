@@ -75,11 +75,18 @@ def hung_call(run: Any) -> str | None:
         if call.error_type == TIMEOUT_ERROR:
             where = f"agent step {call.agent_step}" if call.agent_step else f"call {call.position}"
             return f"{call.source} did not answer {within} ({where})"
-    close_error = getattr(run, "close_error", None) or ""
-    if close_error.startswith(TIMEOUT_ERROR):
-        close_limit = getattr(run, "close_timeout", 0.0)
-        return f"close() did not answer {f'within {close_limit:g} s' if close_limit else within}"
-    return None
+    return close_hang(getattr(run, "close_error", None), getattr(run, "close_timeout", 0.0), within)
+
+
+def close_hang(close_error: str | None, close_limit: float, within: str = "within its deadline") -> str | None:
+    """How a close() that hung is described: seen deadlocked before its limit
+    (:mod:`rlconform.core.deadlock`), or stopped at its limit; None when close() did not hang."""
+    if not (close_error or "").startswith(TIMEOUT_ERROR):
+        return None
+    detail = (close_error or "")[len(TIMEOUT_ERROR) :].lstrip(": ")
+    if detail.startswith("deadlocked"):
+        return f"close() {detail} (its limit: {close_limit:g} s)"
+    return f"close() did not answer {f'within {close_limit:g} s' if close_limit else within}"
 
 
 def hang_in(system_id: str, case: Any, run: Any) -> Hang | None:

@@ -258,11 +258,12 @@ def _location(frame: FrameSummary) -> str:
 
 
 def close_within_limit(close: Callable[[], Any]) -> None:
-    """Close the probe's build under close()'s own limit: a close() that never returns is the
-    system's defect, which lifecycle.responsive reports, not a reason to refuse the factory."""
+    """Close the probe's build under close()'s own limit (or until it is seen deadlocked): a
+    close() that never returns is the system's defect, which lifecycle.responsive reports, not a
+    reason to refuse the factory."""
     import contextlib
 
     from rlconform.core.watchdog import CallTimeout, call_timeout, close_timeout, deadline
 
-    with contextlib.suppress(CallTimeout), deadline(close_timeout(call_timeout())):
+    with contextlib.suppress(CallTimeout), deadline(close_timeout(call_timeout()), watch_deadlock=True):
         close()

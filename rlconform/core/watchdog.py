@@ -48,8 +48,10 @@ def deadlines_available() -> bool:
 
 
 @contextlib.contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`CallTimeout` in the body if it runs longer than ``seconds``.
+def deadline(seconds: float, *, watch_deadlock: bool = False) -> Iterator[None]:
+    """Raise :class:`CallTimeout` in the body if it runs longer than ``seconds``, or, with
+    ``watch_deadlock``, as soon as the body and its worker processes are seen deadlocked
+    (:mod:`rlconform.core.deadlock`: a close() that can never return need not wait out its limit).
 
     The alarm repeats every ``seconds`` until the body ends: Python drops an exception a signal
     handler raises while a garbage-collection callback runs (Hypothesis installs one), printing
@@ -58,17 +60,34 @@ def deadline(seconds: float) -> Iterator[None]:
     if seconds <= 0 or not deadlines_available():
         yield
         return
+    from rlconform.core.deadlock import DeadlockMonitor, detectable
+
+    monitor: DeadlockMonitor | None = None
 
     def on_alarm(signum: int, frame: object) -> None:
+        if monitor is not None and monitor.finding is not None:
+            raise CallTimeout(monitor.finding)
         raise CallTimeout(f"no answer within {seconds:g} s")
+
+    def alarm_now() -> None:
+        # from the monitor's thread: the alarm is the process's, its handler runs in the main thread
+        signal.setitimer(signal.ITIMER_REAL, 0.01, DEADLOCK_ALARM_SECONDS)
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with contextlib.ExitStack() as watching:
+        try:
+            if watch_deadlock and seconds > DEADLOCK_ALARM_SECONDS and detectable():
+                monitor = watching.enter_context(DeadlockMonitor(alarm_now))
+            yield
+        finally:
+            watching.close()  # the monitor's thread ends before the alarm is put back
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+#: seconds between the alarms raised once a deadlock is seen (repeated, as the deadline's are)
+DEADLOCK_ALARM_SECONDS = 0.5
 
 
 def child_processes() -> set[multiprocessing.process.BaseProcess]:

@@ -556,7 +556,7 @@ class LiveRun:
                 run.close_timeout = limit if deadlines_available() else 0.0
                 announce("close()", limit)
                 try:
-                    with deadline(limit), warnings.catch_warnings():
+                    with deadline(limit, watch_deadlock=self.system.kind == "user"), warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         self.family.close(self.obj)
                 except (Exception, CallTimeout) as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rlconform.core.hangs import close_hang
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.specs.families import TRANSITION_FAMILIES, USER_ENV_FAMILY
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 @spec(
     "lifecycle.responsive",
     impact="robustness",
-    statement="Every call returns or raises within the per-call time limit, close() returns within its limit (for a user's stack at least 30 s: shutting spawned workers down takes seconds), and no worker process outlives close().",
+    statement="Every call returns or raises within the per-call time limit, close() returns within its limit (for a user's stack at least 30 s: shutting spawned workers down takes seconds) and without deadlocking, and no worker process outlives close().",
     rationale=(
         "A vectorizer whose worker protocol falls out of step (a reply left unread after a failed call) hangs "
         "training runs forever or leaks processes until the machine runs out of memory."
@@ -49,13 +50,8 @@ def _check_run(ck: Checker, run: Run) -> None:
             agent_step=call.agent_step or None,
             call=call.position,
         )
-    close_hung = (run.close_error or "").startswith("CallTimeout")
-    ck.expect(
-        run.close_error is None,
-        f"close() did not answer within {run.close_timeout:g} s"
-        if close_hung
-        else f"close() failed: {run.close_error}",
-    )
+    hang = close_hang(run.close_error, run.close_timeout)
+    ck.expect(run.close_error is None, hang or f"close() failed: {run.close_error}")
     ck.expect(
         run.orphans == 0, f"{run.orphans} worker process(es) were still alive after close() and had to be terminated"
     )

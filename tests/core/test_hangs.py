@@ -178,6 +178,27 @@ def closes_never(env_fns, **kwargs):
     return ClosesNever(env_fns, **kwargs)
 
 
+def _waits_for_a_command(conn):
+    conn.recv()
+
+
+class ClosesDeadlocked(gymnasium.vector.SyncVectorEnv):
+    """Correct until close(), which waits for a reply from a worker process that waits for a
+    command: the two wait for each other forever (AsyncVectorEnv's close after G3 does the same)."""
+
+    def close_extras(self, **kwargs):
+        import multiprocessing
+
+        parent, child = multiprocessing.Pipe()
+        worker = multiprocessing.get_context("fork").Process(target=_waits_for_a_command, args=(child,))
+        worker.start()
+        parent.recv()
+
+
+def closes_deadlocked(env_fns, **kwargs):
+    return ClosesDeadlocked(env_fns, **kwargs)
+
+
 BUILDS = [0]
 
 
@@ -536,6 +557,25 @@ def test_a_close_slower_than_a_call_deadline_is_not_a_hang(module_dir: Path, mon
 
 
 def test_a_close_that_never_returns_still_fails_responsive(module_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A close asleep on a timer is not seen as deadlocked (it may wake): it gets its whole limit."""
     verdict = _responsive("hangers:closes_never", monkeypatch, close_limit=3.0)
     assert verdict.status == "fail", verdict.message
     assert "close() did not answer within 3 s" in verdict.message
+
+
+def test_a_deadlocked_close_fails_responsive_without_waiting_for_its_limit(
+    module_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlconform.core.deadlock import STILL_SECONDS, detectable
+
+    if not detectable():
+        pytest.skip("deadlocks are seen through Linux's /proc")
+    started = time.monotonic()
+    verdict = _responsive("hangers:closes_deadlocked", monkeypatch, close_limit=30.0)
+    assert verdict.status == "fail", verdict.message
+    assert (
+        f"close() deadlocked: it and its 1 worker process(es) all waited on a pipe or a child process with no "
+        f"timeout, none using CPU, for {STILL_SECONDS:g} s (its limit: 30 s)" in verdict.message
+    )
+    # the probe's first trial and the search's first example each see the deadlock once
+    assert time.monotonic() - started < 30.0
