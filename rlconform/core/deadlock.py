@@ -7,9 +7,10 @@ workers will never send, and each worker waits on its pipe for a command. Waitin
 limit for that made the check of such a stack six times as long as its Sync twin's.
 
 A deadlock can be seen from outside. Every process involved sleeps in a wait that has no timer (a
-pipe or socket read, a wait for a child), none is runnable, none uses CPU. A slow close always
-shows one of these: a worker that shuts down is runnable or uses CPU, and a caller that polls
-sleeps on a timer. So a thread samples the caller's main thread and every process below it from
+pipe or socket read, a wait for a child), none is runnable, none uses CPU. The slow closes seen
+here show something else: a worker that shuts down is runnable or uses CPU, and a caller that polls
+sleeps on a timer (a spawned ParallelEnv's close: runnable workers, and a caller in
+``hrtimer_nanosleep`` throughout). So a thread samples the caller's main thread and every process below it from
 ``/proc``, and reports the deadlock once all of them have been still for :data:`STILL_SECONDS`.
 
 Only waits known to have no timeout count as still: a ``poll``, ``select`` or futex wait may end by
@@ -22,8 +23,8 @@ own.
 
 What this cannot see: a process outside the caller's tree. A close that waits with no timeout for
 a server nobody here started, while every worker of its own idles on its pipe, would be called
-deadlocked after :data:`STILL_SECONDS` even if the server answers later. No stack rlconform checks
-closes that way; a user's that does is told so by the verdict's message, which names the wait.
+deadlocked after :data:`STILL_SECONDS` even if the server answers later. None of the bundled
+stacks closes that way; for a user's stack that does, the verdict's message says what was seen.
 """
 
 from __future__ import annotations

@@ -63,8 +63,12 @@ def deadline(seconds: float, *, watch_deadlock: bool = False) -> Iterator[None]:
     from rlconform.core.deadlock import DeadlockMonitor, detectable
 
     monitor: DeadlockMonitor | None = None
+    #: the body has ended: an alarm that fires while the deadline is taken down raises nothing
+    ended = False
 
     def on_alarm(signum: int, frame: object) -> None:
+        if ended:
+            return
         if monitor is not None and monitor.finding is not None:
             raise CallTimeout(monitor.finding)
         raise CallTimeout(f"no answer within {seconds:g} s")
@@ -81,6 +85,7 @@ def deadline(seconds: float, *, watch_deadlock: bool = False) -> Iterator[None]:
                 monitor = watching.enter_context(DeadlockMonitor(alarm_now))
             yield
         finally:
+            ended = True
             watching.close()  # the monitor's thread ends before the alarm is put back
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
