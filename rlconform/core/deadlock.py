@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 #: seconds every process must have been still for the close to count as deadlocked
 STILL_SECONDS = 2.0
+#: how a deadlock's finding (the CallTimeout's message) begins
+DEADLOCKED = "deadlocked"
 #: seconds between two samples
 SAMPLE_SECONDS = 0.25
 
@@ -64,16 +66,27 @@ def detectable() -> bool:
     return read_task("/proc/self") is not None
 
 
-def read_task(folder: str) -> Task | None:
-    """The task whose ``/proc`` folder is ``folder`` (None: gone, or unreadable)."""
+def stat_fields(folder: str) -> list[str] | None:
+    """The fields of ``folder``'s ``stat`` after the command name (state first, then the parent's
+    pid; the name, in parentheses, may hold spaces); None: gone, or unreadable."""
     try:
         with open(os.path.join(folder, "stat")) as f:
             stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def read_task(folder: str) -> Task | None:
+    """The task whose ``/proc`` folder is ``folder`` (None: gone, or unreadable)."""
+    fields = stat_fields(folder)
+    if fields is None:
+        return None
+    try:
         with open(os.path.join(folder, "wchan")) as f:
             wchan = f.read().strip()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()
     return Task(fields[0], int(fields[11]) + int(fields[12]), wchan)
 
 
@@ -85,15 +98,9 @@ def descendants(root: int) -> list[int]:
     except OSError:
         return []
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        parent = int(stat[stat.rfind(")") + 2 :].split()[1])
-        children.setdefault(parent, []).append(int(name))
+        fields = stat_fields(f"/proc/{name}") if name.isdigit() else None
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(name))
     found: list[int] = []
     todo = [root]
     while todo:
@@ -194,7 +201,7 @@ class DeadlockMonitor:
             still_for += SAMPLE_SECONDS
             if still_for >= self.still_seconds:
                 self.finding = (
-                    f"deadlocked: it and its {len(now.processes)} worker process(es) all waited on a pipe "
+                    f"{DEADLOCKED}: it and its {len(now.processes)} worker process(es) all waited on a pipe "
                     f"or a child process with no timeout, none using CPU, for {self.still_seconds:g} s"
                 )
                 self.on_deadlock()

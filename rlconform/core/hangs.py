@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rlconform.core.deadlock import DEADLOCKED
+
 #: the spec that judges hangs; the others are not run on a system that hung
 RESPONSIVE = "lifecycle.responsive"
 #: how a call record names a call that passed its deadline
@@ -84,7 +86,7 @@ def close_hang(close_error: str | None, close_limit: float, within: str = "withi
     if not (close_error or "").startswith(TIMEOUT_ERROR):
         return None
     detail = (close_error or "")[len(TIMEOUT_ERROR) :].lstrip(": ")
-    if detail.startswith("deadlocked"):
+    if detail.startswith(DEADLOCKED):
         return f"close() {detail} (its limit: {close_limit:g} s)"
     return f"close() did not answer {f'within {close_limit:g} s' if close_limit else within}"
 

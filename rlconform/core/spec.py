@@ -122,8 +122,8 @@ class Spec:
     expensive: bool = False
     #: applicability that depends on the built stack: why the spec cannot apply to a stack with
     #: these semantics, or None. It reads only rlconform.core.system.STACK_KEYS, so it is decided
-    #: before any example where the probe read the stack (``System.stack_semantics``), and the
-    #: spec's check asks it of each run's semantics otherwise
+    #: before any example where the probe read the stack (``System.stack_semantics``); ``check``
+    #: asks it of each usable run's semantics before the spec's own function runs
     applies_to_stack: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def not_applicable_reason(self, system: System) -> str | None:
@@ -168,7 +168,7 @@ def spec(
                 statement,
                 rationale,
                 families,
-                _naming(id, fn),
+                _naming(id, _asking_stack(applies_to_stack, fn)),
                 impact,
                 scenario,
                 applies,
@@ -179,6 +179,24 @@ def spec(
         return fn
 
     return decorate
+
+
+def _asking_stack(applies_to_stack: Callable[[Mapping[str, Any]], str | None] | None, fn: SpecFn) -> SpecFn:
+    """``fn``, which first asks ``applies_to_stack`` of each usable run's semantics: the question
+    :meth:`Spec.not_applicable_reason` asks of the probe's reading, asked in one place, so that a
+    spec is decided the same way before the examples and during them."""
+    if applies_to_stack is None:
+        return fn
+
+    @functools.wraps(fn)
+    def check(run: Any) -> Outcome:
+        if run.usable:
+            reason = applies_to_stack(run.semantics)
+            if reason is not None:
+                return Outcome(not_applicable=reason)
+        return fn(run)
+
+    return check
 
 
 def _naming(spec_id: str, fn: SpecFn) -> SpecFn:
