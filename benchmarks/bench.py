@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hypothesis import settings
 
-    from rlconform.core.plan import Case
+    from rlconform.envs.plan import Case
     from rlconform.core.runner import RunCache
     from rlconform.core.search import Verdict
     from rlconform.core.spec import Spec
@@ -114,7 +114,7 @@ def _quiet_gc() -> None:
 
 def bench_case(num_envs: int, steps: int = STEPS) -> Case:
     """The fixed case: one seeded reset, then ``steps`` agent steps with fixed actions."""
-    from rlconform.core.plan import Case, Reset, Step
+    from rlconform.envs.plan import Case, Reset, Step
     from rlconform.envs.script import EnvScript, EpisodePlan
     from rlconform.envs.spaces import BoxObs, DiscreteAction
 
@@ -145,7 +145,7 @@ def num_envs_for(system: System) -> int:
 def raw_loop(system: System, case: Case) -> Callable[[Any], None]:
     """The plain loop a caller would write for ``case`` on ``system``'s API family. Actions are
     converted to the objects the library takes beforehand, as a policy would hand them over."""
-    from rlconform.core.plan import Reset, Step
+    from rlconform.envs.plan import Reset, Step
     from rlconform.envs.spaces import batch_actions
     from rlconform.libraries.gymnasium.env_family import single_action
 
@@ -528,7 +528,7 @@ def counting_cache() -> tuple[RunCache, Callable[[], int]]:
 
 
 def case_size(case: Any) -> dict[str, Any]:
-    from rlconform.core.plan import Case
+    from rlconform.envs.plan import Case
 
     if case is None:
         return {}

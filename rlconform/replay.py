@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from rlconform.core.family import get_family
-from rlconform.core.plan import BadStep, Case, Reset, Step
+from rlconform.envs.plan import BadStep, Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import Violation, all_specs, get_spec
 from rlconform.core.system import System, get_system

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from rlconform.core.crashlog import announce
 from rlconform.core.family import ModelMatch
-from rlconform.core.plan import Case, Op, Reset, Step
+from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, get_system
-from rlconform.core.trace import CallRecord, CallView, Slot, snapshot
+from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.core.watchdog import (
     CallTimeout,
     call_timeout,

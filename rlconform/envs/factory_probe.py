@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rlconform.core.plan import Case, Reset, Step
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.system import Capabilities, StackSemantics, System, stack_reading
 from rlconform.envs.driver import reference_family
 from rlconform.envs.script import EnvScript

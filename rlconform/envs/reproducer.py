@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rlconform.core.hangs import RESPONSIVE, TIMEOUT_ERROR
-from rlconform.core.plan import Case
+from rlconform.envs.plan import Case
 
 if TYPE_CHECKING:
     from rlconform.core.spec import Spec

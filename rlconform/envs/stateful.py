@@ -13,10 +13,10 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from rlconform.core.plan import Case, Op, Reset
+from rlconform.envs.plan import Case, Op, Reset
 from rlconform.core.spec import Violation, all_specs
 from rlconform.core.system import System, get_system
-from rlconform.core.trace import CallRecord
+from rlconform.envs.trace import CallRecord
 from rlconform.envs.driver import LiveRun, Run
 from rlconform.envs.strategies import SEEDS, _partial_reset, _step, _vectorized, num_envs_for, scripts
 from rlconform.specs.helpers import decode, describe_decoded

@@ -11,7 +11,7 @@ import functools
 
 from hypothesis import strategies as st
 
-from rlconform.core.plan import BadStep, Case, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.core.system import Capabilities, System
 from rlconform.envs.script import EndKind, EnvScript, EpisodePlan
 from rlconform.envs.spaces import (

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.plan import BadStep, Case, Step
+from rlconform.envs.plan import BadStep, Case, Step
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.driver import reference_family
 from rlconform.specs.families import TORCHRL_FAMILY, TRANSITION_FAMILIES, VECTOR_FAMILIES
 from rlconform.specs.helpers import decode, describe_decoded, events_by_call
 
 if TYPE_CHECKING:
-    from rlconform.core.trace import CallRecord, CallView
+    from rlconform.envs.trace import CallRecord, CallView
     from rlconform.envs.driver import Run
 
 

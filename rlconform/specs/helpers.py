@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlconform.core.trace import Slot
+from rlconform.envs.trace import Slot
 from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
 from rlconform.envs.layouts import decode_flattened
 from rlconform.envs.spaces import Decoded, Garbage

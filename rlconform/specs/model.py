@@ -11,7 +11,7 @@ from rlconform.specs.families import ALL_FAMILIES
 from rlconform.specs.helpers import decode, describe_decoded
 
 if TYPE_CHECKING:
-    from rlconform.core.trace import CallRecord
+    from rlconform.envs.trace import CallRecord
     from rlconform.envs.driver import Run
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.plan import Reset
+from rlconform.envs.plan import Reset
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.stamp import Stamp
 from rlconform.specs.families import TRANSITION_FAMILIES, VECTOR_FAMILIES
 from rlconform.specs.helpers import decode, events_by_call, resets_in, rewards_equal
 
 if TYPE_CHECKING:
-    from rlconform.core.trace import CallRecord
+    from rlconform.envs.trace import CallRecord
     from rlconform.envs.driver import Run
 
 

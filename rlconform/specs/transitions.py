@@ -253,7 +253,7 @@ def _cut_by_stack(run: Run, env: int) -> set[tuple[int, int]]:
 
 
 def _user_reset_touches(call: object, env: int) -> bool:
-    from rlconform.core.plan import Reset
+    from rlconform.envs.plan import Reset
 
     op = getattr(call, "op", None)
     if not isinstance(op, Reset):

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from rlconform.core.plan import Case, Reset, Step
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.system import Capabilities, System

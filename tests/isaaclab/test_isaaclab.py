@@ -15,7 +15,7 @@ pytest.importorskip("isaaclab", reason="isaaclab not installed: the isaaclab fam
 
 import torch
 
-from rlconform.core.plan import Case, Reset, Step
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import all_specs, get_spec

@@ -20,7 +20,7 @@ from gymnasium.wrappers import ClipReward
 from gymnasium.wrappers import vector as vector_wrappers
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 
-from rlconform.core.plan import BadStep, Case, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec

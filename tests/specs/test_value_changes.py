@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from rlconform.core.intents import INTENTS, parse_intents
-from rlconform.core.plan import Case, Reset, Step
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import Outcome, get_spec
 from rlconform.core.system import System, get_system

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.core.plan import Case, Op, Reset, Step
+from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import get_spec
 from rlconform.core.system import EnvFn, System, get_system

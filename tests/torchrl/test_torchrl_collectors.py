@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.core.plan import Reset
+from rlconform.envs.plan import Reset
 from rlconform.core.profiles import Profile
 from rlconform.core.search import check_spec
 from rlconform.core.spec import Violation, get_spec

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.core.plan import Case, Reset, Step
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.core.plan import BadStep, Case, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.core.profiles import Profile
 from rlconform.core.runner import RunCache, execute
 from rlconform.core.search import check_spec

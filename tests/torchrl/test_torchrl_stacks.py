@@ -21,7 +21,7 @@ pytest.importorskip("stable_baselines3")
 
 from gymnasium import spaces
 
-from rlconform.core.plan import Case, Reset, Step
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.profiles import Profile
 from rlconform.core.runner import RunCache, execute
 from rlconform.core.search import check_spec

@@ -31,9 +31,9 @@ import numpy as np
 
 from rlconform.core.compare import first_difference
 from rlconform.core.hangs import hung_call
-from rlconform.core.plan import Case, Op, Reset, Step
+from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.core.system import Capabilities, Probed, System, get_system
-from rlconform.core.trace import Slot
+from rlconform.envs.trace import Slot
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.envs.driver import ActionCodec, LiveRun, Run
 from rlconform.envs.script import EnvScript

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlconform.core.compare import first_difference
-from rlconform.core.plan import Reset, Step
+from rlconform.envs.plan import Reset, Step
 from rlconform.core.spec import Checker, Outcome, spec
-from rlconform.core.trace import CallRecord
+from rlconform.envs.trace import CallRecord
 from rlconform.envs.driver import Run
 from rlconform.libraries.envauthor.family import EnvRun, StackResult, stacks_not_run
 from rlconform.libraries.envauthor.torch_envs import (

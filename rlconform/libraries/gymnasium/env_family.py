@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from rlconform.core.family import find_layer, layer_chain
-from rlconform.core.plan import BadStep, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.spaces import array_literal
 from rlconform.libraries.gymnasium.releases import installed as installed_release

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from rlconform.core.family import find_layer
-from rlconform.core.plan import BadStep, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
 from rlconform.envs.driver import Contract, ReferenceEnvFamily

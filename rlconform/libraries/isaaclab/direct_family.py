@@ -35,10 +35,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rlconform.core.plan import BadStep, Op, Reset, Step
-from rlconform.core.same_step import same_step_slots
+from rlconform.envs.plan import BadStep, Op, Reset, Step
+from rlconform.envs.same_step import same_step_slots
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.specs.families import ISAACLAB_DIRECT
 

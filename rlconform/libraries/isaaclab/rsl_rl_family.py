@@ -29,9 +29,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from rlconform.core.plan import BadStep, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import EnvFn, System, SystemTable
-from rlconform.core.trace import CallRecord, CallView
+from rlconform.envs.trace import CallRecord, CallView
 from rlconform.envs.driver import Contract
 from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, IsaacLabFamily, _rows
 from rlconform.specs.families import ISAACLAB_RSL_RL_FAMILY

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from rlconform.core.family import find_layer, layer_chain
-from rlconform.core.plan import BadStep, Op, Reset, Step
-from rlconform.core.same_step import same_step_slots
+from rlconform.envs.plan import BadStep, Op, Reset, Step
+from rlconform.envs.same_step import same_step_slots
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.trace import CallRecord, CallView, Slot, snapshot
+from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, split_batch
 from rlconform.envs.driver import Contract, ReferenceEnvFamily

@@ -1,7 +1,7 @@
 """TorchRL collectors: exact frame accounting, real transitions, and policy updates that arrive.
 
 A collector is not driven call by call: it owns its envs and its loop. A
-:class:`CollectorCase` (a :class:`~rlconform.core.plan.Case` with the collector's parameters) gives the
+:class:`CollectorCase` (a :class:`~rlconform.envs.plan.Case` with the collector's parameters) gives the
 script, the number of sub-envs (one per worker for multi-process collectors), ``frames_per_batch``,
 ``total_frames``, which policy, and whether devices are passed explicitly. Its single ``Reset`` op
 stands for "construct the collector and iterate it to the end" (the collector resets its envs
@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.plan import Case, Op, Reset
+from rlconform.envs.plan import Case, Op, Reset
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.trace import CallRecord
+from rlconform.envs.trace import CallRecord
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.frames import (
     DrivenObjectFamily,

@@ -33,9 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlconform.core.plan import BadStep, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.trace import CallRecord, CallView, Slot
+from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.libraries.gymnasium.vector_family import mode_availability, mode_kwargs, mode_source
 from rlconform.libraries.torchrl.tensordicts import ObsLayout, per_env_scalars

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlconform.core.system import EnvFn
-from rlconform.core.trace import CallRecord, Slot
+from rlconform.envs.trace import CallRecord, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import BoxObs, Decoded, DiscreteAction, Garbage

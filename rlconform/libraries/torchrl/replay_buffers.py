@@ -1,6 +1,6 @@
 """TorchRL replay buffers with slice samplers: every sampled slice lies within one episode.
 
-A :class:`ReplayCase` (a :class:`~rlconform.core.plan.Case` with the buffer's parameters) fills a
+A :class:`ReplayCase` (a :class:`~rlconform.envs.plan.Case` with the buffer's parameters) fills a
 buffer from a TorchRL ``Collector`` over reference envs (a GymWrapper, or a SerialEnv for several
 sub-envs), batch after batch into a storage small enough to wrap around, then samples slices.
 Its single ``Reset`` op stands for "fill, then sample". The batches go in as TorchRL's examples
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from rlconform.core.plan import Case, Op, Reset
+from rlconform.envs.plan import Case, Op, Reset
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.spaces import Decoded

@@ -11,7 +11,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rlconform.core.plan import Op
+from rlconform.envs.plan import Op
 from rlconform.envs.spaces import ActionValue
 
 

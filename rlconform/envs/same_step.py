@@ -5,7 +5,7 @@ ended, the next episode's first observation in the step's observation batch, and
 observation aside (SB3: ``infos[i]["terminal_observation"]``; Isaac Lab: ``extras["final_obs"]``,
 only with ``compute_final_obs``). A training loop stores (previous row, action, reward, final
 observation where the sub-env ended and one is given, else the returned row) and carries the returned
-row forward. Each adapter reads its library's outputs into a :class:`~rlconform.core.trace.CallView`;
+row forward. Each adapter reads its library's outputs into a :class:`~rlconform.envs.trace.CallView`;
 this module turns those views into transitions once, so the two families cannot drift apart.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlconform.core.trace import CallRecord, Slot
+from rlconform.envs.trace import CallRecord, Slot
 
 
 def same_step_slots(calls: list[CallRecord], num_envs: int) -> list[Slot]:
