@@ -5,15 +5,19 @@
 - with gymnasium, torch, tensordict, torchrl, stable-baselines3 and isaaclab uninstalled (their
   imports fail and their distributions are unknown), ``rlconform list`` and ``rlconform run`` give
   every row with its reason, never a traceback;
-- a new library is one package and one line: a package written here from scratch joins a catalog.
+- a new library is one package and one line: a package written here from scratch joins a catalog;
+- every module of rlconform that defines a spec (an ``@spec`` function or a ``SPECS`` table) is read
+  by the default catalog: a spec module nobody lists would be silently left out of every run.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -71,11 +75,91 @@ def test_every_system_spec_and_family_comes_from_exactly_one_library() -> None:
     assert len(systems) == len(set(systems)) == len(catalog.systems())
     specs = [s.id for c in contributions for s in c.specs]
     assert len(specs) == len(set(specs)) == len(catalog.specs())
+    families = catalog.families()
+    for system in catalog.systems():
+        assert system.family in families, (system.id, system.family)
+    checked = {system.family for system in catalog.systems()}
     for contribution in contributions:
-        for family in contribution.families.values():
-            for system in contribution.systems:
-                if system.family == family.name:
-                    break
+        for name, family in contribution.families.items():
+            # a family is checked through a bundled system or a user's factory (--api): one with
+            # neither is never run
+            assert name in checked or family.api is not None, (contribution.library.name, name)
+
+
+def _decorated_with_spec(node: ast.AST) -> bool:
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (isinstance(target, ast.Name) and target.id == "spec") or (
+            isinstance(target, ast.Attribute) and target.attr == "spec"
+        ):
+            return True
+    return False
+
+
+def _assigns_specs(node: ast.AST) -> bool:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return any(isinstance(target, ast.Name) and target.id == "SPECS" for target in targets)
+
+
+def spec_modules_under(root: Path, package: str) -> list[str]:
+    """The modules of ``package`` (its source folder ``root``) that define specs, read from the
+    source: a function decorated with ``spec`` (``@spec(...)``, ``@core.spec(...)``) anywhere in
+    the module, or a module-level ``SPECS`` table; nothing is imported."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        if any(_decorated_with_spec(node) for node in ast.walk(tree)) or any(_assigns_specs(n) for n in tree.body):
+            parts = [package, *path.relative_to(root).with_suffix("").parts]
+            found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return found
+
+
+def listed_modules(libraries: Sequence[Library], spec_modules: Sequence[str]) -> set[str]:
+    """Every module a catalog of ``libraries`` and ``spec_modules`` may import."""
+    listed = set(spec_modules)
+    for library in libraries:
+        listed.update(library.modules)
+        for extra in library.modules_when_importable.values():
+            listed.update(extra)
+    return listed
+
+
+def unlisted_spec_modules(root: Path, package: str, listed: set[str]) -> list[str]:
+    return [module for module in spec_modules_under(root, package) if module not in listed]
+
+
+def test_every_module_that_defines_a_spec_is_read_by_the_default_catalog() -> None:
+    """A new ``@spec`` module joins the runs only once it is listed: in ``SPEC_MODULES``
+    (rlconform/catalog.py) for a cross-family spec, in its library's ``modules`` otherwise."""
+    found = spec_modules_under(ROOT / "rlconform", "rlconform")
+    assert "rlconform.specs.transitions" in found and "rlconform.libraries.torchrl.collectors" in found
+    assert unlisted_spec_modules(ROOT / "rlconform", "rlconform", listed_modules(LIBRARIES, SPEC_MODULES)) == []
+
+
+def test_a_spec_module_nobody_lists_is_reported(tmp_path: Path) -> None:
+    """The finder of the test above on a tree of its own: a decorated function (bare, called, or
+    through a module attribute), a ``SPECS`` table and a listed module; the unlisted ones are named."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (tmp_path / "__init__.py").write_text("")
+    (specs / "__init__.py").write_text("")
+    (specs / "listed.py").write_text(
+        "from rlconform.core.spec import spec\n\n@spec('a.b', statement='s')\ndef f(run): ...\n"
+    )
+    (specs / "forgotten.py").write_text("from rlconform.core import spec as s\n\n@s.spec('c.d')\ndef g(run): ...\n")
+    (specs / "table.py").write_text("SPECS = [make(i) for i in range(3)]\n")
+    (specs / "bare.py").write_text("class K:\n    @spec\n    def h(self): ...\n")
+    (specs / "helpers.py").write_text("def spec(): ...\n\nx = spec()\n")  # defines spec, decorates nothing
+    found = spec_modules_under(tmp_path, "pkg")
+    assert found == ["pkg.specs.bare", "pkg.specs.forgotten", "pkg.specs.listed", "pkg.specs.table"]
+    unlisted = unlisted_spec_modules(tmp_path, "pkg", listed_modules([], ["pkg.specs.listed"]))
+    assert unlisted == ["pkg.specs.bare", "pkg.specs.forgotten", "pkg.specs.table"]
+    library = Library("pkg", "a library", ("pkg.specs.bare",), {"somelib": ("pkg.specs.table",)})
+    assert unlisted_spec_modules(tmp_path, "pkg", listed_modules([library], ["pkg.specs.listed"])) == [
+        "pkg.specs.forgotten"
+    ]
 
 
 UNINSTALLED = textwrap.dedent(
