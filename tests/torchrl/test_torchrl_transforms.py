@@ -1,0 +1,128 @@
+"""TorchRL transforms that rewrite the observation spec: ``dtype.observations`` reads the spec the
+stack itself declares (``env.observation_spec``), not the wrapped Gymnasium env's space.
+
+``CatFrames`` widens the observation, ``DoubleToFloat`` changes a Dict's leaves to float32, and a
+``Compose`` of both does both: each declares what it returns, so each passes (they failed
+before: "shape (15,), the space declares (5,)"). A transform whose data does not match what it
+declares still fails, on the dtype and on the spec's bounds (``spec.is_in``).
+
+Each test drives the stack on one fixed case and reads the spec directly: no Hypothesis search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from rlconform.core.runner import execute
+from rlconform.core.spec import Outcome, get_spec
+from rlconform.core.user import factory_system
+from rlconform.envs.plan import Case, Reset, Step
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction
+
+pytest.importorskip("torchrl")
+
+SCRIPT = EnvScript(
+    obs=BoxObs(), action=DiscreteAction(n=2), episodes=(EpisodePlan(2, "terminated"), EpisodePlan(3, "truncated"))
+)
+FLOAT64_DICT = dataclasses.replace(
+    SCRIPT, obs=DictObs((("pos", BoxObs(dtype="float64", shape=(2, 3))), ("state", BoxObs(dtype="float64"))))
+)
+
+
+def _observations(factory: Any, script: EnvScript, num_envs: int = 1) -> Outcome:
+    case = Case(script, num_envs, (Reset(seed=3), *(Step((i % 2,) * num_envs) for i in range(6))))
+    run = execute(factory_system(factory, "torchrl.EnvBase"), case, with_model=False)
+    assert run.usable, run.build_error
+    return get_spec("dtype.observations").check(run)
+
+
+# --- stacks (module level: user factories are importable) ------------------------------------
+
+
+def cat_frames(env_fn: Any) -> Any:
+    from torchrl.envs import CatFrames, GymWrapper, TransformedEnv
+
+    return TransformedEnv(GymWrapper(env_fn()), CatFrames(3, dim=-1, in_keys=["observation"]))
+
+
+def double_to_float_dict(env_fn: Any) -> Any:
+    from torchrl.envs import DoubleToFloat, GymWrapper, TransformedEnv
+
+    return TransformedEnv(GymWrapper(env_fn()), DoubleToFloat())
+
+
+def composed(env_fn: Any) -> Any:
+    from torchrl.envs import CatFrames, Compose, DoubleToFloat, GymWrapper, SerialEnv, TransformedEnv
+
+    env = SerialEnv(2, lambda: GymWrapper(env_fn()))
+    return TransformedEnv(env, Compose(DoubleToFloat(), CatFrames(2, dim=-1, in_keys=["observation"])))
+
+
+def _lying_transform(change: Any) -> Any:
+    """A transform that changes the observation data but not its spec."""
+    from torchrl.envs import Transform
+
+    class Lying(Transform):  # type: ignore[misc]
+        def _apply_transform(self, obs: Any) -> Any:
+            return change(obs)
+
+        def _reset(self, tensordict: Any, tensordict_reset: Any) -> Any:
+            return self._call(tensordict_reset)
+
+    return Lying(in_keys=["observation"], out_keys=["observation"])
+
+
+def undeclared_float64(env_fn: Any) -> Any:
+    from torchrl.envs import GymWrapper, TransformedEnv
+
+    return TransformedEnv(GymWrapper(env_fn()), _lying_transform(lambda obs: obs.double()))
+
+
+def undeclared_shift(env_fn: Any) -> Any:
+    from torchrl.envs import GymWrapper, TransformedEnv
+
+    return TransformedEnv(GymWrapper(env_fn()), _lying_transform(lambda obs: obs - 1.0e6))
+
+
+# --- tests ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("factory", "script", "num_envs"),
+    [
+        (cat_frames, SCRIPT, 1),
+        (double_to_float_dict, FLOAT64_DICT, 1),
+        (composed, dataclasses.replace(SCRIPT, obs=BoxObs("float64")), 2),
+    ],
+    ids=["CatFrames", "DoubleToFloat-Dict", "Compose-SerialEnv"],
+)
+def test_a_transform_that_rewrites_the_observation_spec_is_checked_against_that_spec(
+    factory: Any, script: EnvScript, num_envs: int
+) -> None:
+    outcome = _observations(factory, script, num_envs)
+    assert outcome.checked > 0 and outcome.violations == [], [v.render() for v in outcome.violations]
+
+
+def test_the_declared_space_is_the_transformed_spec() -> None:
+    case = Case(SCRIPT, 1, (Reset(seed=3), Step((0,))))
+    run = execute(factory_system(cat_frames, "torchrl.EnvBase"), case, with_model=False)
+    space = run.semantics["single_observation_space"]
+    assert (space.shape, str(space.dtype)) == ((15,), "float32")
+    assert "observation_spec['observation']" in repr(space)
+
+
+@pytest.mark.parametrize(
+    ("factory", "words"),
+    [
+        (undeclared_float64, "dtype float64, the space declares float32"),
+        (undeclared_shift, "is outside the env's observation_spec['observation'] (BoundedContinuous"),
+    ],
+    ids=["dtype", "bounds"],
+)
+def test_data_that_does_not_match_the_declared_spec_still_fails(factory: Any, words: str) -> None:
+    messages = [v.render() for v in _observations(factory, SCRIPT).violations]
+    assert messages and all(words in m for m in messages), messages
