@@ -33,12 +33,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlconform.envs.plan import BadStep, Op, Reset, Step
+from rlconform.core.forkserver import preload
+from rlconform.core.isolation import run_isolated
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.envs.trace import CallRecord, CallView, Slot
+from rlconform.core.user import BadInput, factory_error
+from rlconform.core.watchdog import stderr_to
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
+from rlconform.envs.plan import BadStep, Op, Reset, Step
+from rlconform.envs.script import EnvScript
+from rlconform.envs.trace import CallRecord, CallView, Slot
+from rlconform.libraries.gymnasium.env_family import _partial_args, action_literal
 from rlconform.libraries.gymnasium.vector_family import mode_availability, mode_kwargs, mode_source
-from rlconform.libraries.torchrl.tensordicts import ObsLayout, per_env_scalars
+from rlconform.libraries.torchrl.tensordicts import ObsLayout, UnsupportedSpaceError, per_env_scalars
 from rlconform.specs.families import TORCHRL_ENVBASE
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -114,21 +120,18 @@ def _isaaclab_policy_space(base: Any) -> Any | None:
 
 
 def declared_observation_space(env: Any) -> Any:
-    """One sub-env's observation space as the env declares it: the wrapped env's, with the dtype
-    of a Box observation taken from the env's own observation spec, which a dtype transform
-    (``DoubleToFloat``) changes; the transform's output is checked against what it declares."""
-    import numpy as np
-    from gymnasium import spaces
+    """One sub-env's observation space as the stack declares it: each leaf rlconform reads back
+    against the env's own observation spec (:mod:`rlconform.libraries.torchrl.declared_space`),
+    which a transform (``DoubleToFloat``, ``CatFrames``) rewrites along with the data; the
+    wrapped env's space where no leaf can be read back by its spec."""
+    from rlconform.libraries.torchrl import declared_space
 
     native = native_observation_space(env)
-    if not isinstance(native, spaces.Box) or ("observation",) not in [
-        k if isinstance(k, tuple) else (k,) for k in env.observation_spec.keys(True, True)
-    ]:
+    try:
+        layout = ObsLayout.of(native, env.observation_spec, batch_shape(env))
+    except (UnsupportedSpaceError, KeyError):
         return native
-    dtype = np.dtype(str(env.observation_spec["observation"].dtype).removeprefix("torch."))
-    if dtype == native.dtype:
-        return native
-    return spaces.Box(native.low.astype(dtype), native.high.astype(dtype), native.shape, dtype)  # type: ignore[arg-type]
+    return declared_space.declared_observation_space(layout, native)
 
 
 def key_name(key: Any) -> str:
@@ -223,6 +226,9 @@ class TorchRLFamily(ReferenceEnvFamily):
         vectorized=True,
         reward_position=0,
         flag_positions=(0,),
+        array_namespace="torch",
+        # TorchRL documents no fixed dtype: each env declares its own in reward_spec/done_spec
+        dtypes="declared",
     )
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
@@ -331,8 +337,6 @@ def _step(env: Any, td: Any, action: Any) -> Any:
 
 
 def _literal(action: Any) -> str:
-    from rlconform.libraries.gymnasium.env_family import action_literal
-
     return action_literal(action)
 
 
@@ -595,9 +599,7 @@ def build_user_env(factory: Callable[[SubEnvFactory], Any], env_fns: Sequence[En
 def user_num_envs(factory: Any, max_envs: int = 8) -> int:
     """Build ``factory(SubEnvFactory(...))`` once around unlogged reference envs and return its
     number of sub-envs (run it isolated: the env may start worker processes)."""
-    from rlconform.core.watchdog import stderr_to
     from rlconform.envs.reference_env import make_reference_env
-    from rlconform.envs.script import EnvScript
 
     script = EnvScript()
     # the worker processes' tracebacks would bury the one-line reason a failed build gets
@@ -667,8 +669,6 @@ FORKSERVER_PRELOAD = (
 def _preload_forkserver() -> None:
     """As sb3's SubprocVecEnv system does: preload the workers' imports in the fork server. It
     only takes effect if this process has not started its fork server yet."""
-    from rlconform.core.forkserver import preload
-
     preload(FORKSERVER_PRELOAD)
 
 
@@ -830,7 +830,6 @@ def _gym_env_num_envs(env_fns: Sequence[EnvFn]) -> Any:
     from torchrl.envs import GymEnv
 
     from rlconform.envs.reference_env import register_reference_env
-    from rlconform.libraries.gymnasium.env_family import _partial_args
 
     fns = list(env_fns)
 
@@ -917,9 +916,6 @@ def _torchrl_system(fn: Callable[..., Any], reference: str) -> System:
     """A ``torchrl.EnvBase`` factory: it gets one ``env_fn`` whose k-th call builds sub-env k and
     picks the number of sub-envs itself; one isolated build reads that number off the returned
     env's batch size, and every case is drawn with exactly that many sub-envs."""
-    from rlconform.core.isolation import run_isolated
-    from rlconform.core.user import BadInput
-
     outcome = run_isolated(_user_num_envs, fn, reference, timeout=120.0)
     if outcome.failure is not None:
         raise BadInput(f"building {reference} as {NAME}: {outcome.failure}")
@@ -951,6 +947,4 @@ def _user_num_envs(fn: Callable[..., Any], reference: str) -> tuple[str, Any]:
     try:
         return "ok", user_num_envs(fn)
     except Exception as exc:
-        from rlconform.core.user import factory_error
-
         return "bad", factory_error(f"building {reference} as {NAME}", exc)
