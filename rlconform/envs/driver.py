@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO
 
 from rlconform.core.crashlog import announce
 from rlconform.core.family import ModelMatch
@@ -68,6 +68,24 @@ class Contract:
     #: the family can report an episode as truncated when the same step also terminated; SB3
     #: documents ``TimeLimit.truncated = truncated and not terminated`` (termination wins)
     truncation_survives_termination: bool = True
+    # The facts below are what the cross-family specs read instead of the family's name, so a
+    # new family states them here rather than adding a branch to every spec that reads them.
+    #: the array library of the family's outputs: "numpy" (Gymnasium/SB3 tuples) or "torch"
+    array_namespace: Literal["numpy", "torch"] = "numpy"
+    #: where the reward and flag dtypes come from: "documented" (``reward_dtype`` and the flag
+    #: dtypes the family documents) or "declared" (each env declares its own in its specs, read
+    #: into the run's ``leaf_specs`` semantics: TorchRL documents no fixed dtype)
+    dtypes: Literal["documented", "declared"] = "documented"
+    #: why the generic reward/flag dtype check does not read this family's outputs, naming the
+    #: family's own check that does (None: the generic check reads them)
+    dtypes_checked_by: str | None = None
+    #: why the family's data carries no terminal observation (None: it carries one)
+    no_terminal_obs: str | None = None
+
+    @property
+    def has_terminal_obs(self) -> bool:
+        """Whether the data a training loop takes from the family carries terminal observations."""
+        return self.no_terminal_obs is None
 
     def expected_truncated(self, terminated: bool, truncated: bool) -> bool:
         """The truncated flag the family documents for an env stack that returned these flags."""

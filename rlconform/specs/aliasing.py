@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.core.compare import first_difference
 from rlconform.core.spec import Checker, Outcome, spec
-from rlconform.specs.families import ALL_FAMILIES, TORCHRL_FAMILY
+from rlconform.specs.families import TORCHRL_ENVBASE, TUPLE_FAMILIES
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         "Rollout buffers keep the arrays a step returns; a library that hands out its internal buffer and "
         "overwrites it on the next step turns every stored observation into the latest one."
     ),
-    families=ALL_FAMILIES,
+    families=TUPLE_FAMILIES,
 )
 def returned_objects(run: Run) -> Outcome:
     ck = Checker()
@@ -56,7 +56,7 @@ def returned_objects(run: Run) -> Outcome:
         "into the action array changes the caller's data behind its back (a second reset with the same options "
         "then does something else)."
     ),
-    families=ALL_FAMILIES,
+    families=TUPLE_FAMILIES,
 )
 def caller_arguments(run: Run) -> Outcome:
     ck = Checker()
@@ -85,7 +85,7 @@ def caller_arguments(run: Run) -> Outcome:
         "Rollouts and collectors keep the data TensorDict of every step; an env whose leaves share memory with a "
         "buffer it overwrites (a NumPy buffer wrapped without a copy) turns every stored transition into the latest one."
     ),
-    families=frozenset({TORCHRL_FAMILY}),
+    families=frozenset({TORCHRL_ENVBASE}),
 )
 def torchrl_returned_data(run: Run) -> Outcome:
     ck = Checker()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from rlconform.envs.plan import BadStep, Case, Step
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.driver import reference_family
-from rlconform.specs.families import TORCHRL_FAMILY, TRANSITION_FAMILIES, VECTOR_FAMILIES
+from rlconform.specs.families import TORCHRL_ENVBASE, TRANSITION_FAMILIES, VECTOR_FAMILIES
 from rlconform.specs.helpers import decode, describe_decoded, events_by_call
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def api_shape(run: Run) -> Outcome:
         "An action batch of the wrong size is a caller bug (a stale num_envs, a dropped env); silently using "
         "the first n actions, or broadcasting, hides it and trains on mismatched actions."
     ),
-    families=VECTOR_FAMILIES | {TORCHRL_FAMILY},
+    families=VECTOR_FAMILIES | {TORCHRL_ENVBASE},
     scenario="robustness",
 )
 def wrong_size_rejected(run: Run) -> Outcome:
@@ -81,7 +81,7 @@ def wrong_size_rejected(run: Run) -> Outcome:
         "Callers catch errors and carry on; a step that advances some sub-envs before raising (or leaves worker "
         "replies queued) desynchronises every later step: observations arrive one step late, silently."
     ),
-    families=VECTOR_FAMILIES | {TORCHRL_FAMILY},
+    families=VECTOR_FAMILIES | {TORCHRL_ENVBASE},
     scenario="robustness",
 )
 def failed_call_no_side_effect(run: Run) -> Outcome:

@@ -1,12 +1,13 @@
 """Type and dtype fidelity: observations against the declared spaces, rewards and flags against
 the family's documented dtypes, and the action object each env actually receives.
 
-``dtype.rewards_flags`` reads a step's tuple; for ``torchrl.EnvBase``, whose step returns
-TensorDicts, it reads the ``("next", ...)`` reward and done leaves instead and compares each with
-the dtype and shape the env's own ``reward_spec``/``done_spec`` declare (recorded in the run's
-semantics): TorchRL documents no fixed dtype, each env declares its own. It does not apply to the
-``isaaclab`` family, whose DirectRLEnv returns torch tensors on its device: ``isaaclab.outputs_on_device``
-checks those."""
+``dtype.rewards_flags`` reads a step's tuple against the dtypes the family documents. Where the
+family's contract says each env declares its own dtypes (TorchRL, whose step returns TensorDicts),
+it reads the ``("next", ...)`` reward and done leaves instead and compares each with the dtype and
+shape the env's own ``reward_spec``/``done_spec`` declare (recorded in the run's semantics). It does
+not apply where the contract names the family's own check of its outputs (Isaac Lab's torch
+tensors on a device: ``isaaclab.outputs_on_device``). No branch here names a family: the facts are
+fields of each family's :class:`~rlconform.envs.driver.Contract`."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlconform.core.spec import Checker, Outcome, spec
-from rlconform.envs.driver import reference_family
-from rlconform.specs.families import ISAACLAB_FAMILY, ISAACLAB_RSL_RL_FAMILY, TORCHRL_FAMILY, TRANSITION_FAMILIES
-from rlconform.specs.helpers import agent_step_of_call, call_of_records
+from rlconform.specs.families import TRANSITION_FAMILIES
+from rlconform.specs.helpers import agent_step_of_call, call_of_records, contract_of
 
 if TYPE_CHECKING:
     from rlconform.core.system import System
@@ -122,16 +122,9 @@ def observations(run: Run) -> Outcome:
 
 
 def _rewards_flags_applies(system: System) -> str | None:
-    """Isaac Lab's DirectRLEnv returns torch tensors on its device, not NumPy arrays:
-    ``isaaclab.outputs_on_device`` checks their documented dtypes, shapes and device instead."""
-    if system.family == ISAACLAB_FAMILY:
-        return (
-            "the env returns torch tensors on its device (reward float32, flags bool): "
-            "isaaclab.outputs_on_device checks them"
-        )
-    if system.family == ISAACLAB_RSL_RL_FAMILY:
-        return "RslRlVecEnvWrapper returns torch tensors (dones int64): the family's api_problems check them"
-    return None
+    """A family whose outputs its own check reads (Isaac Lab's torch tensors on a device, say,
+    checked with their device by ``isaaclab.outputs_on_device``) says so in its contract."""
+    return contract_of(system).dtypes_checked_by
 
 
 @spec(
@@ -149,9 +142,9 @@ def rewards_flags(run: Run) -> Outcome:
     ck = Checker()
     if not run.usable:
         return ck.done()
-    if run.system.family == TORCHRL_FAMILY:
-        return _torchrl_rewards_flags(run, ck)
-    contract = reference_family(run.system.family).contract
+    contract = contract_of(run.system)
+    if contract.dtypes == "declared":
+        return _declared_rewards_flags(run, ck)
     n = run.case.num_envs
     for call in run.calls:
         if call.failed or call.view is None or call.view.kind != "step":
@@ -193,8 +186,9 @@ def rewards_flags(run: Run) -> Outcome:
     return ck.done()
 
 
-def _torchrl_rewards_flags(run: Run, ck: Checker) -> Outcome:
-    """Each step's ``data["next", key]`` for every reward and done key, against its spec."""
+def _declared_rewards_flags(run: Run, ck: Checker) -> Outcome:
+    """Each step's ``data["next", key]`` for every reward and done key, against the spec the env
+    declares for it (TorchRL's ``reward_spec``/``done_spec``, read into ``leaf_specs``)."""
     specs: dict[str, dict[str, Any]] = run.semantics.get("leaf_specs", {})
     declared = {k: v for k, v in specs.items() if v.get("kind") in ("reward", "done")}
     if not declared:

@@ -2,6 +2,9 @@
 
 One place for every family name: a spec says which families it applies to with these groups, a
 library's family takes its name from here, and nothing else writes a family name as a literal.
+What a spec needs to know of a family beyond whether it applies (its array library, how its dtypes
+are known, whether its data has terminal observations) is a fact of the family's contract
+(:class:`rlconform.envs.driver.Contract`), never a branch on one of these names.
 """
 
 GYMNASIUM_ENV = "gymnasium.Env"
@@ -23,14 +26,10 @@ ISAACLAB_TORCH = "isaaclab.torch"
 #: a user's own env in env-author mode (its observations are not decodable)
 USER_ENV = "user.env"
 
-#: the families whose outputs are Gymnasium/SB3 tuples, driven with the reference envs
-ALL_FAMILIES = frozenset({GYMNASIUM_ENV, GYMNASIUM_VECTOR, SB3_VECENV})
+#: the families whose outputs are Gymnasium/SB3 tuples of NumPy values (their contracts say
+#: ``array_namespace="numpy"``), driven with the reference envs
+TUPLE_FAMILIES = frozenset({GYMNASIUM_ENV, GYMNASIUM_VECTOR, SB3_VECENV})
+#: the tuple families that batch over sub-envs
 VECTOR_FAMILIES = frozenset({GYMNASIUM_VECTOR, SB3_VECENV})
 #: every family whose runs carry the transitions a training loop extracts
-TRANSITION_FAMILIES = ALL_FAMILIES | {TORCHRL_ENVBASE, ISAACLAB_DIRECT, ISAACLAB_RSL_RL}
-
-# the names the specs have always used for these
-TORCHRL_FAMILY = TORCHRL_ENVBASE
-ISAACLAB_FAMILY = ISAACLAB_DIRECT
-ISAACLAB_RSL_RL_FAMILY = ISAACLAB_RSL_RL
-USER_ENV_FAMILY = USER_ENV
+TRANSITION_FAMILIES = TUPLE_FAMILIES | {TORCHRL_ENVBASE, ISAACLAB_DIRECT, ISAACLAB_RSL_RL}

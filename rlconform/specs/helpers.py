@@ -17,7 +17,8 @@ from rlconform.envs.stamp import Stamp
 from rlconform.envs.truth import TrueTransition
 
 if TYPE_CHECKING:
-    from rlconform.envs.driver import Run
+    from rlconform.core.system import System
+    from rlconform.envs.driver import Contract, Run
 
 
 def decode(run: Run, value: Any) -> Decoded:
@@ -308,16 +309,24 @@ def agent_step_of_call(run: Run, position: int) -> int | None:
     return None
 
 
-def reward_precision(run: Run) -> str:
-    from rlconform.envs.driver import reference_family
+def contract_of(system: System) -> Contract:
+    """What ``system``'s family documents about its outputs: the facts a cross-family spec reads
+    instead of branching on the family's name (each family states its own in its library)."""
+    from rlconform.core.family import get_family
+    from rlconform.envs.driver import Contract
 
-    return reference_family(run.system.family).contract.reward_precision
+    contract = getattr(get_family(system.family), "contract", None)
+    if not isinstance(contract, Contract):
+        raise TypeError(f"family {system.family} documents no output contract for the cross-family specs")
+    return contract
+
+
+def reward_precision(run: Run) -> str:
+    return contract_of(run.system).reward_precision
 
 
 def expected_truncated(run: Run, terminated: bool, truncated: bool) -> bool:
-    from rlconform.envs.driver import reference_family
-
-    return reference_family(run.system.family).contract.expected_truncated(terminated, truncated)
+    return contract_of(run.system).expected_truncated(terminated, truncated)
 
 
 def info_stamp(info: Any) -> Decoded | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.core.hangs import close_hang
 from rlconform.core.spec import Checker, Outcome, spec
-from rlconform.specs.families import TRANSITION_FAMILIES, USER_ENV_FAMILY
+from rlconform.specs.families import TRANSITION_FAMILIES, USER_ENV
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         "training runs forever or leaks processes until the machine runs out of memory."
     ),
     scenario="robustness",
-    families=TRANSITION_FAMILIES | {USER_ENV_FAMILY},
+    families=TRANSITION_FAMILIES | {USER_ENV},
 )
 def responsive(run: Any) -> Outcome:
     ck = Checker()

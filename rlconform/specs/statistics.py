@@ -11,7 +11,7 @@ import numpy as np
 
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.calllog import ResetRecord, StepRecord
-from rlconform.specs.families import ALL_FAMILIES
+from rlconform.specs.families import TUPLE_FAMILIES
 from rlconform.specs.helpers import events_by_call, match_transitions, model_counterpart, reward_precision
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def _has_no_normalizer(semantics: Mapping[str, Any]) -> str | None:
         "Learning curves are drawn from these numbers; counting the reset step of next-step autoreset, or losing "
         "the statistics of one sub-env on a partial reset, makes every curve wrong."
     ),
-    families=ALL_FAMILIES,
+    families=TUPLE_FAMILIES,
     applies_to_stack=_keeps_no_statistics,
 )
 def episode_statistics(run: Run) -> Outcome:
@@ -122,7 +122,7 @@ def _short(stats: Any) -> str:
         "carrying a discounted return across an episode boundary, or zeroing other sub-envs' returns on a partial "
         "reset skews the scale silently."
     ),
-    families=ALL_FAMILIES,
+    families=TUPLE_FAMILIES,
     applies_to_stack=_has_no_normalizer,
 )
 def normalizer_statistics(run: Run) -> Outcome:

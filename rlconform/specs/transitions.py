@@ -16,10 +16,11 @@ from rlconform.core.spec import Checker, Outcome, Spec, spec, spec_of
 from rlconform.envs.calllog import RejectedRecord, StepRecord, receipt_value_equal
 from rlconform.envs.spaces import Garbage
 from rlconform.envs.stamp import Stamp
-from rlconform.specs.families import ALL_FAMILIES, ISAACLAB_RSL_RL_FAMILY, TRANSITION_FAMILIES
+from rlconform.specs.families import TRANSITION_FAMILIES, TUPLE_FAMILIES
 from rlconform.specs.helpers import (
     agent_step_of_call,
     call_of_records,
+    contract_of,
     decode,
     describe_decoded,
     events_by_call,
@@ -295,13 +296,6 @@ def fresh_first_obs(run: Run) -> Outcome:
     return ck.done()
 
 
-#: RSL-RL's data has no terminal observation to check
-_NO_TERMINAL_OBS = (
-    "RSL-RL keeps no terminal observation: RslRlVecEnvWrapper.step returns the post-reset observation and PPO "
-    "bootstraps time-outs from the current one (rsl_rl/algorithms/ppo.py:154-158)"
-)
-
-
 @spec(
     "terminal.final_obs",
     impact="training-data",
@@ -312,7 +306,8 @@ _NO_TERMINAL_OBS = (
         "observation biases every value target."
     ),
     families=TRANSITION_FAMILIES,
-    applies=lambda system: _NO_TERMINAL_OBS if system.family == ISAACLAB_RSL_RL_FAMILY else None,
+    # a family whose data keeps no terminal observation (RSL-RL) says why in its contract
+    applies=lambda system: contract_of(system).no_terminal_obs,
 )
 def terminal_obs(run: Run) -> Outcome:
     ck = Checker()
@@ -410,7 +405,7 @@ def _has_no_reset_step(semantics: Mapping[str, Any]) -> str | None:
         "Gymnasium 1.0's next-step autoreset spends one step per episode on the reset; if that step delivers the "
         "action or carries a reward, the agent is credited for an action that had no effect."
     ),
-    families=ALL_FAMILIES,
+    families=TUPLE_FAMILIES,
     applies_to_stack=_has_no_reset_step,
 )
 def reset_step_neutral(run: Run) -> Outcome:
@@ -461,7 +456,7 @@ def reset_step_neutral(run: Run) -> Outcome:
         "Vector infos are batched with masks (Gymnasium) or listed (SB3); an index or mask error attributes episode "
         "statistics, success flags and final infos to the wrong environment."
     ),
-    families=ALL_FAMILIES,
+    families=TUPLE_FAMILIES,
 )
 def infos_aligned(run: Run) -> Outcome:
     ck = Checker()

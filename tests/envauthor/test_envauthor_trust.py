@@ -33,13 +33,13 @@ from rlconform.core.user import factory_system, user_system
 from rlconform.libraries.envauthor import family as envcheck
 from rlconform.libraries.envauthor import specs as envauthor_specs
 from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
-from rlconform.specs.families import USER_ENV_FAMILY
+from rlconform.specs.families import USER_ENV
 
 #: a few derandomized examples: every stack_equivalence example runs the env through every stack
 SMALL = Profile("envauthor-trust", 3, 2, True, "a few derandomized examples", 20, 5, 10.0)
 #: the sweeps over many envs: two examples per spec, one through every stack
 SWEEP = Profile("envauthor-sweep", 2, 1, True, "two derandomized examples, one through the stacks", 20, 5, 10.0)
-ENV_SPECS = sorted(s.id for s in all_specs() if USER_ENV_FAMILY in s.families)
+ENV_SPECS = sorted(s.id for s in all_specs() if USER_ENV in s.families)
 #: stacks that run the env in this process (cheap; enough to show one outcome of each kind)
 IN_PROCESS = ("gymnasium.SyncVectorEnv.SameStep", "torchrl.GymWrapper", "sb3.DummyVecEnv")
 TORCHRL_STACKS = ("torchrl.GymWrapper", "torchrl.SerialEnv.GymWrapper", "torchrl.ParallelEnv.GymWrapper")

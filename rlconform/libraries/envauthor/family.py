@@ -42,7 +42,7 @@ from rlconform.libraries.envauthor.torch_envs import (
     torch_device,
 )
 from rlconform.libraries.torchrl.tensordicts import UnsupportedSpaceError
-from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV_FAMILY
+from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -587,7 +587,7 @@ class EnvAuthorFamily:
     """Family ``user.env``: a user's own env, checked for what holds for any env and run through
     every installed stack (``--api gymnasium.Env``)."""
 
-    name = USER_ENV_FAMILY
+    name = USER_ENV
     api = "gymnasium.Env"
     factory_signature = "() -> gymnasium.Env"
     quiet_loggers = ("torchrl",)
@@ -625,7 +625,7 @@ class EnvAuthorFamily:
                 raise BadInput(f"--stacks {pattern!r} matches no stack; the stacks are: {', '.join(STACKS)}")
         return System(
             id=f"user:{reference}",
-            family=USER_ENV_FAMILY,
+            family=USER_ENV,
             title=f"{reference}() (your env)",
             build=lambda env_fns: fn(),
             source=reference,

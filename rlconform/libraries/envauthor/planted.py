@@ -19,7 +19,7 @@ def _call_factory(factory: Callable[[], Any], env_fns: Sequence[EnvFn]) -> Any:
 
 def _register_user_envs() -> None:
     from rlconform.libraries.envauthor import sample_envs as user_envs
-    from rlconform.specs.families import USER_ENV_FAMILY
+    from rlconform.specs.families import USER_ENV
 
     bugs = {
         "global_random": ("env.determinism",),
@@ -36,7 +36,7 @@ def _register_user_envs() -> None:
         SYSTEMS.add(
             System(
                 id=f"planted.user_env.{name}",
-                family=USER_ENV_FAMILY,
+                family=USER_ENV,
                 title=f"planted bug (user env): {doc}",
                 build=functools.partial(_call_factory, factory),
                 source=f"rlconform.libraries.envauthor.sample_envs:{name}",

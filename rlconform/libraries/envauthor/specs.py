@@ -20,12 +20,12 @@ from rlconform.libraries.envauthor.torch_envs import (
     tensor_signature,
     to_numpy,
 )
-from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV_FAMILY
+from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV
 
 if TYPE_CHECKING:
     pass
 
-FAMILIES = frozenset({USER_ENV_FAMILY})
+FAMILIES = frozenset({USER_ENV})
 
 
 def _outputs(call: CallRecord) -> tuple[Any, ...]:

@@ -20,12 +20,12 @@ import torch
 
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.libraries.isaaclab.monitor import same_device, tensor_problem, torch_dtype
-from rlconform.specs.families import ISAACLAB_FAMILY, ISAACLAB_TORCH
+from rlconform.specs.families import ISAACLAB_DIRECT, ISAACLAB_TORCH
 
 #: the vectorized family checks the same statements with its contract monitor
 #: (rlconform.libraries.isaaclab.monitor); its runs are TorchRuns
 TORCH_FAMILY = ISAACLAB_TORCH
-FAMILIES = frozenset({ISAACLAB_FAMILY, TORCH_FAMILY})
+FAMILIES = frozenset({ISAACLAB_DIRECT, TORCH_FAMILY})
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run

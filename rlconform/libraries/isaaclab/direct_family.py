@@ -96,7 +96,17 @@ class IsaacLabFamily(ReferenceEnvFamily):
     libraries: ClassVar[tuple[str, ...]] = ("gymnasium", "torch", "isaaclab")
     uses_accelerator = True
     contract = Contract(
-        reward_dtype="float32", reward_precision="float32", step_arity=5, separate_flags=True, vectorized=True
+        reward_dtype="float32",
+        reward_precision="float32",
+        step_arity=5,
+        separate_flags=True,
+        vectorized=True,
+        # DirectRLEnv returns torch tensors on its device, not NumPy arrays
+        array_namespace="torch",
+        dtypes_checked_by=(
+            "the env returns torch tensors on its device (reward float32, flags bool): "
+            "isaaclab.outputs_on_device checks them"
+        ),
     )
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:

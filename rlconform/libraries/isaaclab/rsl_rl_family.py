@@ -34,12 +34,12 @@ from rlconform.core.system import EnvFn, System, SystemTable
 from rlconform.envs.trace import CallRecord, CallView
 from rlconform.envs.driver import Contract
 from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, IsaacLabFamily, _rows
-from rlconform.specs.families import ISAACLAB_RSL_RL_FAMILY
+from rlconform.specs.families import ISAACLAB_RSL_RL
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
-NAME = ISAACLAB_RSL_RL_FAMILY
+NAME = ISAACLAB_RSL_RL
 DEVICE = "cpu"
 TIME_OUTS_KEY = "time_outs"
 
@@ -81,6 +81,12 @@ class RslRlFamily(IsaacLabFamily):
         vectorized=True,
         reward_position=1,
         flag_positions=(2,),
+        array_namespace="torch",
+        dtypes_checked_by="RslRlVecEnvWrapper returns torch tensors (dones int64): the family's api_problems check them",
+        no_terminal_obs=(
+            "RSL-RL keeps no terminal observation: RslRlVecEnvWrapper.step returns the post-reset observation and PPO "
+            "bootstraps time-outs from the current one (rsl_rl/algorithms/ppo.py:154-158)"
+        ),
     )
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:

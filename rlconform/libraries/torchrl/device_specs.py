@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rlconform.core.spec import Checker, Outcome, spec
-from rlconform.specs.families import TORCHRL_FAMILY
+from rlconform.specs.families import TORCHRL_ENVBASE
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
@@ -48,7 +48,7 @@ def expected_device(run: Run, key: str) -> str:
         "Policies, losses and replay buffers are placed on the env's declared device; a leaf elsewhere makes the "
         "first forward pass fail, or copies every step behind the user's back."
     ),
-    families=frozenset({TORCHRL_FAMILY}),
+    families=frozenset({TORCHRL_ENVBASE}),
 )
 def device(run: Run) -> Outcome:
     ck = Checker()

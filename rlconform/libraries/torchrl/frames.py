@@ -54,7 +54,14 @@ class DrivenObjectFamily(ReferenceEnvFamily):
     uses_accelerator = True
 
     contract = Contract(
-        reward_dtype="float32", reward_precision="float32", step_arity=2, separate_flags=True, vectorized=True
+        reward_dtype="float32",
+        reward_precision="float32",
+        step_arity=2,
+        separate_flags=True,
+        vectorized=True,
+        # collectors and replay buffers hand out TensorDicts whose dtypes the env's specs declare
+        array_namespace="torch",
+        dtypes="declared",
     )
 
     def begin(self, driver: Driver, obj: Any) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.specs.dtypes import expect_actions_received
-from rlconform.specs.families import TORCHRL_FAMILY
+from rlconform.specs.families import TORCHRL_ENVBASE
 
 if TYPE_CHECKING:
     from rlconform.core.system import System
@@ -74,7 +74,7 @@ def action_problem(space: Any, receipt: Any, device: str) -> str | None:
         "copied to the host and converted each step, and one that arrives one-hot encoded or with another dtype "
         "is not an element of its action space."
     ),
-    families=frozenset({TORCHRL_FAMILY}),
+    families=frozenset({TORCHRL_ENVBASE}),
     applies=_applies,
 )
 def actions_reach_env_natively(run: Run) -> Outcome:
