@@ -24,8 +24,30 @@ def _keeps_no_statistics(semantics: Mapping[str, Any]) -> str | None:
     return None if semantics.get("episode_statistics") else "the system keeps no episode statistics"
 
 
+#: how a family lists a running normalizer whose statistics are frozen by a documented setting
+#: (SB3's ``VecNormalize(training=False)``, its evaluation setup): ``"VecNormalize(training=False)"``
+FROZEN_SUFFIX = "(training=False)"
+
+
+def frozen_normalizer(name: str) -> str:
+    """The ``normalizers`` entry of a normalizer whose statistics are frozen on purpose."""
+    return f"{name}{FROZEN_SUFFIX}"
+
+
 def _has_no_normalizer(semantics: Mapping[str, Any]) -> str | None:
-    return None if semantics.get("normalizers") else "the system has no running normalizer"
+    """Not applicable without a normalizer, and with only frozen ones: a frozen normalizer
+    updates no statistics by construction, so no example could exercise the spec, and calling
+    that "not exercised" would fail a correct evaluation stack."""
+    normalizers = list(semantics.get("normalizers") or ())
+    if not normalizers:
+        return "the system has no running normalizer"
+    frozen = [n for n in normalizers if str(n).endswith(FROZEN_SUFFIX)]
+    if len(frozen) == len(normalizers):
+        return (
+            f"the running normalizer is frozen ({', '.join(map(str, frozen))}, its documented evaluation "
+            "setup): it updates no statistics, so there are none to check"
+        )
+    return None
 
 
 @spec(

@@ -17,15 +17,18 @@ from typing import Any
 import numpy as np
 
 from rlconform.core.family import find_layer, layer_chain
-from rlconform.envs.plan import BadStep, Op, Reset, Step
-from rlconform.envs.same_step import same_step_slots
+from rlconform.core.forkserver import preload
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, split_batch
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
+from rlconform.envs.plan import BadStep, Op, Reset, Step
+from rlconform.envs.same_step import same_step_slots
 from rlconform.envs.spaces import array_literal
+from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
+from rlconform.libraries.gymnasium.model_selection import match_vec_env_model
 from rlconform.specs.families import SB3_VECENV
+from rlconform.specs.statistics import frozen_normalizer
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -79,7 +82,7 @@ class SB3Family(ReferenceEnvFamily):
             "single_observation_space": getattr(obj, "observation_space", None),
             "single_action_space": getattr(obj, "action_space", None),
             "episode_statistics": "episode" if find_venv_layer(obj, "VecMonitor") is not None else None,
-            "normalizers": ["VecNormalize"] if normalize is not None else [],
+            "normalizers": [] if normalize is None else [_normalizer_entry(normalize)],
             "normalizer_gamma": getattr(normalize, "gamma", None),
             "frame_stack": n_stack,
             "layers": [type(layer).__name__ for layer in venv_chain(obj)],
@@ -89,8 +92,6 @@ class SB3Family(ReferenceEnvFamily):
         send_in_space(driver, getattr(obj, "action_space", None))
 
     def model_match(self, obj: Any) -> Any:
-        from rlconform.libraries.gymnasium.model_selection import match_vec_env_model
-
         return match_vec_env_model(obj)
 
     # ---------------------------------------------------------------------------------- driving
@@ -189,6 +190,13 @@ class SB3Family(ReferenceEnvFamily):
         return problems
 
 
+def _normalizer_entry(normalize: Any) -> str:
+    """``VecNormalize``, or its frozen form under ``training=False`` (SB3's evaluation setup,
+    which updates no running statistics on purpose: ``statistics.normalizer`` does not apply)."""
+    name = type(normalize).__name__
+    return name if getattr(normalize, "training", True) else frozen_normalizer(name)
+
+
 def _view_reset(num_envs: int, result: Any) -> CallView:
     return CallView(kind="reset", obs=split_batch(result, num_envs), touched=[True] * num_envs)
 
@@ -235,8 +243,6 @@ def preload_forkserver() -> None:
     SB3 (seconds per worker). Preloading SB3 and the reference env in the fork server keeps the
     default method, with the same semantics, at fork speed. It only takes effect if this process
     has not started its fork server yet."""
-    from rlconform.core.forkserver import preload
-
     preload(["stable_baselines3.common.vec_env.subproc_vec_env", "rlconform.envs.reference_env"])
 
 
