@@ -123,6 +123,7 @@ def cli_check(cwd: Path, json_path: Path, pythonpath: list[Path], hash_seed: str
     return document
 
 
+@pytest.mark.slow  # the CLI and pytest (with xdist) in subprocesses
 def test_cli_pytest_and_xdist_give_the_same_results_from_any_folder(
     pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

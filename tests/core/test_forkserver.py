@@ -38,6 +38,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # runs a script in a subprocess
 def test_workers_inherit_a_frozen_heap_and_this_process_is_left_alone(tmp_path: Path) -> None:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         pytest.skip("no forkserver start method here")
@@ -155,6 +156,7 @@ MAIN_IS_CLI = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_under_the_command_line_the_server_imports_it_before_freezing(tmp_path: Path) -> None:
     """End to end: under ``-m rlconform.cli`` the server imports the CLI (and hypothesis, which
     it imports) before its heap is frozen, so a worker inherits them instead of importing them."""

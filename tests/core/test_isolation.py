@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("gymnasium")
-pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc"),
+    pytest.mark.slow,  # each test runs the CLI in a subprocess
+]
 
 CRASHERS = '''
 import os

@@ -18,6 +18,8 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
+pytestmark = pytest.mark.slow  # each test runs the CLI in a subprocess
+
 MYVEC = '''
 import gymnasium
 

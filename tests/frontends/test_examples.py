@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
+pytestmark = pytest.mark.slow  # each test runs pytest over the example in a subprocess
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "downstream"
 
 

@@ -379,6 +379,7 @@ use(Catalog((*catalog.LIBRARIES, Library("downstream", "a system of this test", 
 """
 
 
+@pytest.mark.slow  # pytest in a subprocess
 def test_library_not_installed_is_an_explicit_skip(downstream: pytest.Pytester) -> None:
     # a subprocess: the registration must not leak into this process's system registry
     downstream.makeconftest(NOT_INSTALLED_CONFTEST)
@@ -397,6 +398,7 @@ def test_library_not_installed_is_an_explicit_skip(downstream: pytest.Pytester) 
     )
 
 
+@pytest.mark.slow  # pytest in a subprocess
 def test_inert_without_options(downstream: pytest.Pytester) -> None:
     # a fresh process, so that what the plugin imports is not hidden by what this process imported
     downstream.makepyfile(
@@ -443,6 +445,7 @@ def test_profile(rlconform_profile):
     downstream.runpytest("--rlconform-profile", "thorough").assert_outcomes(passed=1)
 
 
+@pytest.mark.slow  # pytest in a subprocess
 def test_json_document_is_the_same_with_and_without_xdist(downstream: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     args = [
@@ -492,6 +495,7 @@ def test_json_document_is_the_same_with_and_without_xdist(downstream: pytest.Pyt
     assert first["results"][4]["case"] == second["results"][4]["case"]
 
 
+@pytest.mark.slow  # pytest in a subprocess
 def test_workers_search_with_the_controllers_seed(downstream: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     result = downstream.runpytest_subprocess(

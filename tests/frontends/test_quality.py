@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # ruff and mypy over the whole repository
+
 ROOT = Path(__file__).resolve().parents[2]
 PATHS = ["rlconform", "tests", "benchmarks", "scripts", "conftest.py"]
 

@@ -17,6 +17,7 @@ def test_rl(rlconform_check):
 """
 
 
+@pytest.mark.slow  # pytest in a subprocess
 def test_one_test_per_system_and_spec_with_selectable_ids(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_bundled=BUNDLED)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
@@ -41,6 +42,7 @@ def test_one_test_per_system_and_spec_with_selectable_ids(pytester: pytest.Pytes
         ('["os:getcwd"], api="no.family"', "unknown API family 'no.family'"),
     ],
 )
+@pytest.mark.slow  # pytest in a subprocess
 def test_bad_input_is_a_collection_error_with_a_reason(pytester: pytest.Pytester, call: str, reason: str) -> None:
     pytester.makepyfile(
         test_bad=f"""

@@ -246,6 +246,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # runs the CLI or pytest in a subprocess
 def test_check_api_isaaclab_runs_the_users_env_and_the_reference_env() -> None:
     done = _cli("check", FACTORY, "--api", "isaaclab", "--num-envs", "32", "--device", "cpu", "--profile", "fast")
     out = done.stdout
@@ -258,12 +259,14 @@ def test_check_api_isaaclab_runs_the_users_env_and_the_reference_env() -> None:
     assert done.returncode == 1
 
 
+@pytest.mark.slow  # runs the CLI or pytest in a subprocess
 def test_check_api_isaaclab_rejects_a_factory_of_the_wrong_shape() -> None:
     done = _cli("check", "rlconform.libraries.isaaclab.batch_env:BatchStampModel.for_env", "--api", "isaaclab")
     assert done.returncode == 2
     assert "(num_envs: int, device: str)" in done.stderr
 
 
+@pytest.mark.slow  # runs the CLI or pytest in a subprocess
 def test_plugin_checks_an_isaaclab_factory(tmp_path: object) -> None:
     done = subprocess.run(
         [
