@@ -37,12 +37,26 @@ class Garbage:
     """A value that decodes to no stamp, with the reason in words."""
 
     reason: str
+    #: the value has the observation's shape, but its values were changed arithmetically (scaled,
+    #: shifted, normalised: non-integer or negative components the env never writes): a real
+    #: observation the stack transformed, which the spec owning value changes reports
+    #: (rlconform.specs.value_changes); no other spec calls it lost, zero-filled or misaligned
+    value_changed: bool = False
 
     def describe(self) -> str:
         return f"not an observation any env produced ({self.reason})"
 
 
 Decoded = Stamp | Garbage
+
+#: why an observation whose values a stack changed decodes to no stamp
+VALUES_CHANGED = "its values were changed (looks like normalization/scaling)"
+
+
+def values_changed(decoded: Decoded | None) -> bool:
+    """Whether ``decoded`` is an observation whose values the stack changed (see :class:`Garbage`)."""
+    return isinstance(decoded, Garbage) and decoded.value_changed
+
 
 _FIELD_BOUNDS = (MAX_ENVS, MAX_EPISODES, MAX_STEPS, MAX_SALT, CHECKSUM_MOD)
 
@@ -62,7 +76,7 @@ def _stamp_from_fields(values: Sequence[int]) -> Decoded:
         if not 0 <= value < bound:
             return Garbage(f"{name} field {value} out of range")
     if episode == 0:
-        return Garbage("episode field 0: a zero-filled or uninitialised buffer")
+        return Garbage("episode field 0: no stamp an env writes (episodes count from 1)")
     if checksum_of(env, episode, step, salt) != check:
         return Garbage(f"checksum mismatch in fields {[env, episode, step, salt, check]}")
     return Stamp(env, episode, step, salt)
@@ -115,9 +129,13 @@ class BoxObs:
         flat = array.reshape(-1)
         if not np.all(np.isfinite(flat.astype(np.float64))):
             return Garbage("non-finite values")
+        if not np.any(flat):
+            return Garbage("all zeros: a zero-filled or uninitialised buffer")
         rounded = np.rint(flat.astype(np.float64))
         if np.any(np.abs(rounded - flat.astype(np.float64)) > 1e-3):
-            return Garbage("non-integer components")
+            return Garbage(f"{VALUES_CHANGED} (non-integer components)", value_changed=True)
+        if np.any(rounded < 0):
+            return Garbage(f"{VALUES_CHANGED} (negative components)", value_changed=True)
         ints = [int(v) for v in rounded]
         if self.dtype == "uint8":
             env, e_hi, e_lo, s_hi, s_lo, salt, check = ints[:7]
@@ -164,7 +182,9 @@ class DiscreteObs:
         code, step = divmod(code, MAX_STEPS)
         env, episode = divmod(code, MAX_EPISODES)
         if episode == 0:
-            return Garbage("episode field 0: a zero-filled or uninitialised buffer")
+            if int(array) == 0:
+                return Garbage("all zeros: a zero-filled or uninitialised buffer")
+            return Garbage("episode field 0: no stamp an env writes (episodes count from 1)")
         return Stamp(env, episode, step, salt)
 
 
@@ -283,7 +303,7 @@ def _consistent(parts: list[tuple[str, Decoded]]) -> Decoded:
     first_name, first = parts[0]
     for name, part in parts:
         if isinstance(part, Garbage):
-            return Garbage(f"element {name}: {part.reason}")
+            return Garbage(f"element {name}: {part.reason}", part.value_changed)
     for name, part in parts[1:]:
         if part != first:
             assert isinstance(part, Stamp) and isinstance(first, Stamp)

@@ -13,10 +13,16 @@ from typing import TYPE_CHECKING
 
 from rlconform.core.intents import hint
 from rlconform.core.spec import Checker
-from rlconform.specs.helpers import Match, flattened_shape, match_transitions
+from rlconform.envs.decode import flattened_shape
+from rlconform.envs.spaces import values_changed
+from rlconform.specs.helpers import Match, match_transitions
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
+
+#: how the spec owning observations tells a value-changing transform (a normalisation the user
+#: did not declare); the other specs do not report those observations at all
+OBSERVATION_VALUES_CHANGED = "the observation values were changed (looks like normalization/scaling)"
 
 #: the note a declared change leaves on the verdict, per intent
 _DECLARED = {
@@ -67,17 +73,33 @@ def frame_skip_change(m: Match) -> str:
 
 
 def observation_change(run: Run, m: Match) -> str | None:
-    """What the stack did to the observations of a delivered transition, None if nothing."""
+    """What the stack did to the observations of a delivered transition, None if nothing.
+
+    Observations whose values the stack changed (normalised, scaled: :func:`values_changed`)
+    are told as that, once, here: the other specs leave them alone."""
     if m.by_position:
+        if values_changed(m.obs) or values_changed(m.next_obs):
+            return (
+                f"{OBSERVATION_VALUES_CHANGED}: no observation of this env carries a stamp any more, so "
+                "transitions are matched by position"
+            )
         return (
             f"no observation of this env carries a stamp ({_garbage_reason(m)}): the stack transformed them, "
             "so transitions are matched by position"
         )
+    for name, decoded in (("obs", m.obs), ("next_obs", m.next_obs)):
+        if values_changed(decoded):
+            return f"{OBSERVATION_VALUES_CHANGED}: {name} of the transition from {_truth_text(m)}"
     for name, value in (("obs", m.slot.obs), ("next_obs", m.slot.next_obs)):
         shape = flattened_shape(run, value)
         if shape is not None:
             return f"{name} reached the agent flattened to shape {shape} by the stack ({_stamp_text(m, name)})"
     return None
+
+
+def _truth_text(m: Match) -> str:
+    t = m.truth
+    return t.obs.short() if t is not None else "an observation the stack changed"
 
 
 def _garbage_reason(m: Match) -> str:

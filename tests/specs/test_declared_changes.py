@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rlconform.core.runner import execute
@@ -21,7 +22,7 @@ from rlconform.core.spec import get_spec
 from rlconform.core.user import factory_system, probe
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.envs.spaces import BoxObs, DiscreteAction
+from rlconform.envs.spaces import BoxObs, DiscreteAction, Garbage
 
 pytest.importorskip("gymnasium")
 
@@ -70,3 +71,77 @@ def test_a_training_vec_normalize_is_still_checked() -> None:
     assert spec.not_applicable_reason(system) is None
     outcome = spec.check(execute(system, _case(SCRIPT, 2, 4), with_model=False))
     assert outcome.checked > 0 and outcome.violations == [], [v.render() for v in outcome.violations]
+
+
+# --- an observation normalisation nobody declared --------------------------------------------
+
+
+def vec_normalize_observations(env_fns: Any) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    return VecNormalize(DummyVecEnv(list(env_fns)), norm_obs=True, norm_reward=False)
+
+
+def normalize_observation_per_env(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import NormalizeObservation
+
+    return SyncVectorEnv([lambda fn=fn: NormalizeObservation(fn()) for fn in env_fns], **kwargs)
+
+
+#: one-step episodes: every step ends one, so every transition's terminal observation passes
+#: through the normalizer (SB3's recipe un-normalises it: its values are no longer the env's)
+ONE_STEP = dataclasses.replace(SCRIPT, episodes=(EpisodePlan(1, "terminated"),))
+#: how a value-changing transform must never be told
+LOST_WORDS = ("zero-filled", "uninitialised", "not an observation any env produced", "missing transition")
+OTHER_SPECS = (
+    "terminal.final_obs",
+    "continuity.fresh_first_obs",
+    "reset_step.neutral",
+    "continuity.no_discarded_episode",
+)
+
+
+@pytest.mark.parametrize(
+    ("factory", "api", "script"),
+    [
+        (vec_normalize_observations, "sb3.VecEnv", ONE_STEP),
+        (vec_normalize_observations, "sb3.VecEnv", SCRIPT),
+        (normalize_observation_per_env, "gymnasium.vector", ONE_STEP),
+        (normalize_observation_per_env, "gymnasium.vector", SCRIPT),
+    ],
+    ids=["VecNormalize-one-step", "VecNormalize", "NormalizeObservation-one-step", "NormalizeObservation"],
+)
+def test_an_undeclared_normalisation_is_told_once_as_a_value_change(factory: Any, api: str, script: EnvScript) -> None:
+    if api == "sb3.VecEnv":
+        pytest.importorskip("stable_baselines3")
+    system = factory_system(factory, api)
+    run = execute(system, _case(script, 2, 5), with_model=False)
+    assert run.usable, run.build_error
+    owner = [v.render() for v in get_spec("transitions.exact").check(run).violations]
+    if script is ONE_STEP or api == "gymnasium.vector":
+        assert owner, "the agent sees observations the env never returned"
+    assert all(
+        "the observation values were changed (looks like normalization/scaling)" in m
+        and "declare --intended observation if this is on purpose" in m
+        for m in owner
+    ), owner
+    for spec_id in OTHER_SPECS:
+        messages = [v.render() for v in get_spec(spec_id).check(run).violations]
+        assert not messages, (spec_id, messages)
+    assert not any(word in m for m in owner for word in LOST_WORDS), owner
+    declared = execute(
+        dataclasses.replace(system, intended=frozenset({"observation"})), _case(script, 2, 5), with_model=False
+    )
+    assert get_spec("transitions.exact").check(declared).violations == []
+
+
+def test_a_zero_filled_or_normalised_observation_decodes_as_what_it_is() -> None:
+    """All zeros is still a zero-filled buffer (a real defect, e.g. TorchRL's GymEnv(num_envs)
+    terminal observations); normalised values are a value change, not a lost observation."""
+    zeros = BoxObs().decode(np.zeros(5, dtype=np.float32))
+    assert isinstance(zeros, Garbage) and "zero-filled" in zeros.reason and not zeros.value_changed
+    for normalised in ([0.0, 1.0, -1.0, 1.0, -1.0], [0.0, 0.99985, 0.0, 0.9997, 0.5]):
+        decoded = BoxObs().decode(np.asarray(normalised, dtype=np.float32))
+        assert isinstance(decoded, Garbage) and decoded.value_changed, decoded
+        assert "zero-filled" not in decoded.reason
