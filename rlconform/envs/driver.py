@@ -381,6 +381,11 @@ class Driver:
         self.timeout = call_timeout(user_envs=user_envs)
         #: a call hung: the system is wedged and no further call is made
         self.aborted = False
+        #: why no further call is made although none hung: the system refused a reset (it raised),
+        #: so its envs are in no state a caller may step; a later call's output would be blamed on
+        #: the system for a call a correct caller never makes (api.valid_calls_succeed reports the
+        #: refusal itself)
+        self.stopped: str | None = None
         # what ran beside this thread before the system was built (see works_elsewhere)
         self._children = child_processes()
         self._threads = threading.active_count()
@@ -442,6 +447,9 @@ class Driver:
             record.end_ns = time.monotonic_ns()
             record.error_type = type(exc).__name__
             record.error_message = str(exc).splitlines()[0][:500] if str(exc) else ""
+            if isinstance(op, Reset) and not isinstance(exc, CallTimeout):
+                self.stopped = f"{source} raised {record.error_type}: the run stops at the refused reset"
+                record.extra["stops_run"] = self.stopped
             if isinstance(exc, CallTimeout):
                 self.aborted = True
             elif self.system.out_of_process and not (self.calls and self.calls[-1].failed) and self.works_elsewhere():
@@ -543,7 +551,7 @@ class LiveRun:
 
     def apply(self, op: Op) -> list[CallRecord]:
         """Perform one operation; return the call records it produced."""
-        if not self.built or self.driver.aborted:
+        if not self.built or self.driver.aborted or self.driver.stopped is not None:
             return []
         before = len(self.driver.calls)
         self._ops.append(op)

@@ -1,6 +1,8 @@
 """Correct stacks whose documented semantics some spec cannot exercise, or that change values on
 purpose without declaring it: each verdict says what happened, and a correct stack can pass.
 
+- A reset the stack refuses (it raises, as documented) ends the run there: the calls a caller
+  would make next, on envs that were never reset, are not made and not blamed on the stack.
 - ``VecNormalize(training=False)`` (SB3's documented evaluation setup) freezes its statistics:
   ``statistics.normalizer`` does not apply, with the reason, instead of "not exercised" (which
   made such a stack exit 1).
@@ -145,3 +147,35 @@ def test_a_zero_filled_or_normalised_observation_decodes_as_what_it_is() -> None
         decoded = BoxObs().decode(np.asarray(normalised, dtype=np.float32))
         assert isinstance(decoded, Garbage) and decoded.value_changed, decoded
         assert "zero-filled" not in decoded.reason
+
+
+# --- a reset the stack refuses ----------------------------------------------------------------
+
+
+def refuses_seeded_resets(env_fns: Any, **kwargs: Any) -> Any:
+    import gymnasium
+    from gymnasium.vector import SyncVectorEnv
+
+    class RefusesSeed(gymnasium.vector.VectorWrapper):  # type: ignore[misc]
+        """Documented: ``reset(seed=...)`` raises ValueError (the env cannot be seeded)."""
+
+        def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+            if seed is not None:
+                raise ValueError("this env cannot be seeded")
+            return self.env.reset(seed=seed, options=options)
+
+    return RefusesSeed(SyncVectorEnv(list(env_fns), **kwargs))
+
+
+def test_the_run_stops_at_a_refused_reset_and_blames_no_later_call() -> None:
+    system = factory_system(refuses_seeded_resets, "gymnasium.vector")
+    run = execute(system, _case(SCRIPT, 2, 3), with_model=False)
+    assert run.usable, run.build_error
+    assert [c.failed for c in run.calls] == [True], [c.source for c in run.calls]
+    assert "the run stops at the refused reset" in run.calls[0].extra["stops_run"]
+    # the refusal itself is reported, once
+    refused = [v.render() for v in get_spec("api.valid_calls_succeed").check(run).violations]
+    assert refused == ["call 0: envs.reset(seed=3) raised ValueError: this env cannot be seeded"], refused
+    for spec_id in ("lifecycle.no_step_after_end", "api.shape", "transitions.exact", "counts.env_steps"):
+        messages = [v.render() for v in get_spec(spec_id).check(run).violations]
+        assert not messages, (spec_id, messages)
