@@ -83,11 +83,6 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
     ),
-    ("gym_normalize_observation", "seeding.reset_determinism"): Judgement(
-        "documented behaviour",
-        "C2",
-        "NormalizeObservation's running statistics persist across resets, so reset(seed) does not reproduce its outputs",
-    ),
     ("gym_record_episode_statistics", "aliasing.caller_arguments"): Judgement(
         "true positive",
         "G1",

@@ -94,10 +94,15 @@ class ModelMatch:
     model describes an object only when every layer is one the model implements, with the
     parameters the model assumes. Anything else gets no model (``model.outputs_match`` is then
     not applicable, with ``reason``): comparing a stack with the model of another one blames
-    correct code for the difference between the two."""
+    correct code for the difference between the two.
+
+    ``time_limit`` is a time limit the stack itself adds around every sub-env (a user's
+    ``TimeLimit(env, N)`` in each env thunk): the model applies it too, the tighter of it and the
+    script's own limit truncating, so that the model is of the stack the user built."""
 
     model_id: str | None
     reason: str = ""
+    time_limit: int | None = None
 
 
 def layer_chain(obj: Any, attribute: str) -> list[Any]:

@@ -10,6 +10,7 @@ documented recipe reads the outputs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import shutil
@@ -618,7 +619,21 @@ class LiveRun:
             return None if self.system.model == self.system.id else self.system.model
         match = self.family.model_match(self.obj)
         self.run.model_reason = match.reason or None
+        self.model_time_limit = match.time_limit
         return match.model_id
+
+    #: a time limit the stack adds around each sub-env, which its model applies too (``model_id``)
+    model_time_limit: int | None = None
+
+    def model_case(self) -> Case:
+        """The case the reference model runs: this one, its envs also cut by a time limit the
+        stack adds around each of them (the tighter of it and the script's own truncates)."""
+        case, limit = self.run.case, self.model_time_limit
+        if limit is None:
+            return case
+        own = case.script.max_episode_steps
+        script = dataclasses.replace(case.script, max_episode_steps=limit if own is None else min(own, limit))
+        return dataclasses.replace(case, script=script)
 
     def _cleanup(self) -> None:
         if self._log_dir is not None:
@@ -654,5 +669,5 @@ def drive_case(system: System, case: Case, *, with_model: bool = True) -> Run:
     if with_model and model_id is not None:
         run.model_id = model_id
         model = get_system(model_id)
-        run.model = reference_family(model.family).run_case(model, case, with_model=False)
+        run.model = reference_family(model.family).run_case(model, live.model_case(), with_model=False)
     return run

@@ -63,7 +63,7 @@ def conformance_machine(system: System, specs: Sequence[str] | None = None) -> t
             self.real = LiveRun(system, case)
             model_id = self.real.model_id() if system.kind != "reference" else system.id
             assert model_id is not None, f"{system.id} has no reference model"
-            self.model = LiveRun(get_system(model_id), case)
+            self.model = LiveRun(get_system(model_id), self.real.model_case())
             self._apply(Reset(seed=seed))
 
         def _apply(self, op: Op) -> None:

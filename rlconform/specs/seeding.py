@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from rlconform.envs.plan import Reset
 from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
 from rlconform.envs.stamp import Stamp
 from rlconform.specs.families import TRANSITION_FAMILIES, VECTOR_FAMILIES
 from rlconform.specs.helpers import decode, events_by_call, resets_in, rewards_equal
@@ -93,6 +96,54 @@ def distinct_seeds(run: Run) -> Outcome:
     return ck.done()
 
 
+#: the place of an observation that carries no stamp in :func:`_content`'s rows
+_HIDDEN = ("garbage",)
+#: the place of a hidden observation that is not what the other run's transform made of the same values
+_NOT_REPRODUCED = ("not reproduced where the envs' two observations agree",)
+
+
+def _logged(events: list[tuple[int, LogRecord]], env: int) -> Stamp | None:
+    """The stamp of the observation ``env`` last made in a call, by its log (None: it made none)."""
+    made = [record.stamp for e, record in events if e == env and isinstance(record, (ResetRecord, StepRecord))]
+    return made[-1] if made else None
+
+
+def _where(stamp: Stamp | None) -> tuple[int, ...] | None:
+    """(env, step, salt): the lifetime episode counter left out, as in :func:`_content`."""
+    return None if stamp is None else (stamp.env, stamp.step, stamp.salt)
+
+
+def _leaves(value: Any) -> np.ndarray | None:
+    """Every number of an observation in one flat float array (None: not numbers)."""
+    if isinstance(value, dict):
+        parts = [_leaves(value[key]) for key in sorted(value)]
+    elif isinstance(value, tuple):
+        parts = [_leaves(item) for item in value]
+    else:
+        try:
+            return np.asarray(value, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            return None
+    if any(part is None for part in parts):
+        return None
+    return np.concatenate([part for part in parts if part is not None] or [np.zeros(0)])
+
+
+def _same_transform(run: Run, shown: Stamp, hidden: Stamp, hidden_obs: Any) -> bool:
+    """Whether a hidden observation is what the transform made of the values it left alone in
+    the other run: there the stack returned the env's observation ``shown`` itself, so a
+    stateless element-wise transform (a clip) returns the env's values unchanged wherever the
+    env's two observations agree (all but the lifetime episode counter and what it feeds); a
+    stateful one (a running normaliser) does not. Observations of another layout are not
+    compared (True)."""
+    codec = run.case.script.obs
+    before, after, got = _leaves(codec.encode(shown)), _leaves(codec.encode(hidden)), _leaves(hidden_obs)
+    if before is None or after is None or got is None or not before.shape == after.shape == got.shape:
+        return True
+    agree = before == after
+    return bool(np.allclose(got[agree], after[agree], rtol=0.0, atol=1e-3))
+
+
 def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
     """What a call returned, with the env's lifetime episode counter left out."""
     view = call.view
@@ -101,7 +152,7 @@ def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
     rewards = view.rewards_in_env_units()
     for env in range(run.case.num_envs):
         stamp = decode(run, view.obs_in_env_units()[env])
-        where = (stamp.env, stamp.step, stamp.salt) if isinstance(stamp, Stamp) else ("garbage",)
+        where = (stamp.env, stamp.step, stamp.salt) if isinstance(stamp, Stamp) else _HIDDEN
         row: tuple[Any, ...] = (where,)
         if view.kind == "step":
             assert view.terminated is not None and view.truncated is not None
@@ -136,6 +187,7 @@ def reset_determinism(run: Run) -> Outcome:
             continue
         if current is not None:
             current.append(call)
+    _, per_call = events_by_call(run)
     for seed, runs in segments.items():
         first = runs[0]
         for other in runs[1:]:
@@ -151,6 +203,21 @@ def reset_determinism(run: Run) -> Outcome:
                     break
                 ca, cb = _content(run, a), _content(run, b)
                 for env, (ra, rb) in enumerate(zip(ca, cb, strict=True)):
+                    if _HIDDEN in (ra[0], rb[0]):
+                        # a transform hid the stamp in one run or both (a clip keeps a small
+                        # lifetime episode counter and cuts a larger one): where the env was is
+                        # read from its log, and the stack's rewards and flags as returned
+                        la, lb = _logged(per_call[a.position], env), _logged(per_call[b.position], env)
+                        ra, rb = (_where(la), *ra[1:]), (_where(lb), *rb[1:])
+                        if la is not None and lb is not None and (ca[env][0] == _HIDDEN) != (cb[env][0] == _HIDDEN):
+                            if cb[env][0] == _HIDDEN and not _same_transform(
+                                run, la, lb, b.view.obs_in_env_units()[env]
+                            ):
+                                rb = (_NOT_REPRODUCED, *rb[1:])
+                            if ca[env][0] == _HIDDEN and not _same_transform(
+                                run, lb, la, a.view.obs_in_env_units()[env]
+                            ):
+                                ra = (_NOT_REPRODUCED, *ra[1:])
                     same = (
                         ra[0] == rb[0] and ra[2:] == rb[2:] and (len(ra) < 2 or rewards_equal(ra[1], rb[1], "float64"))
                     )

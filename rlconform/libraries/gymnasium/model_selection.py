@@ -11,16 +11,17 @@ from typing import Any
 
 from rlconform.core.family import ModelMatch, layer_chain
 
-#: (top-level package, class name) of the sub-env layers the models assume: the reference env,
-#: its TimeLimit, and the checkers ``gymnasium.make`` adds (they change no output)
+#: (top-level package, class name) of the sub-env layers the models assume: the reference env and
+#: the checkers ``gymnasium.make`` adds (they change no output). A TimeLimit is either the
+#: reference env's own or one the stack adds, which the model applies too (:func:`_sub_env_limit`)
 _SUB_ENV_LAYERS = frozenset(
     {
         ("rlconform", "ReferenceEnv"),
-        ("gymnasium", "TimeLimit"),
         ("gymnasium", "OrderEnforcing"),
         ("gymnasium", "PassiveEnvChecker"),
     }
 )
+_TIME_LIMIT = ("gymnasium", "TimeLimit")
 _GYM_BASES = frozenset({("gymnasium", "SyncVectorEnv"), ("gymnasium", "AsyncVectorEnv")})
 #: vector wrapper -> {attribute: value the model assumes}
 _GYM_WRAPPERS: dict[str, dict[str, Any]] = {
@@ -74,13 +75,50 @@ def _unmodelled_parameters(layer: Any, assumed: dict[str, Any]) -> str | None:
     return f"{type(layer).__name__} with {', '.join(differences)}"
 
 
-def _unmodelled_sub_env(base: Any) -> str | None:
-    """A sub-env layer (wrappers the user's factory put around each env) no model has."""
+def _is_reference_envs_own(layer: Any) -> bool:
+    """Whether a TimeLimit is the one ``make_reference_env`` put around the reference env: right
+    around it, with the script's ``max_episode_steps``. Any other TimeLimit is the stack's own
+    (a user's ``TimeLimit(env, N)`` in each env thunk), whatever its limit."""
+    inner = getattr(layer, "env", None)
+    script = getattr(inner, "script", None)
+    return (
+        inner is not None
+        and _identity(inner) == ("rlconform", "ReferenceEnv")
+        and script is not None
+        and script.max_episode_steps is not None
+        and getattr(layer, "_max_episode_steps", None) == script.max_episode_steps
+    )
+
+
+def _sub_env_limit(env: Any) -> tuple[int | None, str | None]:
+    """(the tightest time limit the stack adds around this sub-env or None, the first sub-env
+    layer no model has or None)."""
+    limits: list[int] = []
+    for layer in layer_chain(env, "env"):
+        if _identity(layer) == _TIME_LIMIT:
+            if not _is_reference_envs_own(layer):
+                limit = getattr(layer, "_max_episode_steps", None)
+                if not isinstance(limit, int) or limit < 1:
+                    return None, f"sub-env layer {layer_name(layer)} with max_episode_steps={limit!r}"
+                limits.append(limit)
+        elif _identity(layer) not in _SUB_ENV_LAYERS:
+            return None, f"sub-env layer {layer_name(layer)}"
+    return (min(limits) if limits else None), None
+
+
+def _unmodelled_sub_env(base: Any) -> tuple[int | None, str | None]:
+    """(the time limit the stack adds around every sub-env, which the model then applies too; a
+    sub-env layer (wrappers the user's factory put around each env) no model has)."""
+    limits = set()
     for env in getattr(base, "envs", None) or []:
-        for layer in layer_chain(env, "env"):
-            if _identity(layer) not in _SUB_ENV_LAYERS:
-                return f"sub-env layer {layer_name(layer)}"
-    return None
+        limit, problem = _sub_env_limit(env)
+        if problem is not None:
+            return None, problem
+        limits.add(limit)
+    if len(limits) > 1:
+        described = ", ".join("none" if x is None else str(x) for x in sorted(limits, key=lambda x: x or 0))
+        return None, f"sub-envs with different time limits added by the stack ({described})"
+    return (limits.pop() if limits else None), None
 
 
 def _match_stack(
@@ -103,7 +141,7 @@ def _match_stack(
     if len(outer) > 1:
         names = " over ".join(type(layer).__name__ for layer in chain)
         return ModelMatch(None, f"no reference model of a stack of several wrappers ({names})")
-    problem = _unmodelled_sub_env(base)
+    time_limit, problem = _unmodelled_sub_env(base)
     if problem is not None:
         return ModelMatch(None, f"no reference model of its {problem}")
     wrapper = outer[0] if outer else None
@@ -114,7 +152,7 @@ def _match_stack(
     candidate = model_id(base, None if wrapper is None else type(wrapper).__name__)
     if candidate not in _registered_models():
         return ModelMatch(None, f"no reference model {candidate} of {' over '.join(layer_name(x) for x in chain)}")
-    return ModelMatch(candidate)
+    return ModelMatch(candidate, time_limit=time_limit)
 
 
 def _registered_models() -> set[str]:
