@@ -60,11 +60,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hypothesis import settings
 
-    from rlconform.envs.plan import Case
     from rlconform.core.runner import RunCache
-    from rlconform.core.search import Verdict
     from rlconform.core.spec import Spec
     from rlconform.core.system import System
+    from rlconform.core.verdict import Verdict
+    from rlconform.envs.plan import Case
 
 OVERHEAD_SYSTEMS = (
     "gymnasium.SyncVectorEnv.NextStep",

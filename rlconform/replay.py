@@ -20,10 +20,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from rlconform.core.family import get_family
-from rlconform.envs.plan import BadStep, Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import Violation, all_specs, get_spec
 from rlconform.core.system import System, get_system
+from rlconform.core.user import factory_system, user_system, with_intents
+from rlconform.envs.plan import BadStep, Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import (
     BoxAction,
@@ -85,15 +86,11 @@ def resolve_system(system: str | System | Callable[..., Any], family: str | None
     if isinstance(system, System):
         return system
     if not isinstance(system, str):
-        from rlconform.core.user import factory_system
-
         if family is None:
             raise ValueError(f"{system!r} is a user factory: pass its family")
         return factory_system(system, family, **options)
     reference = system.removeprefix("user:")
     if ":" in reference:
-        from rlconform.core.user import user_system
-
         if family is None:
             raise ValueError(f"{system!r} is a user factory: pass its family")
         return user_system(reference, family, **options)
@@ -116,8 +113,6 @@ def replay(
     stream = out or sys.stdout
     resolved = resolve_system(system, family, **options)
     if intended:
-        from rlconform.core.user import with_intents
-
         resolved = with_intents(resolved, list(intended))
     run = execute(resolved, case)
     get_family(resolved.family).print_run(run, case, stream)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rlconform.core.search import Verdict
+    from rlconform.core.verdict import Verdict
 
 #: statuses an expected-failure entry accepts: the check ran and did not pass
 FAILING = ("fail", "not_exercised", "error")

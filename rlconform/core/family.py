@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
+from rlconform.core.catalog import current
+
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
@@ -128,12 +130,8 @@ def find_layer(obj: Any, class_name: str, attribute: str) -> Any | None:
 
 def get_family(name: str) -> Family:
     """The family ``name`` of the catalog in use."""
-    from rlconform.core.catalog import current
-
     return current().family(name)
 
 
 def family_names() -> list[str]:
-    from rlconform.core.catalog import current
-
     return sorted(current().families())

@@ -60,7 +60,7 @@ _HUNG: dict[str, _Record] = {}
 def hung_call(run: Any) -> str | None:
     """Which call of ``run`` hung, in words; None when every call answered.
 
-    ``run`` is a :class:`~rlconform.core.runner.Run` (its calls and close) or an env-author
+    ``run`` is an :class:`~rlconform.envs.driver.Run` (its calls and close) or an env-author
     :class:`~rlconform.libraries.envauthor.family.EnvRun` (its runs of the bare env)."""
     if run is None:
         return None

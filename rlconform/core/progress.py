@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from rlconform.core.verdict import Verdict, cell_status
+
 if TYPE_CHECKING:
-    from rlconform.core.search import Verdict
     from rlconform.core.system import System
 
 #: ("spec", system id, spec index from 1, spec count, spec id): a spec's search starts;
@@ -72,8 +73,6 @@ def throttled(events: Events, interval: float = EXAMPLES_INTERVAL) -> Events:
 
 
 def summary(verdicts: Sequence[Verdict]) -> str:
-    from rlconform.reports.results import cell_status
-
     counts: dict[str, int] = {}
     for verdict in verdicts:
         key = cell_status(verdict)

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
+from rlconform.core.catalog import current
 from rlconform.core.family import RunRecord, get_family
 from rlconform.core.hangs import note_run
 from rlconform.core.system import System
@@ -23,8 +24,6 @@ def quiet_library_logs(names: tuple[str, ...] | None = None) -> Iterator[None]:
     drives a system, so that thousands of INFO lines (TorchRL logs one per GymWrapper and per lazy
     storage) do not bury the report."""
     if names is None:
-        from rlconform.core.catalog import current
-
         names = tuple(sorted({n for family in current().families().values() for n in family.quiet_loggers}))
     loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from hypothesis import given, reject
 from hypothesis import seed as hypothesis_seed
@@ -35,8 +34,7 @@ from rlconform.core.shrink_budget import Failures
 from rlconform.core.signature import signature
 from rlconform.core.spec import Spec, Violation
 from rlconform.core.system import System
-
-Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "not_run", "error"]
+from rlconform.core.verdict import Verdict, internal_error_message
 
 
 class SpecFailure(AssertionError):
@@ -48,61 +46,6 @@ class SpecFailure(AssertionError):
         more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
         self.message = violations[0].render() + more
         super().__init__(f"{self.title}: {self.message}")
-
-
-@dataclass
-class Verdict:
-    system_id: str
-    spec_id: str
-    status: Status
-    message: str = ""
-    reproducer: str | None = None
-    case: Any = None
-    violations: list[str] = field(default_factory=list)
-    examples: int = 0
-    checked: int = 0
-    seconds: float = 0.0
-    profile: str = ""
-    seed: int | None = None
-    #: why this failure is known and documented (from the system's known_violations)
-    known: str | None = None
-    #: why the downstream project expects this check to fail (its expected-failures file)
-    expected: str | None = None
-    #: the spec's impact class (rlconform.core.impact): how failures are ranked and gated
-    impact: str | None = None
-    #: a failure's spec and kinds of violation, values left out (rlconform.core.signature)
-    signature: str | None = None
-    #: the distinct kinds of violation of a failure, sorted (what its signature hashes)
-    violation_kinds: list[str] = field(default_factory=list)
-
-    @property
-    def internal_error(self) -> bool:
-        """The error is rlconform's own, not the system's (see :func:`internal_error_message`)."""
-        return self.status == "error" and self.message.startswith(INTERNAL_ERROR)
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.status in ("pass", "not_applicable")
-            or (self.status == "fail" and self.known is not None)
-            or self.expected is not None
-        )
-
-
-#: how the message of an error verdict raised by rlconform itself begins
-INTERNAL_ERROR = "internal error in rlconform (please report)"
-#: innermost frames of an internal error's traceback kept in its message
-INTERNAL_ERROR_FRAMES = 12
-
-
-def internal_error_message(exc: BaseException) -> str:
-    """An exception inside rlconform (adapter, spec, model, strategy) while checking: never a
-    verdict on the system, so the message says whose error it is and carries the traceback's
-    innermost frames, where the bug is."""
-    summary = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else '(no message)'}"
-    frames = traceback.extract_tb(exc.__traceback__)[-INTERNAL_ERROR_FRAMES:]
-    trace = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
-    return f"{INTERNAL_ERROR}: {summary}\nTraceback (innermost {len(frames)} frames):\n{trace.rstrip()}"
 
 
 @dataclass

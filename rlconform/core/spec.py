@@ -1,7 +1,8 @@
 """The spec registry: one small named function per property, with its statement and rationale.
 
-A spec takes a :class:`~rlconform.core.runner.Run` and returns an :class:`Outcome`: how many facts it
-checked and which of them failed. "Checked nothing" is an outcome of its own, never a pass: a
+A spec takes the run its family made of a case (a :class:`~rlconform.core.family.RunRecord`: an
+:class:`~rlconform.envs.driver.Run` for the families driven around the reference envs) and returns
+an :class:`Outcome`: how many facts it checked and which of them failed. "Checked nothing" is an outcome of its own, never a pass: a
 search in which no example exercised a spec reports the spec as not exercised.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from rlconform.core.catalog import SPEC_ATTRIBUTE
+from rlconform.core.catalog import SPEC_ATTRIBUTE, current
 from rlconform.core.impact import IMPACTS, Impact
 from rlconform.core.signature import violation_kind
 
@@ -222,21 +223,15 @@ def spec_of(fn: SpecFn) -> Spec:
 
 def all_specs() -> list[Spec]:
     """Every spec of the catalog in use."""
-    from rlconform.core.catalog import current
-
     return current().specs()
 
 
 def get_spec(spec_id: str) -> Spec:
-    from rlconform.core.catalog import current
-
     return current().spec(spec_id)
 
 
 def registered_impact(spec_id: str) -> Impact | None:
     """The impact class of a spec of the catalog in use (None for an id it does not hold, e.g. a
     result merged from another rlconform); never loads the catalog."""
-    from rlconform.core.catalog import current
-
     found = current().spec_if_loaded(spec_id)
     return found.impact if found is not None else None

@@ -23,12 +23,12 @@ from rlconform.core.config import SYSTEM_TIMEOUT, seconds
 from rlconform.core.crashlog import CrashReport
 from rlconform.core.hangs import RESPONSIVE
 from rlconform.core.isolation import STUCK_GRACE_SECONDS, IsolatedCall, can_isolate
-from rlconform.core.profiles import Profile
+from rlconform.core.profiles import Profile, session_seed
 from rlconform.core.progress import Event, Events, Progress, reporter, throttled
 from rlconform.core.search import Verdict, check_spec
 from rlconform.core.spec import Spec
 from rlconform.core.system import System
-from rlconform.reports.results import NATIVE_TRACEBACK, cell_status
+from rlconform.core.verdict import NATIVE_TRACEBACK, cell_status
 
 #: a plain callable is told of each finished system only; a :class:`~rlconform.core.progress.Progress`
 #: also of each spec as it goes
@@ -213,8 +213,6 @@ def _crash_verdicts(
 ) -> list[Verdict]:
     """One story per crashed worker: the first spec's verdict is the error (how the worker ended,
     the call it was running, the native traceback); every other spec is "not run" and points to it."""
-    from rlconform.core.profiles import session_seed
-
     if not specs:
         return []
     seed = None if profile.derandomize else session_seed()

@@ -11,11 +11,26 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from rlconform.envs.script import EnvScript
+from rlconform.core.catalog import current
 
 EnvFn = Callable[[], Any]
+
+
+class Script(Protocol):
+    """What :meth:`Capabilities.accepts` reads of a case's env script
+    (:class:`rlconform.envs.script.EnvScript`): declared here because core sits below the
+    reference envs and may not import them."""
+
+    @property
+    def obs(self) -> Any: ...
+    @property
+    def action(self) -> Any: ...
+    @property
+    def max_episode_steps(self) -> int | None: ...
+
+
 SystemKind = Literal["library", "reference", "planted", "user"]
 
 #: the keys of a built object's semantics (``Family.describe_semantics``) that describe the stack
@@ -68,7 +83,7 @@ class Capabilities:
     composite_box_leaves_only: bool = False
     notes: tuple[str, ...] = ()
 
-    def accepts(self, script: EnvScript) -> bool:
+    def accepts(self, script: Script) -> bool:
         obs = script.obs
         if obs.kind not in self.obs_kinds:
             return False
@@ -196,14 +211,10 @@ class SystemTable(list[System]):
 
 def all_systems() -> list[System]:
     """Every system of the catalog in use."""
-    from rlconform.core.catalog import current
-
     return current().systems()
 
 
 def get_system(system_id: str) -> System:
-    from rlconform.core.catalog import current
-
     try:
         return current().system(system_id)
     except KeyError:

@@ -20,7 +20,12 @@ from collections.abc import Callable, Sequence
 from traceback import FrameSummary
 from typing import TYPE_CHECKING, Any
 
+from rlconform.core.catalog import current
+from rlconform.core.family import get_family
+from rlconform.core.intents import UnknownIntent, parse_intents
+from rlconform.core.isolation import HUNG_PAST_DEADLINE, run_isolated
 from rlconform.core.system import System
+from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, close_timeout, deadline, reap
 
 if TYPE_CHECKING:
     from rlconform.core.family import Family
@@ -33,8 +38,6 @@ class BadInput(Exception):
 
 def user_apis() -> dict[str, Family]:
     """``--api`` name -> the family that checks a user's factory of that API."""
-    from rlconform.core.catalog import current
-
     return {family.api: family for family in current().families().values() if family.api is not None}
 
 
@@ -104,8 +107,6 @@ def with_intents(system: System, intended: Sequence[str] | str | None) -> System
     unknown intent is bad input."""
     import dataclasses
 
-    from rlconform.core.intents import UnknownIntent, parse_intents
-
     try:
         intents = parse_intents(intended)
     except UnknownIntent as exc:
@@ -153,8 +154,6 @@ def probe(system: System) -> System:
     starts (worker processes, servers) is killed with the group."""
     import dataclasses
 
-    from rlconform.core.isolation import HUNG_PAST_DEADLINE, run_isolated
-
     if system.costly is not None:
         return system
     outcome = run_isolated(_probe_in_process, system, timeout=PROBE_SECONDS)
@@ -179,8 +178,6 @@ PROBE_SECONDS = 240.0
 
 def _probe_in_process(system: System) -> tuple[str, Any]:
     try:
-        from rlconform.core.family import get_family
-
         return "ok", get_family(system.family).probe_factory(system)
     except BadInput as exc:
         return "bad", str(exc)
@@ -196,8 +193,6 @@ def spawns_workers(
     """Build the user's system once with ``build``, check it has the ``required`` attributes of
     ``expected`` (what the factory should return), close it, and say whether it started worker
     processes. A factory that raises is bad input, with its traceback."""
-    from rlconform.core.watchdog import child_processes, reap
-
     before = child_processes()
     obj = _build(system, build)
     try:
@@ -262,8 +257,6 @@ def close_within_limit(close: Callable[[], Any]) -> None:
     close() that never returns is the system's defect, which lifecycle.responsive reports, not a
     reason to refuse the factory."""
     import contextlib
-
-    from rlconform.core.watchdog import CallTimeout, call_timeout, close_timeout, deadline
 
     with contextlib.suppress(CallTimeout), deadline(close_timeout(call_timeout()), watch_deadlock=True):
         close()

@@ -15,6 +15,9 @@ import signal
 import threading
 from collections.abc import Iterator
 
+from rlconform.core.config import CALL_TIMEOUT, seconds
+from rlconform.core.deadlock import DeadlockMonitor, detectable
+
 #: seconds a call may take when the envs are rlconform's reference envs (microseconds per step)
 REFERENCE_CALL_TIMEOUT = 2.0
 #: seconds a call may take when the envs are a user's own (they may simulate physics)
@@ -23,8 +26,6 @@ USER_CALL_TIMEOUT = 10.0
 
 def call_timeout(*, user_envs: bool = False) -> float:
     """Seconds a single library call may take (RLCONFORM_CALL_TIMEOUT overrides the default)."""
-    from rlconform.core.config import CALL_TIMEOUT, seconds
-
     return seconds(CALL_TIMEOUT, USER_CALL_TIMEOUT if user_envs else REFERENCE_CALL_TIMEOUT)
 
 
@@ -60,7 +61,6 @@ def deadline(seconds: float, *, watch_deadlock: bool = False) -> Iterator[None]:
     if seconds <= 0 or not deadlines_available():
         yield
         return
-    from rlconform.core.deadlock import DeadlockMonitor, detectable
 
     monitor: DeadlockMonitor | None = None
     #: the body has ended: an alarm that fires while the deadline is taken down raises nothing

@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO
 
 from rlconform.core.crashlog import announce
-from rlconform.core.family import ModelMatch
-from rlconform.envs.plan import Case, Op, Reset, Step
+from rlconform.core.family import ModelMatch, get_family
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, get_system
-from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
+from rlconform.core.user import BadInput, close_within_limit, returned_type, spawns_workers
 from rlconform.core.watchdog import (
     CallTimeout,
     call_timeout,
@@ -41,6 +40,12 @@ from rlconform.core.watchdog import (
     stderr_to,
 )
 from rlconform.envs.calllog import FileSink, LogSink, MemorySink
+from rlconform.envs.plan import Case, Op, Reset, Step
+from rlconform.envs.reproducer import case_reproducer, print_run
+from rlconform.envs.script import EnvScript
+from rlconform.envs.spaces import batch_actions, single_action
+from rlconform.envs.strategies import cases
+from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.envs.truth import GroundTruth, build_truth
 
 if TYPE_CHECKING:
@@ -127,21 +132,15 @@ class ReferenceEnvFamily(ABC):
 
     # ------------------------------------------------------------ the Family protocol
     def run_case(self, system: System, case: Any, *, with_model: bool) -> Run:
-        return drive_case(system, case, with_model=with_model)
+        return drive_case(system, case, self, with_model=with_model)
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
-        from rlconform.envs.strategies import cases
-
-        return cases(system, scenario)
+        return cases(system, scenario, vectorized=self.contract.vectorized)
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        from rlconform.envs.reproducer import case_reproducer
-
-        return case_reproducer(system, spec, case, run)
+        return case_reproducer(system, spec, case, run, family=self)
 
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
-        from rlconform.envs.reproducer import print_run
-
         print_run(run, stream)
 
     def check_factory(self, signature: inspect.Signature) -> None:
@@ -195,8 +194,6 @@ class ReferenceEnvFamily(ABC):
         return None
 
     def close_probe(self, obj: Any) -> None:
-        from rlconform.core.user import close_within_limit
-
         close = getattr(obj, "close", None)
         if callable(close):
             close_within_limit(close)
@@ -209,12 +206,10 @@ class ReferenceEnvFamily(ABC):
         (:mod:`rlconform.envs.factory_probe`): its cases are drawn from the kinds it accepts, one
         that never used the envs it was given is bad input, and the stack semantics are what every
         accepted build read the same."""
-        from rlconform.core.user import BadInput, returned_type, spawns_workers
         from rlconform.envs.factory_probe import accepted_kinds
-        from rlconform.envs.script import EnvScript
 
         given = self.factory_argument
-        acceptance = accepted_kinds(system, self.probe_num_envs(system))
+        acceptance = accepted_kinds(system, self, self.probe_num_envs(system))
         if acceptance.ignored_env_fns:
             raise BadInput(
                 f"{system.source} ignored the {given} it was given (it built its own envs: its reset and step "
@@ -354,8 +349,6 @@ class ActionCodec:
 
     @classmethod
     def for_script(cls, case: Case) -> ActionCodec:
-        from rlconform.envs.spaces import batch_actions, single_action
-
         spec = case.script.action
         return cls(functools.partial(single_action, spec), functools.partial(batch_actions, spec), reference_units=True)
 
@@ -506,11 +499,12 @@ class LiveRun:
         *,
         env_fns: Sequence[Callable[[], Any]] | None = None,
         codec: ActionCodec | None = None,
+        family: ReferenceEnvFamily | None = None,
     ) -> None:
         """``env_fns``/``codec`` replace the reference envs and their actions (to drive a user's
         own env through a library stack); no ground truth is then recorded."""
         self.system = system
-        self.family = reference_family(system.family)
+        self.family = family if family is not None else reference_family(system.family)
         self.run = Run(system=system, case=case)
         self.obj: Any = None
         self._log_dir = Path(tempfile.mkdtemp(prefix="rlconform-logs-")) if system.out_of_process else None
@@ -653,17 +647,15 @@ def _mark_closed(obj: Any) -> None:
 
 def reference_family(name: str) -> ReferenceEnvFamily:
     """The family ``name`` of the catalog in use, as the reference-env family it must be."""
-    from rlconform.core.family import get_family
-
     family = get_family(name)
     if not isinstance(family, ReferenceEnvFamily):
         raise TypeError(f"family {name} is not driven around the reference envs")
     return family
 
 
-def drive_case(system: System, case: Case, *, with_model: bool = True) -> Run:
+def drive_case(system: System, case: Case, family: ReferenceEnvFamily, *, with_model: bool = True) -> Run:
     """Run ``case`` on ``system`` (and on its reference model when ``with_model``)."""
-    live = LiveRun(system, case)
+    live = LiveRun(system, case, family=family)
     model_id = live.model_id()
     run = live.drive(case.ops)
     if with_model and model_id is not None:

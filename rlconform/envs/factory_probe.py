@@ -23,9 +23,13 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rlconform.envs.plan import Case, Reset, Step
+from rlconform.core.hangs import hung_call
+from rlconform.core.runner import quiet_library_logs
 from rlconform.core.system import Capabilities, StackSemantics, System, stack_reading
-from rlconform.envs.driver import reference_family
+from rlconform.core.verdict import internal_error_message
+from rlconform.envs.calllog import FileSink
+from rlconform.envs.driver import LiveRun, ReferenceEnvFamily
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import (
     ActionValue,
@@ -167,7 +171,6 @@ class InstanceLoggedEnv:
     def __call__(self) -> Any:
         import uuid
 
-        from rlconform.envs.calllog import FileSink
         from rlconform.envs.reference_env import make_reference_env
 
         sink = FileSink(os.path.join(self.folder, f"env-{self.index}-{uuid.uuid4().hex}.log"))
@@ -177,21 +180,16 @@ class InstanceLoggedEnv:
 def driven_instances(folder: str, index: int, since_ns: int) -> int:
     """How many instances of sub-env ``index`` received a call at or after ``since_ns`` (the
     driver's first call: calls a library makes while it is built do not count)."""
-    from rlconform.envs.calllog import FileSink
-
     paths = glob.glob(os.path.join(glob.escape(folder), f"env-{index}-*.log"))
     return sum(any(record.t_ns >= since_ns for record in FileSink(path).read()) for path in paths)
 
 
-def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset: bool = False) -> Trial:
+def run_trial(
+    system: System, family: ReferenceEnvFamily, script: EnvScript, num_envs: int, *, masked_reset: bool = False
+) -> Trial:
     """Build ``system`` around ``num_envs`` reference envs following ``script``, reset it, step it
     once (then, with ``masked_reset``, reset its first sub-env alone) and close it (in the calling
     process: :func:`rlconform.core.user.probe` isolates the whole probe)."""
-    from rlconform.core.hangs import hung_call
-    from rlconform.core.runner import quiet_library_logs
-    from rlconform.core.search import internal_error_message
-    from rlconform.envs.driver import LiveRun
-
     action = plain_value(script.action)
     ops: tuple[Reset | Step, ...] = (Reset(seed=0), Step(tuple(action for _ in range(num_envs))))
     if masked_reset:
@@ -202,7 +200,7 @@ def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset:
         env_fns = [InstanceLoggedEnv(script, k, folder) for k in range(num_envs)]
         try:
             with quiet_library_logs():
-                run = LiveRun(system, case, env_fns=env_fns).drive(case.ops)
+                run = LiveRun(system, case, family=family, env_fns=env_fns).drive(case.ops)
         except Exception as exc:
             # the system's own failures are recorded in the run; this one is rlconform's
             return Trial(script, "internal", internal_error_message(exc).splitlines()[0])
@@ -219,12 +217,12 @@ def run_trial(system: System, script: EnvScript, num_envs: int, *, masked_reset:
     if not any(driven):
         return Trial(script, "ignored")
     shared = [k for k, count in enumerate(driven) if count > 1]
-    if shared and reference_family(system.family).one_env_fn:
+    if shared and family.one_env_fn:
         return Trial(script, "shared", f"sub-env(s) {shared} were built and driven more than once at the same time")
     return Trial(script, "ok", hung=hung_call(run) is not None, stack=stack_reading(run.semantics))
 
 
-def accepted_kinds(system: System, num_envs: int) -> Acceptance:
+def accepted_kinds(system: System, family: ReferenceEnvFamily, num_envs: int) -> Acceptance:
     """Drive the factory with each candidate kind (see the module docstring)."""
     caps = system.capabilities
     obs_options = [o for o in OBS_CANDIDATES if o.kind in caps.obs_kinds]
@@ -236,7 +234,7 @@ def accepted_kinds(system: System, num_envs: int) -> Acceptance:
             # a call that hangs would cost its whole deadline per trial: the kinds found so far
             # stand, and lifecycle.responsive reports the hang
             return Trial(EnvScript(obs=obs, action=action), "untried", "not tried: an earlier call hung")
-        trial = run_trial(system, EnvScript(obs=obs, action=action), num_envs)
+        trial = run_trial(system, family, EnvScript(obs=obs, action=action), num_envs)
         trials.append(trial)
         return trial
 
@@ -270,7 +268,7 @@ def accepted_kinds(system: System, num_envs: int) -> Acceptance:
     if caps.partial_reset and not any(t.hung for t in trials):
         # a documented refusal (Gymnasium's NormalizeObservation) is the factory's choice: cases
         # then draw no partial reset, and the report says so
-        masked = run_trial(system, EnvScript(obs=base[0], action=base[1]), num_envs, masked_reset=True)
+        masked = run_trial(system, family, EnvScript(obs=base[0], action=base[1]), num_envs, masked_reset=True)
         if masked.outcome == "refused":
             partial_reset_refused = masked.reason
     return Acceptance(

@@ -25,10 +25,9 @@ from rlconform.envs.calllog import (
     describe_action,
 )
 from rlconform.envs.script import EnvScript, EpisodePlan, reward_for
-from rlconform.envs.stamp import MAX_STEPS, Stamp
+from rlconform.envs.stamp import MAX_STEPS, STAMP_INFO_KEY, Stamp
 
 REGISTERED_ID = "rlconform/Reference-v0"
-STAMP_INFO_KEY = "rlconform_stamp"
 END_INFO_KEY = "rlconform_end"
 
 

@@ -17,12 +17,14 @@ import re
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rlconform.core.hangs import RESPONSIVE, TIMEOUT_ERROR
+from rlconform.envs.decode import decode as decode_obs
+from rlconform.envs.decode import describe_decoded
 from rlconform.envs.plan import Case
 
 if TYPE_CHECKING:
     from rlconform.core.spec import Spec
     from rlconform.core.system import System
-    from rlconform.envs.driver import Run
+    from rlconform.envs.driver import ReferenceEnvFamily, Run
 
 
 #: the names rlconform.replay gives every reproducer of a call sequence
@@ -91,13 +93,10 @@ def import_factory(reference: str, reserved: set[str]) -> tuple[str, str] | None
     return statement, ".".join([alias, *path.split(".")[1:]])
 
 
-def user_reproducer(system: System, spec: Spec, case: Case, run: Any) -> str | None:
+def user_reproducer(system: System, spec: Spec, case: Case, run: Any, family: ReferenceEnvFamily) -> str | None:
     """The reproducer of a user's factory of a reference-env family, written as a pytest
     regression test (see the module docstring); None where the family has no plain-call form or
     the factory cannot be imported by name."""
-    from rlconform.envs.driver import reference_family
-
-    family = reference_family(system.family)
     if family.plain_build is None or family.api is None or type(case) is not Case:
         return None
     obj = family.plain_object
@@ -182,9 +181,10 @@ def _intended(system: System) -> str:
     return f", intended={sorted(system.intended)!r}" if system.intended else ""
 
 
-def case_reproducer(system: System, spec: Spec, case: Any, run: Any = None) -> str:
+def case_reproducer(system: System, spec: Spec, case: Any, run: Any = None, *, family: ReferenceEnvFamily) -> str:
+    """The standalone reproducer of ``case`` on ``system``, whose family is ``family``."""
     if system.kind == "user":
-        kept = user_reproducer(system, spec, case, run)
+        kept = user_reproducer(system, spec, case, run, family)
         if kept is not None:
             return kept
     calls = ""
@@ -239,9 +239,6 @@ if __name__ == "__main__":
 
 def print_run(run: Run, stream: TextIO, *, decode: bool = True) -> None:
     """Every call of a run and what it returned, observations decoded where they can be."""
-    from rlconform.specs.helpers import decode as decode_obs
-    from rlconform.specs.helpers import describe_decoded
-
     print(f"system: {run.system.id} ({run.system.title})", file=stream)
     if run.build_error:
         print(f"build error: {run.build_error}", file=stream)

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: the info key under which a reference env also returns its stamp (read without Gymnasium by
+#: the specs, so it is kept here rather than with the Gymnasium env)
+STAMP_INFO_KEY = "rlconform_stamp"
+
 #: Exclusive upper bounds of the stamp fields; the codecs are sized from these.
 MAX_ENVS = 64
 MAX_EPISODES = 4096

@@ -13,13 +13,13 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from rlconform.envs.plan import Case, Op, Reset
 from rlconform.core.spec import Violation, all_specs
 from rlconform.core.system import System, get_system
+from rlconform.envs.decode import decode, describe_decoded
+from rlconform.envs.driver import LiveRun, Run, reference_family
+from rlconform.envs.plan import Case, Op, Reset
+from rlconform.envs.strategies import SEEDS, _partial_reset, _step, num_envs_for, scripts
 from rlconform.envs.trace import CallRecord
-from rlconform.envs.driver import LiveRun, Run
-from rlconform.envs.strategies import SEEDS, _partial_reset, _step, _vectorized, num_envs_for, scripts
-from rlconform.specs.helpers import decode, describe_decoded
 
 
 class ConformanceFailure(AssertionError):
@@ -45,7 +45,7 @@ def conformance_machine(system: System, specs: Sequence[str] | None = None) -> t
     """A state machine class for ``system`` (which must have a reference model); at teardown it
     checks ``specs`` (default: every standard spec that applies)."""
     caps = system.capabilities
-    vectorized = _vectorized(system)
+    vectorized = reference_family(system.family).contract.vectorized
 
     class Machine(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -56,7 +56,7 @@ def conformance_machine(system: System, specs: Sequence[str] | None = None) -> t
             self.num_envs = 1
             self.ended: list[bool] = []
 
-        @initialize(script=scripts(caps), num_envs=num_envs_for(system), seed=st.none() | SEEDS)
+        @initialize(script=scripts(caps), num_envs=num_envs_for(system, vectorized), seed=st.none() | SEEDS)
         def start(self, script: Any, num_envs: int, seed: int | None) -> None:
             self.script, self.num_envs = script, num_envs
             case = Case(script, num_envs, (Reset(seed=seed),))

@@ -11,8 +11,8 @@ import functools
 
 from hypothesis import strategies as st
 
-from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.core.system import Capabilities, System
+from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.envs.script import EndKind, EnvScript, EpisodePlan
 from rlconform.envs.spaces import (
     ActionValue,
@@ -146,10 +146,12 @@ def _partial_reset(num_envs: int) -> st.SearchStrategy[Reset]:
     return st.builds(Reset, seed=st.none() | SEEDS, mask=masks)
 
 
-def operations(system: System, script: EnvScript, num_envs: int, *, robustness: bool) -> st.SearchStrategy[list[Op]]:
+def operations(
+    system: System, script: EnvScript, num_envs: int, *, robustness: bool, vectorized: bool
+) -> st.SearchStrategy[list[Op]]:
     """A call sequence after the first reset. Steps come in bursts so that examples reach episode
     ends often, while shrinking can still cut a burst down to a single step."""
-    return _operations(system.capabilities, _vectorized(system), script.action, num_envs, robustness)
+    return _operations(system.capabilities, vectorized, script.action, num_envs, robustness)
 
 
 @functools.cache
@@ -179,33 +181,32 @@ def _operations(
     return chunks.map(lambda parts: [op for part in parts for op in part])
 
 
-def _vectorized(system: System) -> bool:
-    from rlconform.envs.driver import reference_family
-
-    return reference_family(system.family).contract.vectorized
-
-
-def num_envs_for(system: System) -> st.SearchStrategy[int]:
-    if not _vectorized(system):
+def num_envs_for(system: System, vectorized: bool) -> st.SearchStrategy[int]:
+    """How many sub-envs a case of ``system`` has: one unless its family is ``vectorized`` (the
+    family's contract says so; the caller passes it, so that drawing cases needs no family lookup)."""
+    if not vectorized:
         return st.just(1)
     caps = system.capabilities
     return st.integers(max(caps.min_envs, 1), caps.max_envs)
 
 
 @st.composite
-def cases(draw: st.DrawFn, system: System, scenario: str = "standard") -> Case:
-    """A case for ``system``: a script it accepts, a number of sub-envs, and a call sequence."""
+def cases(draw: st.DrawFn, system: System, scenario: str = "standard", *, vectorized: bool) -> Case:
+    """A case for ``system``: a script it accepts, a number of sub-envs, and a call sequence
+    (``vectorized``: whether the system's family takes more than one sub-env)."""
     script = draw(scripts(system.capabilities))
-    num_envs = draw(num_envs_for(system))
+    num_envs = draw(num_envs_for(system, vectorized))
     first_seed = draw(st.none() | SEEDS)
     if scenario == "reseed":
         seed = first_seed if first_seed is not None else draw(SEEDS)
-        prefix = draw(operations(system, script, num_envs, robustness=False).map(lambda ops: ops[:6]))
+        prefix = draw(
+            operations(system, script, num_envs, robustness=False, vectorized=vectorized).map(lambda ops: ops[:6])
+        )
         segment = draw(st.lists(_step(script.action, num_envs), min_size=1, max_size=12))
         ops: list[Op] = [Reset(seed=draw(SEEDS)), *prefix, Reset(seed=seed), *segment, Reset(seed=seed), *segment]
         return Case(script, num_envs, tuple(ops))
-    robustness = scenario == "robustness" and _vectorized(system)
-    body = draw(operations(system, script, num_envs, robustness=robustness))
+    robustness = scenario == "robustness" and vectorized
+    body = draw(operations(system, script, num_envs, robustness=robustness, vectorized=vectorized))
     if robustness and not any(isinstance(op, BadStep) for op in body):
         body.append(draw(_bad_step(script.action, num_envs)))
         body.append(draw(_step(script.action, num_envs)))

@@ -14,6 +14,7 @@ from typing import Any
 
 from rlconform.core.grouping import failing_from_json, groups
 from rlconform.core.impact import rank
+from rlconform.core.verdict import table_status
 
 #: table statuses in report order; "known" is a failure that is known (documented) or expected
 STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error")
@@ -28,15 +29,6 @@ SYMBOLS = {
     "not_run": "n/r",
     "error": "ERR",
 }
-
-
-def table_status(status: str, known: str | None, expected: str | None) -> str:
-    """The status a verdict shows in tables and counts: a failure documented by rlconform (known)
-    or expected by the project is "known"; everything else shows its own status. One rule for
-    the run table, the plugin's summary and every report format."""
-    if (status == "fail" and known) or expected:
-        return "known"
-    return status
 
 
 LABELS = {

@@ -19,11 +19,10 @@ from rlconform import __version__
 from rlconform.core.grouping import Failing, annotate, groups
 from rlconform.core.impact import rank, title
 from rlconform.core.profiles import Profile
-from rlconform.core.search import Verdict
-from rlconform.core.spec import Spec, registered_impact
+from rlconform.core.spec import Spec, all_specs, registered_impact
 from rlconform.core.system import System, library_version
+from rlconform.core.verdict import NATIVE_TRACEBACK, Verdict, cell_status, table_status
 from rlconform.reports.document import SYMBOLS as REPORT_SYMBOLS
-from rlconform.reports.document import table_status
 
 if TYPE_CHECKING:
     from rlconform.core.family import Family
@@ -45,8 +44,6 @@ LIBRARIES = (
 #: the libraries of the family checked: :attr:`rlconform.core.family.Family.libraries`)
 BASE_LIBRARIES = ("numpy", "hypothesis", "pytest")
 
-#: the heading of a crashed worker's native traceback in its error verdict (rlconform.core.suite)
-NATIVE_TRACEBACK = "native traceback (faulthandler):"
 #: the table's cell symbols, shared with the report formats (rlconform.reports)
 SYMBOLS = REPORT_SYMBOLS
 
@@ -139,8 +136,6 @@ def spec_column(spec_id: str) -> int | None:
     """The number that heads ``spec_id``'s column in every table (``run``, ``check``, ``report``):
     its position in the catalog (``rlconform list --specs``), whatever specs a run selected, so
     that column 3 is the same spec in every table of one installation. None: not in the catalog."""
-    from rlconform.core.spec import all_specs
-
     for i, spec in enumerate(all_specs()):
         if spec.id == spec_id:
             return i + 1
@@ -197,10 +192,6 @@ def system_json(system: System) -> dict[str, Any]:
         "restrictions": list(system.capabilities.notes),
         "known_violations": [{"spec": k, "reason": r} for k, r in system.known_violations],
     }
-
-
-def cell_status(verdict: Verdict) -> str:
-    return table_status(verdict.status, verdict.known, verdict.expected)
 
 
 def impact_of(verdict: Verdict) -> str | None:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlconform.envs.plan import BadStep, Case, Step
+from rlconform.core.runner import execute
 from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.envs.decode import decode, describe_decoded
 from rlconform.envs.driver import reference_family
+from rlconform.envs.plan import BadStep, Case, Step
 from rlconform.specs.families import TORCHRL_ENVBASE, TRANSITION_FAMILIES, VECTOR_FAMILIES
-from rlconform.specs.helpers import decode, describe_decoded, events_by_call
+from rlconform.specs.helpers import events_by_call
 
 if TYPE_CHECKING:
-    from rlconform.envs.trace import CallRecord, CallView
     from rlconform.envs.driver import Run
+    from rlconform.envs.trace import CallRecord, CallView
 
 
 @spec(
@@ -150,8 +152,6 @@ def _control_run(run: Run) -> Run | None:
     has none. The comparison is with the system itself, never with a model that may not describe
     it: an unrelated defect is in both runs and cancels out."""
     if _CONTROL not in run.memo:
-        from rlconform.core.runner import execute
-
         ops = tuple(op for op in run.case.ops if not isinstance(op, BadStep))
         control = None
         if len(ops) != len(run.case.ops):

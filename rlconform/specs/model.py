@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from rlconform.core.compare import first_difference
 from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.envs.decode import decode, describe_decoded
 from rlconform.specs.families import TUPLE_FAMILIES
-from rlconform.specs.helpers import decode, describe_decoded
 
 if TYPE_CHECKING:
-    from rlconform.envs.trace import CallRecord
     from rlconform.envs.driver import Run
+    from rlconform.envs.trace import CallRecord
 
 
 def _volatile(path: str) -> bool:

@@ -12,16 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlconform.envs.plan import Reset
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
+from rlconform.envs.decode import decode
+from rlconform.envs.plan import Reset
 from rlconform.envs.stamp import Stamp
 from rlconform.specs.families import TRANSITION_FAMILIES, VECTOR_FAMILIES
-from rlconform.specs.helpers import decode, events_by_call, resets_in, rewards_equal
+from rlconform.specs.helpers import events_by_call, resets_in, rewards_equal
 
 if TYPE_CHECKING:
-    from rlconform.envs.trace import CallRecord
     from rlconform.envs.driver import Run
+    from rlconform.envs.trace import CallRecord
 
 
 def _seeded_resets(run: Run) -> list[CallRecord]:

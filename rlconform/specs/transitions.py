@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.core.spec import Checker, Outcome, Spec, spec, spec_of
 from rlconform.envs.calllog import RejectedRecord, ResetRecord, StepRecord, receipt_value_equal
+from rlconform.envs.decode import decode, describe_decoded
+from rlconform.envs.plan import Reset
 from rlconform.envs.spaces import Garbage, values_changed
 from rlconform.envs.stamp import Stamp
 from rlconform.specs.families import TRANSITION_FAMILIES, TUPLE_FAMILIES
@@ -21,14 +23,13 @@ from rlconform.specs.helpers import (
     agent_step_of_call,
     call_of_records,
     contract_of,
-    decode,
-    describe_decoded,
     events_by_call,
     expected_truncated,
     info_stamp,
     match_transitions,
     resets_in,
     reward_precision,
+    rewards_equal,
     stamps_survive,
     steps_in,
 )
@@ -165,8 +166,6 @@ def transitions_exact(run: Run) -> Outcome:
 
 
 def _close(a: float, b: float, precision: str) -> bool:
-    from rlconform.specs.helpers import rewards_equal
-
     return rewards_equal(a, b, precision)
 
 
@@ -257,8 +256,6 @@ def _cut_by_stack(run: Run, env: int) -> set[tuple[int, int]]:
 
 
 def _user_reset_touches(call: object, env: int) -> bool:
-    from rlconform.envs.plan import Reset
-
     op = getattr(call, "op", None)
     if not isinstance(op, Reset):
         return False

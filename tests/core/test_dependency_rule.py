@@ -1,18 +1,29 @@
-"""The dependency rule: a module lives with the library whose absence would skip it.
+"""The dependency rule: the layers of rlconform, in order, and a module lives with the library
+whose absence would skip it.
 
 Every module of the package is parsed (nothing is imported) and every import it makes is read:
 module-level and inside functions, ``import x``, ``from x import y`` (``from rlconform.pkg import
 module`` resolved to the module), relative imports, ``importlib.import_module("x")``, and imports
 under ``TYPE_CHECKING`` (a type a layer names is a dependency of that layer too). Then:
 
+(layers) a module imports its own layer and the layers below it, never one above: core, then the
+    reference envs, then the cross-family specs, then the library packages, then the front ends
+    (``cli``, ``plugin``, ``testing``, ``replay`` and the composition root ``rlconform.catalog``).
+    The reports sit beside them: they read core only, and only front ends read them. The one
+    import that runs back up is declared, with its reason, in ``BACK_EDGES``;
+(cycles) no rlconform modules import each other in a cycle at import time (module level, outside
+    ``TYPE_CHECKING``): which one finishes first would depend on which one a caller imports first;
+(functions) rlconform's own modules are imported at module level, so that the graph above is
+    what runs; an import made inside a function is declared, with its reason, in
+    ``FUNCTION_LEVEL`` (an optional library the imported module needs, a cycle the late import
+    breaks);
 (a) ``rlconform/core`` imports no package of ``rlconform.libraries`` and no optional library;
 (b) ``rlconform/envs``, ``rlconform/specs`` and ``rlconform/reports`` import no package of
     ``rlconform.libraries`` (they may use an optional library themselves);
 (c) a package of ``rlconform.libraries`` imports another one only along an edge declared, with its
     reason, in ``ALLOWED``; an edge the code no longer uses must leave the table.
 
-The front-ends (``cli``, ``plugin``, ``testing``, ``replay``) may import anything. Last, a fresh
-interpreter in which every optional library is unimportable imports every module of
+Last, a fresh interpreter in which every optional library is unimportable imports every module of
 ``rlconform/core``: the rule holds for what actually runs, transitive imports included.
 """
 
@@ -23,7 +34,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,6 +208,174 @@ def _report(title: str, offending: list[Import]) -> str:
     return f"{title} ({len(offending)}):\n" + "\n".join(f"  {imp}  -> {imp.target}" for imp in offending)
 
 
+#: the layers from the bottom up: a module may import its own layer and those before it
+LAYERS = ("core", "envs", "specs", "libraries", "front ends")
+#: the top-level modules that are front ends: they put the layers together for a user
+FRONT_ENDS = ("cli", "plugin", "testing", "replay", "catalog")
+#: what the reports may import (besides themselves): they render a results document, which core
+#: defines; envs, specs and the library packages never import them (only front ends do)
+REPORTS_READ = ("core",)
+
+#: (importing module, imported module): why this import runs against the layers. Each is made
+#: inside a function, never at import time (test_back_edges_are_declared_and_late).
+BACK_EDGES: dict[tuple[str, str], str] = {
+    ("rlconform.core.catalog", "rlconform.catalog"): (
+        "the composition root: the catalog core asks for (core.catalog.current) is the one "
+        "rlconform.catalog puts together from the library packages; core imports it when first "
+        "asked, so that core names no library and a test can install another catalog instead"
+    ),
+}
+
+#: front ends whose imports inside functions are not held to FUNCTION_LEVEL yet: they are being
+#: rebuilt around one session (rlconform.core.session), after which they are checked too
+FUNCTION_LEVEL_EXEMPT = ("cli", "plugin", "testing")
+
+
+def layer_group(name: str) -> str:
+    """The layer of ``layer(module)``: "libraries" for any library package, "front ends" for a
+    front end, "package" for rlconform/__init__.py (its version only, below every layer)."""
+    if name == "rlconform":
+        return "package"
+    if name == "libraries" or name.startswith("libraries."):
+        return "libraries"
+    if name in FRONT_ENDS:
+        return "front ends"
+    return name
+
+
+def may_import(importer: str, imported: str) -> bool:
+    """Whether a module of layer group ``importer`` may import one of ``imported``."""
+    if imported in (importer, "package"):
+        return True
+    if importer == "reports":
+        return imported in REPORTS_READ
+    if imported == "reports":
+        return importer == "front ends"
+    return LAYERS.index(imported) <= LAYERS.index(importer)
+
+
+def upward_imports(imports: Iterable[Import]) -> list[Import]:
+    """The imports that run against the layers and are not a declared back edge."""
+    return [
+        imp
+        for imp in imports
+        if layer(imp.target)
+        and not may_import(layer_group(layer(imp.module)), layer_group(layer(imp.target)))
+        and (imp.module, imp.target) not in BACK_EDGES
+    ]
+
+
+def _runs_at_import(imp: Import) -> bool:
+    return imp.where == "module level"
+
+
+def _imported_modules(target: str, known: Collection[str]) -> list[str]:
+    """The modules of rlconform that importing ``target`` runs: it and its packages."""
+    parts = target.split(".")
+    return [name for k in range(1, len(parts) + 1) if (name := ".".join(parts[:k])) in known]
+
+
+def _cycle_through(start: str, edges: dict[str, dict[str, Import]]) -> list[Import] | None:
+    """The imports of a path from ``start`` back to itself (depth first), or None."""
+    path: list[Import] = []
+    seen: set[str] = set()
+
+    def visit(node: str) -> bool:
+        for target, imp in sorted(edges.get(node, {}).items()):
+            path.append(imp)
+            if target == start:
+                return True
+            if target not in seen:
+                seen.add(target)
+                if visit(target):
+                    return True
+            path.pop()
+        return False
+
+    return path if visit(start) else None
+
+
+def import_cycles(imports: Iterable[Import], known: Collection[str] = MODULES) -> list[list[Import]]:
+    """Cycles of rlconform modules that import each other at import time, each as the imports
+    that close it (one cycle per strongly connected group of modules)."""
+    edges: dict[str, dict[str, Import]] = {}
+    for imp in imports:
+        if _runs_at_import(imp):
+            for target in _imported_modules(imp.target, known):
+                if target != imp.module and not imp.module.startswith(target + "."):
+                    edges.setdefault(imp.module, {}).setdefault(target, imp)
+    cycles: list[list[Import]] = []
+    done: set[str] = set()
+    for start in sorted(edges):
+        if start not in done and (cycle := _cycle_through(start, edges)):
+            cycles.append(cycle)
+            done.update(imp.module for imp in cycle)
+    return cycles
+
+
+def _optional(libraries: str) -> str:
+    return (
+        f"the imported module imports {libraries} at module level, and the importing one is loaded "
+        "without it (the catalog reads every library package's systems for `rlconform list`)"
+    )
+
+
+_GYMNASIUM = _optional("Gymnasium (the reference env is a gymnasium.Env)")
+_TORCH = _optional("torch")
+
+#: (importing module, imported module): why this rlconform import is made inside a function
+#: rather than at module level. Every entry is used (test_every_function_level_entry_is_used).
+FUNCTION_LEVEL: dict[tuple[str, str], str] = {
+    ("rlconform.core.catalog", "rlconform.catalog"): "the composition root (BACK_EDGES)",
+    ("rlconform.core.profiles", "rlconform.core.config"): (
+        "config checks RLCONFORM_PROFILE against PROFILES, so it imports profiles; get_profile reads "
+        "the variable back through config when called, so that the two do not import each other"
+    ),
+    ("rlconform.envs.driver", "rlconform.envs.factory_probe"): (
+        "the factory probe drives its trial builds through the driver's LiveRun, so it imports the "
+        "driver; probe_factory imports the probe when called, so that the two do not import each other"
+    ),
+    ("rlconform.envs.driver", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.envs.factory_probe", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.envauthor.planted", "rlconform.libraries.envauthor.sample_envs"): _optional("Gymnasium"),
+    ("rlconform.libraries.gymnasium.env_family", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.isaaclab.bundled", "rlconform.libraries.isaaclab.batch_env"): _optional("Isaac Lab"),
+    ("rlconform.libraries.isaaclab.direct_family", "rlconform.libraries.isaaclab.reference_env"): _optional(
+        "Isaac Lab and torch"
+    ),
+    ("rlconform.libraries.isaaclab.rsl_rl_family", "rlconform.libraries.isaaclab.reference_env"): _optional(
+        "Isaac Lab and torch"
+    ),
+    ("rlconform.libraries.isaaclab.wrapper_systems", "rlconform.libraries.isaaclab.reference_env"): _optional(
+        "Isaac Lab and torch"
+    ),
+    ("rlconform.libraries.isaaclab.torch_tier", "rlconform.libraries.isaaclab.wrappers"): _TORCH,
+    ("rlconform.libraries.isaaclab.torch_tier", "rlconform.libraries.isaaclab.torch_specs"): _TORCH,
+    ("rlconform.libraries.isaaclab.torch_tier", "rlconform.libraries.isaaclab.torch_run"): _TORCH,
+    ("rlconform.libraries.isaaclab.user", "rlconform.libraries.isaaclab.torch_specs"): _TORCH,
+    ("rlconform.libraries.isaaclab.user", "rlconform.libraries.isaaclab.torch_run"): _TORCH,
+    ("rlconform.libraries.torchrl.collectors", "rlconform.libraries.torchrl.policies"): _optional(
+        "torch and tensordict"
+    ),
+    ("rlconform.libraries.torchrl.env_family", "rlconform.libraries.torchrl.declared_space"): _optional("Gymnasium"),
+    ("rlconform.libraries.torchrl.env_family", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.torchrl.native", "rlconform.envs.torch_reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.torchrl.native", "rlconform.libraries.torchrl.planted_native"): _optional("Gymnasium"),
+}
+
+
+def function_level_imports(imports: Iterable[Import]) -> list[Import]:
+    """rlconform imports made inside a function that FUNCTION_LEVEL does not declare."""
+    return [
+        imp
+        for imp in imports
+        if imp.where.startswith("in ")
+        and layer(imp.target)
+        and layer(imp.module) not in FUNCTION_LEVEL_EXEMPT
+        and (imp.module, imp.target) not in FUNCTION_LEVEL
+    ]
+
+
 def test_the_package_is_read_whole() -> None:
     layers = {layer(module) for module in MODULES}
     assert {"core", "envs", "specs", "reports"} <= layers, layers
@@ -281,6 +460,108 @@ def test_every_allowed_edge_is_used() -> None:
     """ALLOWED says what the code does: an edge no import uses any more leaves the table."""
     used = {edge for edge, _ in _library_edges()}
     assert not set(ALLOWED) - used, f"declared but unused (remove from ALLOWED): {sorted(set(ALLOWED) - used)}"
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    """The layers: core, envs, specs, library packages, front ends; reports beside, reading core."""
+    offending = upward_imports(all_imports())
+    assert not offending, _report("an import runs against the layers (declare it in BACK_EDGES or move it)", offending)
+
+
+def test_back_edges_are_declared_and_late() -> None:
+    """Each declared back edge is still made, and only inside a function: importing the lower
+    layer never imports the higher one."""
+    made = [imp for imp in all_imports() if (imp.module, imp.target) in BACK_EDGES]
+    assert {(imp.module, imp.target) for imp in made} == set(BACK_EDGES), "a declared back edge is no longer made"
+    at_import = [imp for imp in made if not imp.where.startswith("in ")]
+    assert not at_import, _report("a back edge is made at import time", at_import)
+
+
+def test_no_import_cycle_at_import_time() -> None:
+    cycles = import_cycles(all_imports())
+    assert not cycles, "\n".join(_report("modules that import each other at import time", c) for c in cycles)
+
+
+def test_rlconform_imports_are_made_at_module_level() -> None:
+    """An rlconform import inside a function hides a dependency from the graph above; the few
+    that must wait for a call are declared in FUNCTION_LEVEL with the reason."""
+    offending = function_level_imports(all_imports())
+    assert not offending, _report("rlconform imports made inside a function (hoist, or declare why)", offending)
+
+
+def test_every_function_level_entry_is_used() -> None:
+    made = {(imp.module, imp.target) for imp in all_imports() if imp.where.startswith("in ")}
+    unused = sorted(set(FUNCTION_LEVEL) - made)
+    assert not unused, f"declared but no longer made inside a function (remove from FUNCTION_LEVEL): {unused}"
+
+
+def _optional_at_import(module: str, imports: list[Import]) -> set[str]:
+    """The optional libraries importing ``module`` imports, through rlconform modules imported at
+    module level."""
+    by_module: dict[str, list[Import]] = {}
+    for imp in imports:
+        by_module.setdefault(imp.module, []).append(imp)
+    seen, todo, found = {module}, [module], set()
+    while todo:
+        for imp in by_module.get(todo.pop(), []):
+            if not _runs_at_import(imp):
+                continue
+            if library := optional_library(imp.target):
+                found.add(library)
+            for target in _imported_modules(imp.target, MODULES):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+    return found
+
+
+def test_function_level_entries_for_an_optional_library_are_true() -> None:
+    """An entry that gives an optional library as its reason names a module that imports one the
+    importing module does not already import: else the import can move to module level."""
+    imports = list(all_imports())
+    wrong = [
+        (importer, imported)
+        for (importer, imported), reason in FUNCTION_LEVEL.items()
+        if reason.startswith("the imported module imports")
+        and not _optional_at_import(imported, imports) - _optional_at_import(importer, imports)
+    ]
+    assert not wrong, f"these imports need no optional library the importer lacks (hoist them): {wrong}"
+
+
+def test_the_rules_catch_planted_offences() -> None:
+    """Each rule reports an offence planted in a synthetic module: a back edge (at module level,
+    inside a function, under TYPE_CHECKING), a cycle, and an undeclared import in a function."""
+    known = {name: Path() for name in ("rlconform.core.x", "rlconform.core.y", "rlconform.specs.helpers")}
+    core = textwrap.dedent(
+        """
+        from typing import TYPE_CHECKING
+        from rlconform.specs.helpers import decode
+        from rlconform.core import y
+        if TYPE_CHECKING:
+            from rlconform.specs import helpers
+        def f():
+            from rlconform.specs.helpers import decode
+        """
+    )
+    planted = imports_of("rlconform.core.x", core, known=known)
+    upward = [(imp.line, imp.target, imp.where) for imp in upward_imports(planted)]
+    assert upward == [
+        (3, "rlconform.specs.helpers", "module level"),
+        (6, "rlconform.specs.helpers", "module level, under TYPE_CHECKING"),
+        (8, "rlconform.specs.helpers", "in f()"),
+    ]
+    back = imports_of("rlconform.core.y", "from rlconform.core.x import g\n", known=known)
+    cycles = import_cycles([*planted, *back], known=known)
+    assert [[(imp.module, imp.target) for imp in cycle] for cycle in cycles] == [
+        [("rlconform.core.x", "rlconform.core.y"), ("rlconform.core.y", "rlconform.core.x")]
+    ]
+    assert not import_cycles(planted, known=known)
+    assert [(imp.line, imp.target) for imp in function_level_imports(planted)] == [(8, "rlconform.specs.helpers")]
+    # the declared composition root passes; the same import from another core module does not
+    root = "def current():\n    from rlconform.catalog import default_catalog\n"
+    assert not upward_imports(imports_of("rlconform.core.catalog", root))
+    assert upward_imports(imports_of("rlconform.core.spec", root))
+    assert not function_level_imports(imports_of("rlconform.core.catalog", root))
 
 
 UNIMPORTABLE = textwrap.dedent(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError
-from rlconform.core.search import Verdict
+from rlconform.core.verdict import Verdict
 
 TEXT = """
 # comment lines and blank lines are ignored

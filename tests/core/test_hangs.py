@@ -23,10 +23,10 @@ pytest.importorskip("gymnasium")
 from rlconform.core import hangs
 from rlconform.core.profiles import get_profile
 from rlconform.core.runner import RUN_CACHE
-from rlconform.core.search import Verdict
 from rlconform.core.spec import all_specs
 from rlconform.core.suite import run_checks
 from rlconform.core.user import probe, user_system
+from rlconform.core.verdict import Verdict
 from rlconform.core.watchdog import deadlines_available
 
 pytestmark = pytest.mark.skipif(not deadlines_available(), reason="no SIGALRM deadlines on this platform")

@@ -18,10 +18,10 @@ import pytest
 
 from rlconform.core.profiles import get_profile
 from rlconform.core.progress import LineProgress, Progress, TerminalProgress, reporter, throttled
-from rlconform.core.search import Verdict
 from rlconform.core.spec import get_spec
 from rlconform.core.suite import print_progress, run_checks
 from rlconform.core.system import System, get_system
+from rlconform.core.verdict import Verdict
 
 
 class Terminal(io.StringIO):

@@ -187,8 +187,8 @@ def _raises_inside_rlconform(run: Any) -> Outcome:
 
 def test_an_exception_inside_rlconform_is_an_internal_error_with_its_traceback() -> None:
     pytest.importorskip("stable_baselines3")
-    from rlconform.core.search import INTERNAL_ERROR
     from rlconform.core.system import get_system
+    from rlconform.core.verdict import INTERNAL_ERROR
 
     spec = Spec(
         "test.raises",
@@ -291,7 +291,7 @@ def renamed_torchrl(env_fn: Callable[[], Any]) -> Any:
 
 def test_a_kind_that_crashes_rlconform_in_the_probe_is_left_out_and_named_an_internal_error() -> None:
     pytest.importorskip("torchrl")
-    from rlconform.core.search import INTERNAL_ERROR
+    from rlconform.core.verdict import INTERNAL_ERROR
 
     system = checked(renamed_torchrl, "torchrl.EnvBase")
     if "dict" not in system.capabilities.obs_kinds:

@@ -6,17 +6,17 @@ import time
 
 import numpy as np
 
-from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.system import Capabilities, System
+from rlconform.envs.decode import decode_stacked
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.reference_env import ReferenceEnv
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, Garbage
 from rlconform.envs.stamp import Stamp
 from rlconform.envs.truth import build_truth
 from rlconform.libraries.gymnasium.vector_model import ModelVectorEnv
-from rlconform.specs.helpers import decode_stacked
 
 
 def _log(script: EnvScript, calls: list) -> list:

@@ -15,12 +15,12 @@ pytest.importorskip("isaaclab", reason="isaaclab not installed: the isaaclab fam
 
 import torch
 
-from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import System, all_systems, get_system
 from rlconform.envs.driver import Run
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxAction, BoxObs
 from rlconform.envs.stamp import Stamp

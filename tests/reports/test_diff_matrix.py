@@ -21,9 +21,9 @@ pytest.importorskip("gymnasium")
 
 from rlconform import cli
 from rlconform.core.profiles import get_profile
-from rlconform.core.search import Verdict
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
+from rlconform.core.verdict import Verdict
 from rlconform.reports import validate
 from rlconform.reports.diff import Diff, classify
 from rlconform.reports.document import SYMBOLS

@@ -30,9 +30,10 @@ pytest.importorskip("gymnasium")
 
 from rlconform import cli
 from rlconform.core.profiles import get_profile
-from rlconform.core.search import Status, Verdict, check_spec
+from rlconform.core.search import check_spec
 from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import SystemKind, get_system
+from rlconform.core.verdict import Status, Verdict
 from rlconform.reports import (
     ResultsDocument,
     ResultsError,

@@ -20,13 +20,13 @@ from gymnasium.wrappers import ClipReward
 from gymnasium.wrappers import vector as vector_wrappers
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 
-from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.system import Capabilities, get_system
 from rlconform.core.user import factory_system
 from rlconform.envs.driver import Run
+from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 
 FAILED_CALL = "api.failed_call_no_side_effect"

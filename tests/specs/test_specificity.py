@@ -37,7 +37,7 @@ PLANTED = sorted(s.id for s in all_systems() if s.kind == "planted")
 #: the test fails for them until the false blame is gone
 FALSE_BLAME = {
     "planted.float64_observations": (
-        "specs.helpers.decode refuses a float64 array for an integer leaf, so infos.aligned and "
+        "envs.decode.decode refuses a float64 array for an integer leaf, so infos.aligned and "
         "transitions.exact report 'not an observation any env produced' for the right observation in "
         "the wrong dtype: one dtype defect told as three"
     ),

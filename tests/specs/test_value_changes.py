@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from rlconform.core.intents import INTENTS, parse_intents
-from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import Outcome, get_spec
 from rlconform.core.system import System, get_system
 from rlconform.core.user import BadInput, factory_system, with_intents
 from rlconform.envs.driver import Run
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction
 

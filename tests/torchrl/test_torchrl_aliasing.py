@@ -18,11 +18,11 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import get_spec
 from rlconform.core.system import EnvFn, System, get_system
 from rlconform.envs.driver import Run
+from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction
 

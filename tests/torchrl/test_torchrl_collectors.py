@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.envs.plan import Reset
 from rlconform.core.profiles import Profile
 from rlconform.core.search import check_spec
 from rlconform.core.spec import Violation, get_spec
 from rlconform.core.system import get_system
+from rlconform.envs.plan import Reset
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.libraries.torchrl.collectors import CollectorCase
 from rlconform.replay import replay

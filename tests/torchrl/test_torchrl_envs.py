@@ -15,15 +15,15 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
+from rlconform.envs.decode import decode
 from rlconform.envs.driver import Run
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS
-from rlconform.specs.helpers import decode
 
 SCRIPT = EnvScript(
     episodes=(EpisodePlan(2, "terminated"), EpisodePlan(3, "truncated"), EpisodePlan(4, "never")),

@@ -14,12 +14,12 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.core.profiles import Profile
 from rlconform.core.runner import RunCache, execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
+from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction, MultiDiscreteAction
 

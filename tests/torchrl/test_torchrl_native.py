@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.runner import execute
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
 from rlconform.envs.driver import Run
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import ActionValue, ActSpec, BoxAction, DiscreteAction, MultiDiscreteAction
 from rlconform.libraries.torchrl.native_specs import SPEC_ID

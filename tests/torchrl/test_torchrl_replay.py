@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("torchrl")
 
-from rlconform.envs.plan import Reset
 from rlconform.core.profiles import Profile
 from rlconform.core.search import check_spec
 from rlconform.core.spec import Violation, get_spec
 from rlconform.core.system import get_system
+from rlconform.envs.plan import Reset
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.libraries.torchrl.replay_buffers import ReplayCase
 from rlconform.replay import replay

@@ -21,13 +21,13 @@ pytest.importorskip("stable_baselines3")
 
 from gymnasium import spaces
 
-from rlconform.envs.plan import Case, Reset, Step
 from rlconform.core.profiles import Profile
 from rlconform.core.runner import RunCache, execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.system import System, get_system
 from rlconform.core.user import user_system
+from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.libraries.envauthor import family as envcheck
 from rlconform.libraries.envauthor.family import EnvCase, execute_user_env

@@ -31,16 +31,19 @@ import numpy as np
 
 from rlconform.core.compare import first_difference
 from rlconform.core.hangs import hung_call
-from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.core.system import Capabilities, Probed, System, get_system
-from rlconform.envs.trace import Slot
+from rlconform.core.user import BadInput, returned_type, spawns_workers
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.envs.driver import ActionCodec, LiveRun, Run
+from rlconform.envs.plan import Case, Op, Reset, Step
+from rlconform.envs.reproducer import import_factory, print_run, test_name
 from rlconform.envs.script import EnvScript
+from rlconform.envs.trace import Slot
 from rlconform.libraries.envauthor.torch_envs import (
     to_env_action,
     torch_device,
 )
+from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS, torch_native_stack
 from rlconform.libraries.torchrl.tensordicts import UnsupportedSpaceError
 from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV
 
@@ -421,7 +424,6 @@ def _torch_native_stack(stack_id: str, device: str) -> System | None:
     """The stack as it takes a torch-native env on ``device``, or None for a stack that needs NumPy."""
     if not stack_id.startswith("torchrl."):
         return None
-    from rlconform.libraries.torchrl.env_family import torch_native_stack
 
     return torch_native_stack(get_system(stack_id), device)
 
@@ -437,8 +439,6 @@ def _library_error(text: str) -> str:
 def _resets_made(stack_run: Run, seed: int, num_envs: int) -> list[tuple[int | None, ...]]:
     """Per copy, the seeds of the resets the stack's seeded reset made: what its adapter recorded
     (TorchRL), else ``seed + i`` (Gymnasium's and SB3's documented seeding)."""
-    from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS
-
     for call in stack_run.calls:
         if isinstance(call.op, Reset) and SUB_ENV_RESETS in call.extra:
             return list(call.extra[SUB_ENV_RESETS])
@@ -495,8 +495,6 @@ def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = No
     factory, makes the case's bare run as plain ``reset``/``step`` calls (a NumPy env's: a
     torch-native env's actions go through rlconform's conversion), and asserts that replaying the
     case finds no violation of ``spec``. None where the factory cannot be imported by name."""
-    from rlconform.envs.reproducer import import_factory, test_name
-
     name = test_name(spec)
     found = import_factory(system.source, {"copy", "case", "violations", "replay", "EnvCase", "env", "actions", name})
     if found is None:
@@ -607,8 +605,6 @@ class EnvAuthorFamily:
         return env_reproducer(system, spec, case, run)
 
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
-        from rlconform.envs.reproducer import print_run
-
         print(f"system: {run.system.source} (your env), {case}", file=stream)
         if run.first is not None:
             print_run(run.first, stream, decode=False)
@@ -620,8 +616,6 @@ class EnvAuthorFamily:
         stacks = tuple(options.get(STACKS_OPTION) or ())
         for pattern in stacks:
             if not _matches_any(pattern):
-                from rlconform.core.user import BadInput
-
                 raise BadInput(f"--stacks {pattern!r} matches no stack; the stacks are: {', '.join(STACKS)}")
         return System(
             id=f"user:{reference}",
@@ -641,8 +635,6 @@ class EnvAuthorFamily:
         return []
 
     def probe_factory(self, system: System) -> Probed:
-        from rlconform.core.user import returned_type, spawns_workers
-
         required = ("reset", "step", "observation_space", "action_space")
         spawned = spawns_workers(system, lambda: system.build([]), required, returned_type(self.factory_signature))
         return Probed(spawned, system.capabilities)

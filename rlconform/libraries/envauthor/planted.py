@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.specs.families import USER_ENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -19,7 +20,6 @@ def _call_factory(factory: Callable[[], Any], env_fns: Sequence[EnvFn]) -> Any:
 
 def _register_user_envs() -> None:
     from rlconform.libraries.envauthor import sample_envs as user_envs
-    from rlconform.specs.families import USER_ENV
 
     bugs = {
         "global_random": ("env.determinism",),

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlconform.core.compare import first_difference
-from rlconform.envs.plan import Reset, Step
 from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.envs.driver import Run, reference_family
+from rlconform.envs.plan import Reset, Step
 from rlconform.envs.trace import CallRecord
-from rlconform.envs.driver import Run
 from rlconform.libraries.envauthor.family import EnvRun, StackResult, stacks_not_run
 from rlconform.libraries.envauthor.torch_envs import (
     is_scalar_tensor,
@@ -20,6 +20,7 @@ from rlconform.libraries.envauthor.torch_envs import (
     tensor_signature,
     to_numpy,
 )
+from rlconform.specs.dtypes import _type_of, conformance_problem
 from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV
 
 if TYPE_CHECKING:
@@ -55,9 +56,6 @@ def _segments(run: Run) -> list[list[CallRecord]]:
     families=FAMILIES,
 )
 def env_api_shape(run: EnvRun) -> Outcome:
-    from rlconform.envs.driver import reference_family
-    from rlconform.specs.dtypes import _type_of
-
     ck = Checker()
     if not run.usable:
         return ck.done()
@@ -121,8 +119,6 @@ def _tensor_drift(call: CallRecord, device: str | None, first_seen: dict[str, tu
     families=FAMILIES,
 )
 def env_observations_in_space(run: EnvRun) -> Outcome:
-    from rlconform.specs.dtypes import conformance_problem
-
     ck = Checker()
     if not run.usable:
         return ck.done()
@@ -307,8 +303,6 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
 def _stack_difference(ck: Checker, result: StackResult) -> str | None:
     """The first transition where the stack's differs from the bare env's, as one line naming
     the stack; every compared transition counts as a checked fact."""
-    from rlconform.envs.driver import reference_family
-
     assert result.run is not None
     contract = reference_family(result.run.system.family).contract
     precision = 2e-7 if contract.reward_precision == "float32" else 1e-12

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from rlconform.core.family import find_layer, layer_chain
-from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
+from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.spaces import array_literal
+from rlconform.envs.trace import CallRecord, CallView, Slot
+from rlconform.libraries.gymnasium.model_selection import ModelMatch
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_ENV
@@ -61,8 +62,6 @@ class GymEnvFamily(ReferenceEnvFamily):
         }
 
     def model_match(self, obj: Any) -> Any:
-        from rlconform.libraries.gymnasium.model_selection import ModelMatch
-
         return ModelMatch("reference.gymnasium.Env.Autoreset" if has_autoreset(obj) else "reference.gymnasium.Env")
 
     def begin(self, driver: Any, obj: Any) -> None:

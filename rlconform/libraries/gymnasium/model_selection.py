@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlconform.core.family import ModelMatch, layer_chain
+from rlconform.core.system import all_systems
 
 #: (top-level package, class name) of the sub-env layers the models assume: the reference env and
 #: the checkers ``gymnasium.make`` adds (they change no output). A TimeLimit is either the
@@ -156,8 +157,6 @@ def _match_stack(
 
 
 def _registered_models() -> set[str]:
-    from rlconform.core.system import all_systems
-
     return {system.id for system in all_systems() if system.kind == "reference"}
 
 

@@ -25,6 +25,7 @@ from rlconform.libraries.gymnasium.vector_model import (
     _rows,
     declared_mode,
 )
+from rlconform.libraries.gymnasium.vector_model import ModelVectorEnv as Correct
 from rlconform.specs.families import GYMNASIUM_ENV, GYMNASIUM_VECTOR, SB3_VECENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -427,8 +428,6 @@ def _vector(cls: type[ModelVectorEnv], mode: str) -> Callable[[Sequence[EnvFn]],
 
 
 def _register() -> None:
-    from rlconform.libraries.gymnasium.vector_model import ModelVectorEnv as Correct
-
     same, nxt = "SameStep", "NextStep"
     plant("shifted_reward", _vector(ShiftedReward, same), ("transitions.exact",), ShiftedReward.__doc__ or "")
     plant(

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.libraries.gymnasium import vector_model as models
+from rlconform.libraries.gymnasium.env_model import build_model_env
 from rlconform.specs.families import GYMNASIUM_ENV, GYMNASIUM_VECTOR
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -16,8 +18,6 @@ SYSTEMS = SystemTable()
 
 def _vector_model(mode: str, wrapper: str | None, capabilities: Capabilities) -> System:
     def build(env_fns: Sequence[EnvFn]) -> Any:
-        from rlconform.libraries.gymnasium import vector_model as models
-
         env: Any = models.ModelVectorEnv(list(env_fns), mode)
         if wrapper is not None:
             env = getattr(models, f"Model{wrapper}")(env)
@@ -76,8 +76,6 @@ def model_system(
 
 
 def _build_env_model(env_fns: Sequence[EnvFn], *, autoreset: bool) -> Any:
-    from rlconform.libraries.gymnasium.env_model import build_model_env
-
     return build_model_env(env_fns, autoreset=autoreset)
 
 

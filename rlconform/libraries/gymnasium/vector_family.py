@@ -23,13 +23,14 @@ from typing import Any
 import numpy as np
 
 from rlconform.core.family import find_layer
-from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
+from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.spaces import array_literal
+from rlconform.envs.trace import CallRecord, CallView, Slot
+from rlconform.libraries.gymnasium.model_selection import ModelMatch, match_vector_env_model
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_VECTOR
@@ -129,8 +130,6 @@ class GymVectorFamily(ReferenceEnvFamily):
         driver.state["done"] = [False] * driver.num_envs
 
     def model_match(self, obj: Any) -> Any:
-        from rlconform.libraries.gymnasium.model_selection import ModelMatch, match_vector_env_model
-
         mode = autoreset_mode_of(obj)[0]
         if mode not in MODES:
             return ModelMatch(None, f"no reference model of the autoreset mode {mode!r}")

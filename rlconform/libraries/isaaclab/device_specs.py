@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.libraries.isaaclab.direct_family import ACTIONS_KEY
 from rlconform.libraries.isaaclab.monitor import same_device, tensor_problem, torch_dtype
+from rlconform.libraries.isaaclab.torch_specs import outcome
 from rlconform.specs.families import ISAACLAB_DIRECT, ISAACLAB_TORCH
 
 #: the vectorized family checks the same statements with its contract monitor
@@ -56,7 +58,6 @@ FLAG_DTYPE = torch.bool
 def actions_on_device(run: Run) -> Outcome:
     if getattr(run, "family", None) == TORCH_FAMILY:
         return _torch_outcome(ACTIONS_SPEC, run)
-    from rlconform.libraries.isaaclab.direct_family import ACTIONS_KEY
 
     ck = Checker(ACTIONS_SPEC)
     if not run.usable:
@@ -151,6 +152,4 @@ def outputs_on_device(run: Run) -> Outcome:
 
 
 def _torch_outcome(spec_id: str, run: Any) -> Outcome:
-    from rlconform.libraries.isaaclab.torch_specs import outcome
-
     return outcome(spec_id, run)

@@ -35,11 +35,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.same_step import same_step_slots
-from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.trace import CallRecord, CallView, Slot
-from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.specs.families import ISAACLAB_DIRECT
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)

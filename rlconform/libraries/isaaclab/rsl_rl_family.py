@@ -29,10 +29,10 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.core.system import EnvFn, System, SystemTable
-from rlconform.envs.trace import CallRecord, CallView
 from rlconform.envs.driver import Contract
+from rlconform.envs.plan import BadStep, Op, Reset, Step
+from rlconform.envs.trace import CallRecord, CallView
 from rlconform.libraries.isaaclab.direct_family import CAPABILITIES, IsaacLabFamily, _rows
 from rlconform.specs.families import ISAACLAB_RSL_RL
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rlconform.core.system import Probed, System
+from rlconform.core.user import returned_type, spawns_workers
+from rlconform.libraries.isaaclab.user import reference_system, torch_system
 from rlconform.specs.families import ISAACLAB_TORCH
 
 if TYPE_CHECKING:
@@ -94,21 +96,16 @@ class TorchTierFamily:
         signature.bind(1, "cpu")
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
-        from rlconform.libraries.isaaclab.user import torch_system
-
         return torch_system(fn, reference, num_envs=options.get("num_envs"), device=options.get("device"))
 
     def companions(self, system: System) -> list[System]:
         """Beside a user's env: the reference env on the same device, through the same DirectRLEnv
         code, with the exact checks only decodable observations allow."""
         from rlconform.libraries.isaaclab.torch_specs import target_of
-        from rlconform.libraries.isaaclab.user import reference_system
 
         return [reference_system(target_of(system).device)]
 
     def probe_factory(self, system: System) -> Probed:
-        from rlconform.core.user import returned_type, spawns_workers
-
         required = ("reset", "step", "num_envs", "device")
         spawned = spawns_workers(system, lambda: system.build([]), required, returned_type(self.factory_signature))
         return Probed(spawned, system.capabilities)

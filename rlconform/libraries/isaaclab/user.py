@@ -13,7 +13,8 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-from rlconform.core.system import Capabilities, System
+from rlconform.core.system import Capabilities, System, get_system
+from rlconform.core.user import BadInput
 
 API = "isaaclab"
 SIGNATURE = "(num_envs: int, device: str) -> env following DirectRLEnv's step/reset contract"
@@ -31,14 +32,10 @@ def resolve_device(device: str | None) -> str:
     try:
         return str(torch.device(device))
     except (RuntimeError, TypeError):
-        from rlconform.core.user import BadInput
-
         raise BadInput(f"--device {device!r} is not a torch device") from None
 
 
 def torch_system(fn: Callable[..., Any], reference: str, *, num_envs: int | None, device: str | None) -> System:
-    from rlconform.core.user import BadInput
-
     if importlib.util.find_spec("isaaclab") is None:
         raise BadInput(
             "--api isaaclab needs isaaclab installed (the isaaclab extra; see README): the checks and the "
@@ -68,6 +65,4 @@ def torch_system(fn: Callable[..., Any], reference: str, *, num_envs: int | None
 
 
 def reference_system(device: str) -> System:
-    from rlconform.core.system import get_system
-
     return get_system(REFERENCE["cuda" if device.startswith("cuda") else "cpu"])

@@ -7,6 +7,7 @@ from typing import Any
 
 from rlconform.core.system import Capabilities, SystemTable
 from rlconform.libraries.gymnasium.reference_systems import model_system
+from rlconform.libraries.sb3 import model as sb3_model
 from rlconform.specs.families import SB3_VECENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -14,8 +15,6 @@ SYSTEMS = SystemTable()
 
 
 def _register_sb3_models() -> None:
-    from rlconform.libraries.sb3 import model as sb3_model
-
     box_or_dict = Capabilities(
         obs_kinds=frozenset({"box", "dict"}), composite_box_leaves_only=True, partial_reset=False
     )

@@ -20,12 +20,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlconform.envs.plan import Case, Op, Reset
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.envs.trace import CallRecord
+from rlconform.envs.plan import Case, Op, Reset
 from rlconform.envs.stamp import Stamp
+from rlconform.envs.trace import CallRecord
+from rlconform.libraries.torchrl.env_family import gym_wrapper
 from rlconform.libraries.torchrl.frames import (
+    NUM_ACTIONS,
     DrivenObjectFamily,
     Frame,
     describe,
@@ -117,7 +119,6 @@ class CollectorHarness:
     batches: Iterator[Any] | None = field(default=None, repr=False)
 
     def construct(self, case: CollectorCase) -> None:
-        from rlconform.libraries.torchrl.frames import NUM_ACTIONS
         from rlconform.libraries.torchrl.policies import make_policy
 
         policy, self.net = make_policy(case.policy, NUM_ACTIONS)
@@ -387,8 +388,6 @@ def _sync(env_fns: Sequence[EnvFn], policy: Any, case: CollectorCase) -> Any:
 def _multi(name: str) -> CollectorFactory:
     def build(env_fns: Sequence[EnvFn], policy: Any, case: CollectorCase) -> Any:
         import torchrl.collectors
-
-        from rlconform.libraries.torchrl.env_family import gym_wrapper
 
         cls = getattr(torchrl.collectors, name)
         envs = [functools.partial(gym_wrapper, fn) for fn in env_fns]

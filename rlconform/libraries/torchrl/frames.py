@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlconform.core.system import EnvFn
-from rlconform.envs.trace import CallRecord, Slot
-from rlconform.envs.driver import Contract, ReferenceEnvFamily
+from rlconform.envs.driver import BUILD_ERROR, Contract, ReferenceEnvFamily
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import BoxObs, Decoded, DiscreteAction, Garbage
 from rlconform.envs.stamp import Stamp
+from rlconform.envs.strategies import episode_plans
+from rlconform.envs.trace import CallRecord, Slot
+from rlconform.libraries.torchrl.env_family import gym_wrapper
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -40,8 +42,6 @@ def note_environment_error(driver: Driver, record: CallRecord) -> None:
     build failure, so a search in which every example fails that way is an error verdict (not a
     vacuous "not applicable")."""
     if record.failed and record.error_type in ENVIRONMENT_ERRORS:
-        from rlconform.envs.driver import BUILD_ERROR
-
         driver.state[BUILD_ERROR] = f"{record.error_type}: {record.error_message}"
 
 
@@ -82,8 +82,6 @@ def scenario_scripts() -> SearchStrategy[EnvScript]:
     """Scripts with short episodes ending every way, some with a TimeLimit."""
     from hypothesis import strategies as st
 
-    from rlconform.envs.strategies import episode_plans
-
     return st.builds(
         EnvScript,
         obs=st.just(BoxObs()),
@@ -97,8 +95,6 @@ def scenario_scripts() -> SearchStrategy[EnvScript]:
 def serial_or_single(env_fns: Sequence[EnvFn]) -> Any:
     """One GymWrapper for one sub-env, a SerialEnv of GymWrappers for several."""
     from torchrl.envs import SerialEnv
-
-    from rlconform.libraries.torchrl.env_family import gym_wrapper
 
     if len(env_fns) == 1:
         return gym_wrapper(env_fns[0])

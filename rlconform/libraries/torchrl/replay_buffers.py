@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from rlconform.envs.plan import Case, Op, Reset
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.envs.plan import Case, Op, Reset
 from rlconform.envs.spaces import Decoded
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.frames import (

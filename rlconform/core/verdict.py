@@ -1,0 +1,84 @@
+"""A verdict and the status it shows: what a check concludes, and how every table counts it.
+
+This lives in core, not with the reports, because core itself summarises verdicts while it runs
+(the progress lines, the suite's per-system counts, the crash messages) and core imports no layer
+above it; the reports read the same rules from here so that a run's table and its document agree.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "not_run", "error"]
+
+#: how the message of an error verdict raised by rlconform itself begins
+INTERNAL_ERROR = "internal error in rlconform (please report)"
+#: innermost frames of an internal error's traceback kept in its message
+INTERNAL_ERROR_FRAMES = 12
+#: the line after which a crashed system's message carries the native traceback faulthandler wrote
+NATIVE_TRACEBACK = "native traceback (faulthandler):"
+
+
+@dataclass
+class Verdict:
+    system_id: str
+    spec_id: str
+    status: Status
+    message: str = ""
+    reproducer: str | None = None
+    case: Any = None
+    violations: list[str] = field(default_factory=list)
+    examples: int = 0
+    checked: int = 0
+    seconds: float = 0.0
+    profile: str = ""
+    seed: int | None = None
+    #: why this failure is known and documented (from the system's known_violations)
+    known: str | None = None
+    #: why the downstream project expects this check to fail (its expected-failures file)
+    expected: str | None = None
+    #: the spec's impact class (rlconform.core.impact): how failures are ranked and gated
+    impact: str | None = None
+    #: a failure's spec and kinds of violation, values left out (rlconform.core.signature)
+    signature: str | None = None
+    #: the distinct kinds of violation of a failure, sorted (what its signature hashes)
+    violation_kinds: list[str] = field(default_factory=list)
+
+    @property
+    def internal_error(self) -> bool:
+        """The error is rlconform's own, not the system's (see :func:`internal_error_message`)."""
+        return self.status == "error" and self.message.startswith(INTERNAL_ERROR)
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.status in ("pass", "not_applicable")
+            or (self.status == "fail" and self.known is not None)
+            or self.expected is not None
+        )
+
+
+def internal_error_message(exc: BaseException) -> str:
+    """An exception inside rlconform (adapter, spec, model, strategy) while checking: never a
+    verdict on the system, so the message says whose error it is and carries the traceback's
+    innermost frames, where the bug is."""
+    summary = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else '(no message)'}"
+    frames = traceback.extract_tb(exc.__traceback__)[-INTERNAL_ERROR_FRAMES:]
+    trace = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
+    return f"{INTERNAL_ERROR}: {summary}\nTraceback (innermost {len(frames)} frames):\n{trace.rstrip()}"
+
+
+def table_status(status: str, known: str | None, expected: str | None) -> str:
+    """The status a verdict shows in tables and counts: a failure documented by rlconform (known)
+    or expected by the project is "known"; everything else shows its own status. One rule for
+    the run table, the plugin's summary and every report format."""
+    if (status == "fail" and known) or expected:
+        return "known"
+    return status
+
+
+def cell_status(verdict: Verdict) -> str:
+    """:func:`table_status` of a live verdict."""
+    return table_status(verdict.status, verdict.known, verdict.expected)

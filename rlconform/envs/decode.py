@@ -1,0 +1,126 @@
+"""Reading an observation back into the stamp the reference env wrote into it, or why it cannot be.
+
+Every reference env stamps its observations (env, episode, step, salt); decoding one is what lets
+the specs and the standalone reproducers name the step an observation came from, whatever stack
+reshaped it on the way (frame stacking, flattening). It lives with the reference envs, below the
+specs, because the stateful search and the reproducers print decoded observations too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlconform.envs.layouts import decode_flattened
+from rlconform.envs.spaces import BoxObs, Decoded, DictObs, Garbage
+from rlconform.envs.stamp import Stamp
+
+if TYPE_CHECKING:
+    from rlconform.envs.driver import Run
+
+
+def decode(run: Run, value: Any) -> Decoded:
+    """The stamp of an observation in env units, or why it is none.
+
+    Under frame stacking the stamp is that of the newest frame, and the older frames must be
+    the preceding steps of the same episode or zero padding before its first step."""
+    if value is None:
+        return Garbage("no observation (None)")
+    # each observation is read by many specs: decode it once per run (the memo keeps the value
+    # alive, so its id cannot be reused by another object meanwhile)
+    key = ("decode", id(value))
+    hit = run.memo.get(key)
+    if hit is not None and hit[0] is value:
+        return hit[1]  # type: ignore[no-any-return]
+    decoded = _decode(run, value)
+    run.memo[key] = (value, decoded)
+    return decoded
+
+
+def _decode(run: Run, value: Any) -> Decoded:
+    try:
+        n_stack = run.semantics.get("frame_stack")
+        if n_stack:
+            return decode_stacked(run.case.script.obs, value, int(n_stack))
+        decoded = run.case.script.obs.decode(value)
+        if isinstance(decoded, Garbage):
+            # a stack that flattened the observation kept its stamp: identify it, and let the
+            # spec that owns observations report the changed layout (flattened_shape)
+            flat = decode_flattened(run.case.script.obs, value)
+            if isinstance(flat, Stamp):
+                run.memo[("flattened", id(value))] = tuple(np.shape(value))
+                return flat
+        return decoded
+    except Exception as exc:  # malformed structures decode to a reason, never to a crash
+        return Garbage(f"undecodable {type(value).__name__}: {exc}")
+
+
+def flattened_shape(run: Run, value: Any) -> tuple[int, ...] | None:
+    """The shape of ``value`` when its stamp was read through a flattened layout, else None."""
+    if value is None:
+        return None
+    decode(run, value)
+    shape = run.memo.get(("flattened", id(value)))
+    return shape if isinstance(shape, tuple) else None
+
+
+def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
+    if isinstance(spec, DictObs):
+        if not isinstance(value, dict):
+            return Garbage(f"a {type(value).__name__}, expected a dict")
+        parts = [(key, decode_stacked(leaf, value.get(key), n_stack)) for key, leaf in spec.entries]
+        for key, part in parts:
+            if isinstance(part, Garbage):
+                return Garbage(f"key {key!r}: {part.reason}")
+        first = parts[0][1]
+        for key, part in parts[1:]:
+            if part != first:
+                return Garbage(f"key {key!r} and key {parts[0][0]!r} come from different steps")
+        return first
+    if not isinstance(spec, BoxObs):
+        return Garbage("frame stacking of a non-Box observation")
+    array = np.asarray(value)
+    width = spec.shape[-1]
+    if array.shape[:-1] != spec.shape[:-1] or array.shape[-1] != width * n_stack:
+        return Garbage(f"shape {array.shape}, expected {n_stack} stacked frames of shape {spec.shape}")
+    frames = [array[..., i * width : (i + 1) * width] for i in range(n_stack)]
+    newest = spec.decode(frames[-1])
+    if isinstance(newest, Garbage):
+        return Garbage(f"newest frame: {newest.reason}")
+    padding = False
+    for back, frame in enumerate(reversed(frames[:-1]), start=1):
+        wanted_step = newest.step - back
+        if not np.any(frame):
+            if wanted_step >= 0:
+                return Garbage(
+                    f"frame -{back} is zero padding although {newest.short()} has a step {wanted_step} before it"
+                )
+            padding = True
+            continue
+        if padding:
+            return Garbage(f"frame -{back} holds data behind zero padding")
+        older = spec.decode(frame)
+        expected = f"episode {newest.episode} step {wanted_step}" if wanted_step >= 0 else "zero padding"
+        if isinstance(older, Garbage) or (older.env, older.episode, older.step, older.salt) != (
+            newest.env,
+            newest.episode,
+            wanted_step,
+            newest.salt,
+        ):
+            got = older.reason if isinstance(older, Garbage) else older.short()
+            return Garbage(f"frame -{back} is {got} in a stack ending at {newest.short()}; expected {expected}")
+    return newest
+
+
+def describe_decoded(decoded: Decoded, run: Run | None = None) -> str:
+    if isinstance(decoded, Garbage):
+        return decoded.describe()
+    text = decoded.short()
+    if decoded.step == 0:
+        return text + " (a reset observation)"
+    if run is not None and run.truth is not None:
+        episode = run.truth.episode_of(decoded)
+        if episode is not None and episode.terminal == decoded:
+            return text + " (the terminal observation)"
+    return text
