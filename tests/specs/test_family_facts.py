@@ -20,12 +20,12 @@ from rlconform.core.family import family_names, get_family
 from rlconform.core.runner import execute
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
+from rlconform.envs.decode import decode
 from rlconform.envs.driver import Contract, Run
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.stamp import Stamp
 from rlconform.specs import families
-from rlconform.specs.helpers import decode
 
 SPECS_DIR = Path(families.__file__).parent
 #: each single family's constant in families.py, by name
