@@ -29,7 +29,10 @@ from rlconform.core.user import probe, user_system
 from rlconform.core.verdict import Verdict
 from rlconform.core.watchdog import deadlines_available
 
-pytestmark = pytest.mark.skipif(not deadlines_available(), reason="no SIGALRM deadlines on this platform")
+pytestmark = [
+    pytest.mark.skipif(not deadlines_available(), reason="no SIGALRM deadlines on this platform"),
+    pytest.mark.slow,  # each test waits out deadlines, most in a subprocess
+]
 
 HANGERS = '''
 import time
@@ -453,6 +456,32 @@ def test_a_segfault_names_the_call_and_shows_the_native_traceback_once(module_di
     assert sum("NOT_RUN" in line for line in proc.stdout.splitlines()) == 1, proc.stdout
 
 
+@pytest.fixture
+def interactive_sigint() -> Iterator[None]:
+    """SIGINT handled as in an interactive shell (Python's ``default_int_handler``), whatever the
+    shell that started pytest did: one that starts jobs in the background (``nohup``, ``&``, some
+    CI runners) leaves SIGINT ignored, and Python then installs no handler. The caller's own
+    handler is put back afterwards."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+#: a command prefix that execs the command after it (same pid) with SIGINT's default disposition:
+#: a child started from a shell that ignores SIGINT inherits the ignoring, and Python installs its
+#: KeyboardInterrupt handler only where SIGINT was not ignored at startup
+SIGINT_DEFAULT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
+]
+
+
+@pytest.mark.usefixtures("interactive_sigint")
 def test_ctrl_c_writes_the_finished_verdicts_and_exits_130(
     module_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -486,7 +515,7 @@ def test_sigint_during_an_isolated_check(module_dir: Path) -> None:
     environment["PYTHONPATH"] = os.pathsep.join([str(module_dir), environment.get("PYTHONPATH", "")])
     command = [sys.executable, "-m", "rlconform.cli", "check", "hangers:slow", "--api", "gymnasium.vector"]
     proc = subprocess.Popen(
-        [*command, "--json", "sigint.json"],
+        [*SIGINT_DEFAULT, *command, "--json", "sigint.json"],
         cwd=module_dir,
         env=environment,
         stdout=subprocess.PIPE,
@@ -563,19 +592,34 @@ def test_a_close_that_never_returns_still_fails_responsive(module_dir: Path, mon
     assert "close() did not answer within 3 s" in verdict.message
 
 
-def test_a_deadlocked_close_fails_responsive_without_waiting_for_its_limit(
-    module_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_deadlocked_close_fails_responsive_without_waiting_for_its_limit(module_dir: Path) -> None:
+    """Checked in an interpreter of its own: the monitor counts every process below the caller, and
+    a pytest worker may still hold processes of earlier tests (one full ``-n 2`` run counted 2)."""
     from rlconform.core.deadlock import STILL_SECONDS, detectable
 
     if not detectable():
         pytest.skip("deadlocks are seen through Linux's /proc")
-    started = time.monotonic()
-    verdict = _responsive("hangers:closes_deadlocked", monkeypatch, close_limit=30.0)
-    assert verdict.status == "fail", verdict.message
+    script = (
+        "import json, sys, time\n"
+        f"sys.path.insert(0, {str(module_dir)!r})\n"
+        "from rlconform.core import hangs, watchdog\n"
+        "from rlconform.core.profiles import Profile\n"
+        "from rlconform.core.search import check_spec\n"
+        "from rlconform.core.spec import get_spec\n"
+        "from rlconform.core.user import probe, user_system\n"
+        "watchdog.CLOSE_TIMEOUT = 30.0\n"
+        "started = time.monotonic()\n"
+        "system = probe(user_system('hangers:closes_deadlocked', 'gymnasium.vector'))\n"
+        "verdict = check_spec(system, get_spec(hangs.RESPONSIVE), Profile('tiny', 2, 2, True, 'two examples'))\n"
+        "print(json.dumps([verdict.status, verdict.message, time.monotonic() - started]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    status, message, seconds = json.loads(proc.stdout.splitlines()[-1])
+    assert status == "fail", message
     assert (
         f"close() deadlocked: it and its 1 worker process(es) all waited on a pipe or a child process with no "
-        f"timeout, none using CPU, for {STILL_SECONDS:g} s (its limit: 30 s)" in verdict.message
+        f"timeout, none using CPU, for {STILL_SECONDS:g} s (its limit: 30 s)" in message
     )
     # the probe's first trial and the search's first example each see the deadlock once
-    assert time.monotonic() - started < 30.0
+    assert seconds < 30.0

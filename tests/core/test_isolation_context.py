@@ -288,6 +288,7 @@ def test_a_users_parallel_env_gets_the_bundled_systems_verdicts_isolated_and_in_
     assert runs == {"isolated": expected, "--in-process": expected}
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_a_parallel_env_forking_its_workers_is_bad_input(tmp_path: Path) -> None:
     """mp_start_method='fork': the workers copy env_fn unpickled and cannot be told apart."""
     pytest.importorskip("torchrl")

@@ -142,6 +142,7 @@ def check_command(tmp_path: Path) -> list[str]:
     return [*command, "--spec", "flags.*", "--profile", "fast"]
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_check_prints_plain_lines_into_a_pipe(tmp_path: Path) -> None:
     pytest.importorskip("gymnasium")
     done = subprocess.run(check_command(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -152,6 +153,7 @@ def test_check_prints_plain_lines_into_a_pipe(tmp_path: Path) -> None:
     assert "[1/1] user:myvec:make: 2 pass (" in done.stdout
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_check_redraws_one_line_on_a_terminal(tmp_path: Path) -> None:
     pytest.importorskip("gymnasium")
     pty = pytest.importorskip("pty")
@@ -178,8 +180,8 @@ def test_check_redraws_one_line_on_a_terminal(tmp_path: Path) -> None:
 def test_an_expected_failure_shows_as_known_in_the_spec_line_and_the_system_line() -> None:
     """`check --expected-failures`: the project's expected failure is never shown as a failure,
     neither in its spec's progress line nor in its system's; a failure not listed still is."""
-    from rlconform.cli import _progress_with_expected
     from rlconform.core.expected import ExpectedFailures
+    from rlconform.core.session import expected_progress as _progress_with_expected
 
     out = io.StringIO()
     expected = ExpectedFailures.parse("sys.a-terminal.final_obs  upstream bug (#3)\n", "xf.txt")

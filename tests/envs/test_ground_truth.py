@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
+
+pytest.importorskip("gymnasium")  # the reference envs are gymnasium.Envs
 
 from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec

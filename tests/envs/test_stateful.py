@@ -31,6 +31,7 @@ def test_machine_passes_on_conforming_systems(system_id):
     run_state_machine_as_test(conformance_machine(get_system(system_id)), settings=SETTINGS)
 
 
+@pytest.mark.slow  # AsyncVectorEnv's worker processes: 5 min on a loaded 2-core machine
 def test_machine_finds_the_async_manual_reset_bug():
     # Gymnasium 1.4.0 AsyncVectorEnv(shared_memory=False) in next-step mode: a manual reset after
     # an episode end does not clear the worker's autoreset flag, so the next step resets again.

@@ -125,6 +125,7 @@ def _collected(*args: str) -> list[str]:
     return [line for line in result.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.slow  # collects the suite in pytest subprocesses
 def test_pytest_split_shards_partition_the_suite():
     files = ["tests/envs/test_codec.py", "tests/core/test_expected.py", "tests/reports/test_diff_matrix.py"]
     everything = _collected(*files)

@@ -21,6 +21,9 @@ from rlconform.replay import replay
 pytest.importorskip("gymnasium")
 pytest.importorskip("stable_baselines3")
 
+#: the verdicts on real libraries, like the corpus: AsyncVectorEnv stacks start worker processes
+pytestmark = pytest.mark.slow
+
 FINDINGS = [
     # Gymnasium 1.4.0
     ("gymnasium.SyncVectorEnv.NextStep", "aliasing.caller_arguments", "modified the caller's arguments"),

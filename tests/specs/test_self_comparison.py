@@ -15,6 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+pytest.importorskip("gymnasium")
+pytest.importorskip("stable_baselines3")
+
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import ClipReward
 from gymnasium.wrappers import vector as vector_wrappers

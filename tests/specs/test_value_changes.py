@@ -354,6 +354,7 @@ def test_parametrize_with_checks_carries_the_declared_intents() -> None:
     assert param.values[0].system.intended == {"reward"}
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_cli_check_intended_turns_a_reward_change_into_a_declared_pass(tmp_path: Path) -> None:
     (tmp_path / "mystack.py").write_text(
         "from gymnasium.vector import SyncVectorEnv\n"
@@ -375,6 +376,7 @@ def test_cli_check_intended_turns_a_reward_change_into_a_declared_pass(tmp_path:
     assert bad.returncode == 2 and "unknown intended change 'bogus'" in bad.stdout + bad.stderr
 
 
+@pytest.mark.slow  # pytest in a subprocess
 def test_plugin_intended_option_declares_the_change(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
     pytester.makepyfile(

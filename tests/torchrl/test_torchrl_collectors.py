@@ -91,6 +91,7 @@ def test_control_single_process_collector_uses_the_policy_as_given(policy: str, 
     assert not violations("torchrl.Collector.GymWrapper", "collector.policy_updates", concrete)
 
 
+@pytest.mark.slow  # multi-process collectors start worker processes
 def test_control_multi_process_collectors() -> None:
     # an unpicklable policy is refused at construction with a clear error; a detaching one is
     # sent to the workers by pickling (its __deepcopy__ is not used) and follows the update

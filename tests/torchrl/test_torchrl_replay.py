@@ -84,6 +84,7 @@ def test_control_slices_stay_within_episodes(system_id: str, keys: str, num_envs
     assert not violations(system_id, case(num_envs, keys, end=end, size=size))
 
 
+@pytest.mark.slow  # runs the reproducer in a subprocess
 def test_the_printed_reproducer_replays_a_scenario_case(tmp_path: Path) -> None:
     """A replay-buffer case carries its own parameters: the standalone script must keep them."""
     import subprocess
