@@ -26,22 +26,33 @@ import sys
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
+
+from hypothesis.errors import HypothesisWarning
 
 from rlconform import __version__
+from rlconform.core.catalog import current
 from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
-from rlconform.core.expected import FAILING, ExpectedFailures, ExpectedFailuresError, unused_warning
+from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError
 from rlconform.core.family import Family, get_family
 from rlconform.core.impact import IMPACTS, at_least, check_impact
-from rlconform.core.profiles import PROFILES, get_profile, session_seed
-from rlconform.core.progress import Event
-from rlconform.core.search import Verdict
-from rlconform.core.selection import SelectionError, check_skip_patterns, matching, without_skipped
-from rlconform.core.spec import Spec, all_specs
-from rlconform.core.suite import Progress, RunInterrupted, print_progress, run_checks
-from rlconform.core.system import System, all_systems
-from rlconform.core.user import BadInput, factory_signatures, family_for, probe, user_system, with_intents
+from rlconform.core.profiles import PROFILES
+from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
+from rlconform.core.session import Session
+from rlconform.core.spec import Spec
+from rlconform.core.suite import RunInterrupted, print_progress
+from rlconform.core.system import System
+from rlconform.core.user import BadInput, factory_signatures, family_for
+from rlconform.core.verdict import Verdict
+from rlconform.reports import ResultsError, load_results, validate, write_reports
+from rlconform.reports import render_markdown as render_results_markdown
+from rlconform.reports.diff import Diff
+from rlconform.reports.diff import render_markdown as render_diff_markdown
+from rlconform.reports.diff import render_text as render_diff_text
+from rlconform.reports.matrix import Matrix, load_directory
+from rlconform.reports.matrix import render_html as render_matrix_html
+from rlconform.reports.matrix import render_markdown as render_matrix_markdown
 from rlconform.reports.results import (
     Results,
     failure_groups,
@@ -51,10 +62,8 @@ from rlconform.reports.results import (
     render_skips,
     render_table,
     shows_reproducer,
+    spec_column,
 )
-
-if TYPE_CHECKING:
-    from rlconform.core.family import Family
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 #: the shell's status for a process ended by SIGINT (128 + 2)
@@ -299,8 +308,6 @@ def _hypothesis_warnings_silenced() -> Iterator[None]:
     none reaches the user (the searches silence their own; this also covers what runs around
     them, and the isolated workers forked meanwhile inherit it). The filters are put back
     afterwards (``main`` may run inside someone else's process)."""
-    from hypothesis.errors import HypothesisWarning
-
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=HypothesisWarning)
         yield
@@ -308,8 +315,6 @@ def _hypothesis_warnings_silenced() -> Iterator[None]:
 
 def _list_family(name: str) -> str:
     """The family ``rlconform list --family`` names (an unknown one is bad input)."""
-    from rlconform.core.catalog import current
-
     families = current().families()
     if name not in families:
         raise BadInput(f"unknown family {name!r}; known: {', '.join(sorted(families))}")
@@ -317,16 +322,13 @@ def _list_family(name: str) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from rlconform.core.catalog import current
-    from rlconform.reports.results import spec_column
-
     family = _list_family(args.family) if args.family else None
     both = not args.specs and not args.systems
     for library, why in current().unavailable():
         print(f"library {library}: {why}; its families, systems and specs are not listed")
     if args.systems or both:
-        for system in all_systems():
-            if system.kind == "planted" or (family is not None and system.family != family):
+        for system in Session().bundled_systems():  # what --system selects among
+            if family is not None and system.family != family:
                 continue
             reason = system.skip_reason()
             note = f"  [{reason}]" if reason else ""
@@ -334,15 +336,15 @@ def _list(args: argparse.Namespace) -> int:
     if both:
         print()
     if args.specs or both:
-        for spec in all_specs():
+        for spec in current().specs():
             if family is not None and family not in spec.families:
                 continue
             print(f"{f'[{spec_column(spec.id)}]':>5} {spec.id:38s} {spec.statement}")
     return EXIT_OK
 
 
-def _specs(args: argparse.Namespace) -> list[Spec]:
-    specs = matching(all_specs(), args.spec)
+def _specs(session: Session, args: argparse.Namespace) -> list[Spec]:
+    specs = session.specs(args.spec)
     if not specs:
         raise BadInput(f"no spec matches {args.spec}")
     check_skip_patterns(specs, args.skip_spec or (), "--skip-spec")
@@ -367,12 +369,13 @@ def _note_skipped(skipped: Sequence[Spec], results: Results, out: TextIO) -> Non
 FAMILY_OPTIONS = {"num_envs": None, "device": "auto", "stacks": None}
 
 
-def _family_options(args: argparse.Namespace, family: Family) -> dict[str, object]:
+def _family_options(session: Session, args: argparse.Namespace) -> dict[str, object]:
     """The family's own options; one it does not take, given on the command line, is bad input."""
+    family = family_for(args.api)
     for name, default in FAMILY_OPTIONS.items():
         if name not in family.user_options and getattr(args, name) != default:
             raise BadInput(f"--{name.replace('_', '-')} does not apply to --api {args.api}")
-    return {name: getattr(args, name) for name in family.user_options}
+    return session.family_options(args.api, lambda name: getattr(args, name))
 
 
 def _fail_on(args: argparse.Namespace) -> str | None:
@@ -397,17 +400,15 @@ def counts_against(verdict: Verdict, fail_on: str | None) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    session = Session()
     fail_on = _fail_on(args)
-    profile = get_profile(args.profile)
-    seed = None if profile.derandomize else session_seed()
-    systems = [s for s in all_systems() if s.kind in ("library", "reference")]
-    if args.no_reference:
-        systems = [s for s in systems if s.kind != "reference"]
-    systems = matching(systems, args.system)
+    profile = session.profile(args.profile)
+    seed = session.seed(profile)
+    systems = session.bundled_systems(args.system, reference=not args.no_reference)
     if not systems:
         raise BadInput(f"no system matches {args.system}")
     families = {s.family for s in systems}
-    specs, skipped = _skip_specs(args, [spec for spec in _specs(args) if spec.families & families])
+    specs, skipped = _skip_specs(args, [spec for spec in _specs(session, args) if spec.families & families])
     expected = _load_expected(args)  # a malformed file is bad input before the (long) run starts
     out = sys.stdout
     for line in header_lines(profile, seed):
@@ -417,26 +418,24 @@ def _run(args: argparse.Namespace) -> int:
     if skips:
         print(skips, file=out)
     _note_skipped(skipped, results, out)
-    unchecked = _without_specs(systems, specs)
-    for line in unchecked.values():
+    plan = session.plan(systems, specs)
+    for line in plan.without_specs.values():
         print(line, file=out)
         results.notes.append(line)
-    checked = [s for s in systems if s.id not in unchecked]
-    runnable = [s for s in checked if not s.skip_reason()]
-    applied: set[int] = set()
     try:
-        results.verdicts = run_checks(
-            runnable,
+        results.verdicts = session.run(
+            plan.runnable,
             specs,
             profile,
             jobs=args.jobs,
             isolate=not args.in_process,
-            progress=_progress_with_expected(expected, applied, print_progress(out)),
+            progress=print_progress(out),
+            expected=expected,
         )
     except RunInterrupted as interrupted:
-        return _interrupted(args, results, interrupted.verdicts, len(runnable) * len(specs))
-    results.verdicts += _skipped_verdicts([s for s in checked if s.skip_reason()], specs, profile.name, seed)
-    _apply_expected(expected, results, applied)
+        return _interrupted(args, results, interrupted.verdicts, len(plan.runnable) * len(specs))
+    results.verdicts += session.skipped_verdicts(plan.skipped, specs, profile.name, seed)
+    _apply_expected(session, expected, results)
     print(file=out)
     print(render_table(results), file=out)
     failures = render_failures(results.verdicts, with_reproducers=args.print_reproducers, specs=specs)
@@ -498,62 +497,20 @@ def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
         raise BadInput(str(exc)) from None
 
 
-class _ExpectedProgress(Progress):
-    """``progress``, with each verdict marked with the project's expected failures before it is
-    shown, so that an expected failure is counted as one ("known"), never as a failure: in the
-    per-spec lines as in each system's line."""
-
-    def __init__(self, expected: ExpectedFailures, applied: set[int], progress: Progress) -> None:
-        self.expected = expected
-        self.applied = applied
-        self.progress = progress
-
-    def event(self, event: Event) -> None:
-        if event[0] == "verdict" and event[5] in FAILING and self.expected.match(event[1], event[4]) is not None:
-            event = (*event[:5], "known", *event[6:])
-        self.progress.event(event)
-
-    def system_started(self, done: int, total: int, system: System) -> None:
-        self.progress.system_started(done, total, system)
-
-    def system_finished(self, done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
-        for verdict in verdicts:
-            if id(verdict) not in self.applied:
-                self.expected.apply(verdict)
-                self.applied.add(id(verdict))
-        self.progress.system_finished(done, total, system, verdicts, seconds)
-
-    def tick(self) -> None:
-        self.progress.tick()
-
-    def close(self) -> None:
-        self.progress.close()
-
-
-def _progress_with_expected(expected: ExpectedFailures | None, applied: set[int], progress: Progress) -> Progress:
-    """``progress``, marking the project's expected failures first (:class:`_ExpectedProgress`)."""
-    return progress if expected is None else _ExpectedProgress(expected, applied, progress)
-
-
-def _apply_expected(expected: ExpectedFailures | None, results: Results, applied: set[int] | None = None) -> None:
+def _apply_expected(session: Session, expected: ExpectedFailures | None, results: Results) -> None:
     """Mark the project's expected failures (those the progress lines did not mark already), and
     say which entries matched nothing."""
     if expected is None:
         return
-    for verdict in results.verdicts:
-        if applied is None or id(verdict) not in applied:
-            expected.apply(verdict)
+    warnings = session.apply_expected(expected, results.verdicts)
     results.notes.append(f"expected failures read from {expected.source}" + (" (strict)" if expected.strict else ""))
-    for entry in expected.unused():
-        warning = unused_warning(entry)
+    for warning in warnings:
         results.notes.append(warning)
         print(f"warning: {warning}", file=sys.stderr)
 
 
 def _write_reports(args: argparse.Namespace, results: Results) -> None:
     """--html / --junit / --markdown of run and check: rendered from the run's JSON document."""
-    from rlconform.reports import ResultsError, validate, write_reports
-
     outputs = {"html": args.html, "junit": args.junit, "markdown": args.markdown}
     if not any(outputs.values()):
         return
@@ -566,13 +523,11 @@ def _write_reports(args: argparse.Namespace, results: Results) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from rlconform.reports import ResultsError, load_results, render_markdown, write_reports
-
     outputs = {"html": args.html, "junit": args.junit, "markdown": args.markdown}
     try:
         document = load_results(args.file)
         if not any(outputs.values()):
-            sys.stdout.write(render_markdown(document))
+            sys.stdout.write(render_results_markdown(document))
             return EXIT_OK
         for path in write_reports(document, outputs):
             print(f"report written to {path}")
@@ -583,10 +538,6 @@ def _report(args: argparse.Namespace) -> int:
 
 def _write_text(path: str, text: str, what: str) -> None:
     """Write a diff or matrix output; an unwritable path is bad input with a one-line reason."""
-    import os
-
-    from rlconform.reports import ResultsError
-
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w", encoding="utf-8", newline="\n") as handle:
@@ -596,32 +547,26 @@ def _write_text(path: str, text: str, what: str) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from rlconform.reports import ResultsError, load_results
-    from rlconform.reports.diff import Diff, render_markdown, render_text
-
     try:
         diff = Diff(args.old, args.new, load_results(args.old), load_results(args.new))
-        sys.stdout.write(render_text(diff))
+        sys.stdout.write(render_diff_text(diff))
         if args.markdown:
-            _write_text(args.markdown, render_markdown(diff), "Markdown diff")
+            _write_text(args.markdown, render_diff_markdown(diff), "Markdown diff")
     except ResultsError as exc:
         raise BadInput(str(exc)) from None
     return EXIT_FAIL if diff.regressions else EXIT_OK
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from rlconform.reports import ResultsError
-    from rlconform.reports.matrix import Matrix, load_directory, render_html, render_markdown
-
     try:
         matrix = Matrix.build(load_directory(args.directory))
         if not args.markdown and not args.html:
-            sys.stdout.write(render_markdown(matrix, grouped=args.grouped))
+            sys.stdout.write(render_matrix_markdown(matrix, grouped=args.grouped))
         if args.markdown:
-            _write_text(args.markdown, render_markdown(matrix, grouped=args.grouped), "Markdown matrix")
+            _write_text(args.markdown, render_matrix_markdown(matrix, grouped=args.grouped), "Markdown matrix")
             print(f"matrix written to {args.markdown}")
         if args.html:
-            _write_text(args.html, render_html(matrix), "HTML matrix")
+            _write_text(args.html, render_matrix_html(matrix), "HTML matrix")
             print(f"matrix written to {args.html}")
     except ResultsError as exc:
         raise BadInput(str(exc)) from None
@@ -675,33 +620,6 @@ def _write_reproducers(args: argparse.Namespace, verdicts: Sequence[Verdict], sp
     print(f"reproducers written to {args.reproducers}: {len(written)} file(s){kept}")
 
 
-def _without_specs(systems: Sequence[System], specs: Sequence[Spec]) -> dict[str, str]:
-    """Systems no selected spec applies to (a family whose specs come in a later release), each
-    with the line that says so: they keep an empty row in the table, never a verdict."""
-    registered = all_specs()
-    lines = {}
-    for system in systems:
-        if any(system.family in spec.families for spec in specs):
-            continue
-        if any(system.family in spec.families for spec in registered):
-            lines[system.id] = f"NO SPECS {system.id}: no selected spec applies to family {system.family}; not run"
-        else:
-            lines[system.id] = f"NO SPECS {system.id}: no specs yet for family {system.family}; not run"
-    return lines
-
-
-def _skipped_verdicts(systems: Sequence[System], specs: Sequence[Spec], profile: str, seed: int | None) -> list:  # type: ignore[type-arg]
-    # the order check_spec uses: a spec that does not apply to the system is not applicable
-    # whether or not the system can run here
-    return [
-        Verdict(s.id, spec.id, "not_applicable", reason, profile=profile, seed=seed)
-        if (reason := spec.not_applicable_reason(s)) is not None
-        else Verdict(s.id, spec.id, "skipped", s.skip_reason() or "", profile=profile, seed=seed)
-        for s in systems
-        for spec in specs
-    ]
-
-
 def _verdict_lines(verdicts: Sequence[Verdict], *, several_systems: bool) -> list[str]:
     """One line per verdict; the specs not run for one reason (a hang, a crash) share one line, so
     that a hanging system reads as one failure and one note, not as thirty lines saying the same."""
@@ -731,14 +649,14 @@ def _verdict_lines(verdicts: Sequence[Verdict], *, several_systems: bool) -> lis
 
 
 def _check(args: argparse.Namespace) -> int:
+    session = Session()
     fail_on = _fail_on(args)
-    profile = get_profile(args.profile)
-    seed = None if profile.derandomize else session_seed()
+    profile = session.profile(args.profile)
+    seed = session.seed(profile)
     family = family_for(args.api)
-    options = _family_options(args, family)
-    system = probe(user_system(args.target, args.api, **options))
-    system = with_intents(system, args.intended)
-    specs = [spec for spec in _specs(args) if system.family in spec.families]
+    options = _family_options(session, args)
+    system = session.checked_user_system(args.target, args.api, options=options, intended=args.intended)
+    specs = [spec for spec in _specs(session, args) if system.family in spec.families]
     if not specs:
         raise BadInput(f"no spec matches {args.spec} for family {args.api}")
     specs, skipped = _skip_specs(args, specs)
@@ -750,19 +668,19 @@ def _check(args: argparse.Namespace) -> int:
     results = Results(profile=profile, seed=seed, systems=systems, specs=specs)
     _note_skipped(skipped, results, out)
     expected = _load_expected(args)  # a malformed file is bad input before the (long) check starts
-    applied: set[int] = set()
     try:
-        results.verdicts = run_checks(
+        results.verdicts = session.run(
             systems,
             specs,
             profile,
             jobs=args.jobs,
             isolate=not args.in_process,
-            progress=_progress_with_expected(expected, applied, print_progress(out)),
+            progress=print_progress(out),
+            expected=expected,
         )
     except RunInterrupted as interrupted:
         return _interrupted(args, results, interrupted.verdicts, len(systems) * len(specs))
-    _apply_expected(expected, results, applied)
+    _apply_expected(session, expected, results)
     for line in _verdict_lines(results.verdicts, several_systems=len(systems) > 1):
         print(line, file=out)
     failures = render_failures(results.verdicts, with_reproducers=True, specs=specs)

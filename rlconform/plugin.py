@@ -34,6 +34,7 @@ reproduces the whole run.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import warnings
@@ -44,12 +45,29 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# the core modules below import nothing beyond the standard library, so the inert plugin stays
+# cheap (tests/frontends/test_plugin.py::test_inert_without_options). What pulls Hypothesis, numpy or
+# the systems (config, profiles, user, system, the session, the run cache, the searches, the
+# reports) is imported where an active session first needs it
+from rlconform.core.expected import (
+    Entry,
+    ExpectedFailures,
+    ExpectedFailuresError,
+    unexpected_pass_message,
+    unused_warning,
+)
+from rlconform.core.family import get_family
+from rlconform.core.grouping import annotate, failing_from_json, groups
+from rlconform.core.impact import IMPACTS, UNCLASSIFIED, at_least, check_impact
+from rlconform.core.impact import title as impact_title
+from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
+from rlconform.core.spec import Spec, get_spec
+from rlconform.core.verdict import Verdict, table_status
+
 if TYPE_CHECKING:
-    from rlconform.core.expected import Entry, ExpectedFailures
     from rlconform.core.profiles import Profile
     from rlconform.core.runner import RunCache
-    from rlconform.core.search import Verdict
-    from rlconform.core.spec import Spec
+    from rlconform.core.session import Session
     from rlconform.core.system import System
 
 #: name of the per-session plugin object registered when the plugin is active
@@ -197,10 +215,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _impact_option(value: str) -> str:
     """--rlconform-fail-on's value, checked when the command line is parsed (a usage error)."""
-    import argparse
-
-    from rlconform.core.impact import check_impact
-
     try:
         return check_impact(value)
     except ValueError as exc:
@@ -214,10 +228,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "rlconform(system, spec, family): a conformance check item created by the rlconform plugin"
     )
     if _active(config) and not config.pluginmanager.has_plugin(SESSION_PLUGIN):
-        from rlconform.core.config import ConfigError, validate
+        from rlconform.core.config import ConfigError
+        from rlconform.core.config import validate as validate_config
 
         try:
-            validate()  # a bad RLCONFORM_* value is a usage error, before any check runs
+            validate_config()  # a bad RLCONFORM_* value is a usage error, before any check runs
         except ConfigError as exc:
             raise pytest.UsageError(f"rlconform: error: {exc}") from None
         config.pluginmanager.register(RlconformSession(config), SESSION_PLUGIN)
@@ -275,8 +290,6 @@ def _expected_failures_path(config: pytest.Config) -> Path | None:
 
 
 def load_expected_failures(config: pytest.Config) -> ExpectedFailures | None:
-    from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError
-
     path = _expected_failures_path(config)
     if path is None:
         return None
@@ -343,8 +356,7 @@ class ConformanceFailure(AssertionError):
                 details.append(f"minimal case: {len(ops)} calls on {verdict.case.num_envs} sub-env(s)")
             else:  # a case of its own kind (env-author mode, Isaac Lab): its repr says what it is
                 details.append(f"minimal case: {verdict.case!r}")
-        from rlconform.core.impact import title as impact_title
-        from rlconform.reports.results import impact_of
+        from rlconform.reports.results import impact_of  # pulls Hypothesis: only once a check failed
 
         impact = impact_of(verdict)
         details.append(f"impact: {impact_title(impact)} ({impact})" if impact else f"impact: {impact_title(impact)}")
@@ -405,8 +417,6 @@ def enforce_verdict(
     if expected is not None and verdict.status in ("fail", "not_exercised", "error") and not verdict.known:
         verdict.expected = f"{expected.reason} ({expected.origin})"
     elif expected is not None and verdict.status == "pass":
-        from rlconform.core.expected import unexpected_pass_message
-
         verdict.message = unexpected_pass_message(expected)
     if plugin is not None:
         plugin.record(verdict, system, spec)
@@ -421,12 +431,11 @@ def enforce_verdict(
         pytest.xfail(f"known violation: {verdict.known}")
     fail_on = item.config.getoption("rlconform_fail_on", None)
     if verdict.status in ("fail", "not_exercised") and not verdict.expected:
-        from rlconform.core.impact import at_least, title
-        from rlconform.reports.results import impact_of
+        from rlconform.reports.results import impact_of  # pulls Hypothesis: only once a check failed
 
         impact = impact_of(verdict)
         if not at_least(impact, fail_on):
-            pytest.xfail(f"{title(impact)} ({impact}) is below --rlconform-fail-on {fail_on}: {first_line}")
+            pytest.xfail(f"{impact_title(impact)} ({impact}) is below --rlconform-fail-on {fail_on}: {first_line}")
     if verdict.status == "not_applicable":
         pytest.skip(f"not applicable: {first_line}")
     if verdict.status == "skipped":
@@ -449,11 +458,11 @@ class RlconformItem(pytest.Item):
         self.session_plugin = session_plugin
 
     def runtest(self) -> None:
-        from rlconform.core.search import check_spec
-
         plugin = self.session_plugin
-        assert plugin.profile is not None and plugin.cache is not None, "set up in pytest_sessionstart"
-        verdict = check_spec(self.system, self.spec, plugin.profile, cache=plugin.cache)
+        assert plugin.profile is not None and plugin.cache is not None and plugin.pipeline is not None, (
+            "set up in pytest_sessionstart"
+        )
+        verdict = plugin.pipeline.check(self.system, self.spec, plugin.profile, plugin.cache)
         enforce_verdict(verdict, self.spec, self, plugin, self.system)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -507,6 +516,8 @@ class RlconformSession:
         #: the selected specs, skipped ones included, in registry order: the items collected
         self.collected_specs: list[Spec] = []
         self.cache: RunCache | None = None
+        #: the shared pipeline (rlconform.core.session), made when the session has checks of its own
+        self.pipeline: Session | None = None
         #: (system id, spec id) -> verdict_json(verdict): this process's verdicts, and on the
         #: xdist controller those the workers handed over
         self.verdicts: dict[tuple[str, str], dict[str, Any]] = {}
@@ -544,17 +555,13 @@ class RlconformSession:
         self.expected = load_expected_failures(self.config)
         if self.passive:
             return  # nothing to collect: only record the checks of rlconform.testing, if any run
-        systems = self._user_systems() + self._bundled_systems()
-        unique: dict[str, System] = {}
-        for system in systems:
-            unique.setdefault(system.id, system)
-        self.systems = list(unique.values())
         from rlconform.core.runner import RunCache
-        from rlconform.core.selection import SelectionError, check_skip_patterns, matching, without_skipped
-        from rlconform.core.spec import all_specs
+        from rlconform.core.session import Session
 
+        self.pipeline = Session()
+        self.systems = Session.unique(self._user_systems(self.pipeline) + self._bundled_systems(self.pipeline))
         patterns = self.config.getoption("rlconform_specs")
-        self.specs = matching(all_specs(), patterns)
+        self.specs = self.pipeline.specs(patterns)
         if not self.specs:
             raise pytest.UsageError(f"rlconform: no spec matches {', '.join(patterns)}")
         skip_patterns: list[str] = self.config.getoption("rlconform_skip_spec")
@@ -570,49 +577,33 @@ class RlconformSession:
     def _record_not_applicable(self) -> None:
         """The pairs whose spec does not apply to the system: their verdicts are recorded here
         (every process computes the same ones), and no item is collected for them."""
-        from rlconform.core.search import Verdict
+        assert self.profile is not None and self.pipeline is not None
+        for verdict, reason in self.pipeline.not_applicable_verdicts(
+            self.systems, self.specs, self.profile.name, self.seed
+        ):
+            self.not_applicable[(verdict.system_id, verdict.spec_id)] = reason
+            self.record(verdict)
 
-        assert self.profile is not None
-        for system in self.systems:
-            for spec in self.specs:
-                reason = spec.not_applicable_reason(system)
-                if reason is None:
-                    continue
-                self.not_applicable[(system.id, spec.id)] = reason
-                verdict = Verdict(
-                    system.id,
-                    spec.id,
-                    "not_applicable",
-                    reason,
-                    profile=self.profile.name,
-                    seed=self.seed,
-                    impact=spec.impact,
-                )
-                self.record(verdict)
-
-    def _user_systems(self) -> list[System]:
+    def _user_systems(self, pipeline: Session) -> list[System]:
         references: list[str] = self.config.getoption("rlconform_check")
         if not references:
             return []
-        from rlconform.core.user import BadInput, family_for, probe, user_system, with_intents
+        from rlconform.core.user import BadInput, factory_signatures
 
         family = self.config.getoption("rlconform_api")
         if not family:
-            from rlconform.core.user import factory_signatures
-
             raise pytest.UsageError(
                 f"rlconform: --rlconform-check needs --rlconform-api, one of {', '.join(factory_signatures())}"
             )
         try:
-            wanted = family_for(family).user_options
+            options = pipeline.family_options(family, lambda name: self.config.getoption(f"rlconform_{name}"))
         except BadInput as exc:
             raise pytest.UsageError(f"rlconform: {exc}") from None
-        options: dict[str, Any] = {name: self.config.getoption(f"rlconform_{name}") for name in wanted}
         systems = []
         for reference in references:
             try:
-                system = with_intents(
-                    probe(user_system(reference, family, **options)), self.config.getoption("rlconform_intended")
+                system = pipeline.checked_user_system(
+                    reference, family, options=options, intended=self.config.getoption("rlconform_intended")
                 )
             except BadInput as exc:
                 raise pytest.UsageError(f"rlconform: {exc}") from None
@@ -624,15 +615,11 @@ class RlconformSession:
             systems.append(system)
         return systems
 
-    def _bundled_systems(self) -> list[System]:
+    def _bundled_systems(self, pipeline: Session) -> list[System]:
         patterns: list[str] = self.config.getoption("rlconform_systems")
         if not patterns:
             return []
-        from rlconform.core.selection import matching
-        from rlconform.core.system import all_systems
-
-        bundled = [s for s in all_systems() if s.kind in ("library", "reference")]
-        selected = matching(bundled, patterns)
+        selected = pipeline.bundled_systems(patterns)
         if not selected:
             raise pytest.UsageError(
                 f"rlconform: no bundled system matches {', '.join(patterns)} (`rlconform list` lists them)"
@@ -648,7 +635,6 @@ class RlconformSession:
         assert self.profile is not None
         if self.passive:
             return []
-        from rlconform.core.family import get_family
         from rlconform.reports.results import header_lines
 
         families = [get_family(name) for name in dict.fromkeys(system.family for system in self.systems)]
@@ -688,8 +674,6 @@ class RlconformSession:
         """Apply the expected-failures file to every rlconform check collected (the plugin's items
         and the tests of :func:`rlconform.testing.parametrize_with_checks`), and warn, from one
         process only, about entries that match none."""
-        from rlconform.core.expected import unused_warning
-
         assert self.expected is not None
         for item in items:
             marker = item.get_closest_marker("rlconform")
@@ -761,7 +745,7 @@ class RlconformSession:
         return [self.verdicts[pair] for pair in sorted(self.verdicts, key=key)]
 
     def summary(self) -> dict[str, int]:
-        from rlconform.reports.document import STATUSES, table_status
+        from rlconform.reports.document import STATUSES
 
         counts = Counter(table_status(r["status"], r["known"], r.get("expected")) for r in self.verdicts.values())
         return {status: counts[status] for status in (*STATUSES, *sorted(counts)) if counts[status]}
@@ -777,8 +761,6 @@ class RlconformSession:
         """The pairs not collected because the spec does not apply, once per system: the specs
         of the system's own family one by one with the reason, those of other families counted
         (named when there are at most three)."""
-        from rlconform.core.spec import get_spec
-
         lines = []
         for system in self.systems:
             pairs = [(spec, why) for (sid, spec), why in self.not_applicable.items() if sid == system.id]
@@ -796,9 +778,6 @@ class RlconformSession:
     def failures_by_impact(self) -> str:
         """'6 training-data, 1 api-contract (4 groups of one minimal case)': the failures that count,
         most severe class first, and how many groups sharing a minimal case they form."""
-        from rlconform.core.grouping import failing_from_json, groups
-        from rlconform.core.impact import IMPACTS, UNCLASSIFIED
-
         counted = [r for r in self.ordered_results() if not (r.get("known") or r.get("expected"))]
         found = groups(failing_from_json(counted, [s.id for s in self.specs]))
         members = [m for g in found for m in g]
@@ -827,7 +806,6 @@ class RlconformSession:
     def write_json(self) -> None:
         if self.json_path is None or self.profile is None or (self.passive and not self.verdicts):
             return
-        from rlconform.core.grouping import annotate
         from rlconform.reports.results import Results
 
         results = Results(

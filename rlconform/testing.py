@@ -28,16 +28,23 @@ and rlconform reads the number off the returned env's batch size.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pytest
 
-from rlconform.core.search import Verdict
-from rlconform.core.spec import Spec, all_specs
-from rlconform.core.system import System, all_systems
-from rlconform.core.user import BadInput, factory_system, probe, user_system, with_intents
+from rlconform import plugin as rl_plugin
+from rlconform.core.runner import RunCache
+from rlconform.core.selection import matching
+from rlconform.core.session import Session
+from rlconform.core.spec import Spec
+from rlconform.core.system import System
+from rlconform.core.user import BadInput, factory_signatures
+from rlconform.core.verdict import Verdict
+
+#: the pipeline of this process's checks: one, so that a user's system is probed once however
+#: many tests check it
+_SESSION = Session()
 
 #: what ``systems`` may hold: a factory, ``MODULE:CALLABLE``, a bundled system id or glob, a System
 SystemLike = Callable[..., Any] | str | System
@@ -60,9 +67,6 @@ class RlconformCheck:
         return f"RlconformCheck({self.id})"
 
     def __call__(self) -> Verdict:
-        from rlconform import plugin as rl_plugin
-        from rlconform.core.search import check_spec
-
         config = rl_plugin._current_config
         if config is None:
             raise RuntimeError("rlconform checks run inside pytest, with the rlconform plugin loaded")
@@ -70,8 +74,8 @@ class RlconformCheck:
         profile = session.profile if session is not None else rl_plugin.resolve_profile(config)
         cache = session.cache if session is not None and session.cache is not None else _process_cache()
         item = _current_item(config)
-        system = _probed(self.system)
-        verdict = check_spec(system, self.spec, profile, cache=cache)
+        system = _SESSION.probed(self.system)
+        verdict = _SESSION.check(system, self.spec, profile, cache)
         rl_plugin.enforce_verdict(verdict, self.spec, item, session, system)
         return verdict
 
@@ -93,7 +97,7 @@ def parametrize_with_checks(
     "changed as declared". Bad input raises :class:`~rlconform.core.user.BadInput` when
     the test module is imported, with a one-line reason.
     """
-    resolved = [with_intents(system, intended) for system in _resolve_systems(list(systems), api)]
+    resolved = [_SESSION.with_intents(system, intended) for system in _resolve_systems(list(systems), api)]
     chosen = _resolve_specs(specs)
     params = []
     for system in resolved:
@@ -116,76 +120,49 @@ def parametrize_with_checks(
 def _resolve_systems(systems: list[SystemLike], api: str | None) -> list[System]:
     if not systems:
         raise BadInput("parametrize_with_checks: no systems given")
-    bundled: list[System] | None = None
     resolved: list[System] = []
     for entry in systems:
         if isinstance(entry, System):
             resolved.append(entry)
         elif isinstance(entry, str) and ":" in entry:
-            resolved.append(user_system(entry, _need_api(api, entry)))
+            resolved.append(_SESSION.user_system(entry, _need_api(api, entry)))
         elif isinstance(entry, str):
-            if bundled is None:
-                bundled = [s for s in all_systems() if s.kind in ("library", "reference")]
-            matches = [s for s in bundled if s.id == entry or fnmatch.fnmatchcase(s.id, entry)]
+            matches = _SESSION.bundled_systems([entry])
             if not matches:
                 raise BadInput(f"no bundled system matches {entry!r} (`rlconform list` lists them)")
             resolved.extend(matches)
         elif callable(entry):
-            resolved.append(factory_system(entry, _need_api(api, repr(entry))))
+            resolved.append(_SESSION.user_system(entry, _need_api(api, repr(entry))))
         else:
             raise BadInput(f"parametrize_with_checks: {entry!r} is not a factory, a MODULE:CALLABLE or a system id")
-    unique: dict[str, System] = {}
-    for system in resolved:
-        unique.setdefault(system.id, system)
-    return list(unique.values())
+    return Session.unique(resolved)
 
 
 def _need_api(api: str | None, what: str) -> str:
     if api is None:
-        from rlconform.core.user import factory_signatures
-
         raise BadInput(f"parametrize_with_checks: {what} needs api=FAMILY ({', '.join(factory_signatures())})")
     return api
 
 
 def _resolve_specs(patterns: Sequence[str] | None) -> list[Spec]:
-    every = all_specs()
-    if not patterns:
-        return every
-    for pattern in patterns:
-        if not any(s.id == pattern or fnmatch.fnmatchcase(s.id, pattern) for s in every):
+    every = _SESSION.specs()
+    for pattern in patterns or ():
+        if not matching(every, [pattern]):
             raise BadInput(f"parametrize_with_checks: no spec matches {pattern!r} (`rlconform list` lists them)")
-    return [s for s in every if any(s.id == p or fnmatch.fnmatchcase(s.id, p) for p in patterns)]
+    return matching(every, patterns)
 
 
-_PROBED: dict[str, System] = {}
+_CACHE: list[RunCache] = []
 
 
-def _probed(system: System) -> System:
-    """A user's system built once per process before its first check (to learn whether it starts
-    worker processes, which sets its search budget); bundled systems need no probe."""
-    if system.kind != "user":
-        return system
-    if system.id not in _PROBED:
-        _PROBED[system.id] = probe(system)
-    return _PROBED[system.id]
-
-
-_CACHE: list[Any] = []
-
-
-def _process_cache() -> Any:
-    from rlconform.core.runner import RunCache
-
+def _process_cache() -> RunCache:
     if not _CACHE:
         _CACHE.append(RunCache())
     return _CACHE[0]
 
 
 def _current_item(config: pytest.Config) -> pytest.Item:
-    from rlconform.plugin import CURRENT_ITEM_KEY
-
-    item = config.stash.get(CURRENT_ITEM_KEY, None)
+    item = config.stash.get(rl_plugin.CURRENT_ITEM_KEY, None)
     if item is None:
         raise RuntimeError("rlconform_check() must be called from the test it parametrizes")
     return item

@@ -1,0 +1,277 @@
+"""The check pipeline the three front ends share: ``rlconform run``/``check``, the pytest plugin and
+:func:`rlconform.testing.parametrize_with_checks`.
+
+Each front end once assembled the pipeline itself, and the copies drifted (the bundled-systems
+filter was written three times, ``testing`` had its own pattern matcher). A :class:`Session` holds
+the steps they share, in the order a check goes through them:
+
+1. select: the bundled systems (library systems and reference models, never planted bugs), the
+   user's own system (built from ``MODULE:CALLABLE`` or a factory object), the specs;
+2. probe: build a user's system once, to learn its cost, capabilities and stack semantics;
+3. plan: which selected systems no selected spec applies to, which are skipped (a library missing);
+4. run: the searches, with the project's expected failures marked as verdicts arrive;
+5. verdicts for the pairs that never run (not applicable, skipped).
+
+What only one front end has stays there: argparse and printing in ``cli``, items, hooks and usage
+errors in ``plugin``, the parametrization in ``testing``; so does making the results document
+(``rlconform.reports``, which the core may not import). Every error here is the core's own
+(:class:`~rlconform.core.user.BadInput`, :class:`~rlconform.core.selection.SelectionError`), and each
+front end says it its own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlconform.core.catalog import Catalog, current
+from rlconform.core.expected import FAILING, ExpectedFailures, unused_warning
+from rlconform.core.profiles import Profile, get_profile, session_seed
+from rlconform.core.progress import Event, Progress
+from rlconform.core.runner import RunCache
+from rlconform.core.search import check_spec
+from rlconform.core.selection import matching
+from rlconform.core.spec import Spec
+from rlconform.core.suite import SystemProgress, run_checks
+from rlconform.core.system import System
+from rlconform.core.user import factory_system, family_for, probe, user_system, with_intents
+from rlconform.core.verdict import Verdict
+
+#: the kinds of system a user selects among by id (``rlconform list``): planted bugs are the
+#: test suite's, never a run's
+BUNDLED_KINDS = ("library", "reference")
+
+
+@dataclass
+class Plan:
+    """What happens to each selected system: checked by running it, checked as skipped (its
+    library is missing: a verdict per spec, no run), or not checked at all (no selected spec
+    applies to its family: an empty row and a line that says why)."""
+
+    #: the systems whose searches run, in selection order
+    runnable: list[System] = field(default_factory=list)
+    #: the systems checked without running, each spec's verdict saying why
+    skipped: list[System] = field(default_factory=list)
+    #: system id -> the line saying no selected spec applies to it (never a verdict)
+    without_specs: dict[str, str] = field(default_factory=dict)
+
+
+class Session:
+    """The shared pipeline over one catalog (default: the one in use, looked up on each call, so
+    that :func:`rlconform.core.catalog.use` in a test applies to a session made before it).
+
+    A session remembers the user systems it probed (so that one built in a test process is probed
+    once, however many checks it has) and which verdicts it marked as expected (so that a verdict
+    marked while progress was shown is not marked twice)."""
+
+    def __init__(self, catalog: Catalog | None = None) -> None:
+        self._catalog = catalog
+        self._probed: dict[str, System] = {}
+        self._expected_applied: set[int] = set()
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._catalog if self._catalog is not None else current()
+
+    # -- 1. selection ----------------------------------------------------------------------
+
+    def bundled_systems(self, patterns: Sequence[str] | None = None, *, reference: bool = True) -> list[System]:
+        """The bundled systems whose id matches ``patterns`` (all without patterns), in catalog
+        order; ``reference=False`` leaves out the reference models (the control rows)."""
+        kinds = BUNDLED_KINDS if reference else tuple(kind for kind in BUNDLED_KINDS if kind != "reference")
+        return matching([s for s in self.catalog.systems() if s.kind in kinds], patterns)
+
+    def specs(self, patterns: Sequence[str] | None = None) -> list[Spec]:
+        """The specs whose id matches ``patterns`` (all without patterns), in catalog order."""
+        return matching(self.catalog.specs(), patterns)
+
+    def user_system(
+        self, target: str | Callable[..., Any], api: str, *, options: Mapping[str, Any] | None = None
+    ) -> System:
+        """The user's factory (``MODULE:CALLABLE`` or the factory object) as a system of the family
+        of ``api``, not probed yet (:meth:`probed`); bad input raises BadInput."""
+        given = dict(options or {})
+        return user_system(target, api, **given) if isinstance(target, str) else factory_system(target, api, **given)
+
+    def checked_user_system(
+        self,
+        target: str | Callable[..., Any],
+        api: str,
+        *,
+        options: Mapping[str, Any] | None = None,
+        intended: Sequence[str] | str | None = None,
+    ) -> System:
+        """The user's system probed, then with the value changes it makes on purpose: what ``check``
+        and ``--rlconform-check`` run (a factory that cannot be built is reported before a bad
+        intent)."""
+        return self.with_intents(self.probed(self.user_system(target, api, options=options)), intended)
+
+    @staticmethod
+    def with_intents(system: System, intended: Sequence[str] | str | None) -> System:
+        """``system`` with the value changes its user declared on purpose (an unknown one is bad input)."""
+        return with_intents(system, intended)
+
+    def family_options(self, api: str, value: Callable[[str], Any]) -> dict[str, Any]:
+        """The options the family of ``api`` takes (Family.user_options: ``num_envs``, ``device``,
+        ``stacks``), each read with ``value(name)`` from the front end's own flags; an unknown api
+        is bad input."""
+        return {name: value(name) for name in family_for(api).user_options}
+
+    @staticmethod
+    def unique(systems: Iterable[System]) -> list[System]:
+        """``systems`` without repeats of an id (the first one stays), in order."""
+        found: dict[str, System] = {}
+        for system in systems:
+            found.setdefault(system.id, system)
+        return list(found.values())
+
+    # -- 2. probing ------------------------------------------------------------------------
+
+    def probed(self, system: System) -> System:
+        """A user's system built once per session before its first check (to learn whether it
+        starts worker processes, which sets its search budget); bundled systems need no probe."""
+        if system.kind != "user":
+            return system
+        if system.id not in self._probed:
+            self._probed[system.id] = probe(system)
+        return self._probed[system.id]
+
+    # -- 3. planning -----------------------------------------------------------------------
+
+    def plan(self, systems: Sequence[System], specs: Sequence[Spec]) -> Plan:
+        """Sort ``systems`` into those that run, those skipped and those no spec applies to."""
+        plan = Plan(without_specs=self.without_specs(systems, specs))
+        for system in systems:
+            if system.id in plan.without_specs:
+                continue
+            (plan.skipped if system.skip_reason() else plan.runnable).append(system)
+        return plan
+
+    def without_specs(self, systems: Sequence[System], specs: Sequence[Spec]) -> dict[str, str]:
+        """Systems no selected spec applies to (a family whose specs come in a later release), each
+        with the line that says so: they keep an empty row in the table, never a verdict."""
+        registered = self.catalog.specs()
+        lines = {}
+        for system in systems:
+            if any(system.family in spec.families for spec in specs):
+                continue
+            if any(system.family in spec.families for spec in registered):
+                lines[system.id] = f"NO SPECS {system.id}: no selected spec applies to family {system.family}; not run"
+            else:
+                lines[system.id] = f"NO SPECS {system.id}: no specs yet for family {system.family}; not run"
+        return lines
+
+    # -- 4. running ------------------------------------------------------------------------
+
+    @staticmethod
+    def profile(name: str | None) -> Profile:
+        """The profile ``name`` (None: $RLCONFORM_PROFILE, then the default)."""
+        return get_profile(name)
+
+    @staticmethod
+    def seed(profile: Profile) -> int | None:
+        """The seed of this process's searches under ``profile`` (None: derandomized)."""
+        return None if profile.derandomize else session_seed()
+
+    def check(self, system: System, spec: Spec, profile: Profile, cache: RunCache) -> Verdict:
+        """One (system, spec) search, in this process (a pytest item)."""
+        return check_spec(system, spec, profile, cache=cache)
+
+    def run(
+        self,
+        systems: Sequence[System],
+        specs: Sequence[Spec],
+        profile: Profile,
+        *,
+        jobs: int = 1,
+        isolate: bool = False,
+        progress: Progress | SystemProgress | None = None,
+        expected: ExpectedFailures | None = None,
+    ) -> list[Verdict]:
+        """Every (system, spec) search (:func:`~rlconform.core.suite.run_checks`); with ``expected``,
+        each verdict is marked before ``progress`` shows it, so that an expected failure is
+        counted as one ("known") and never as a failure."""
+        if expected is not None and isinstance(progress, Progress):
+            progress = expected_progress(expected, self._expected_applied, progress)
+        return run_checks(systems, specs, profile, jobs=jobs, isolate=isolate, progress=progress)
+
+    def apply_expected(self, expected: ExpectedFailures, verdicts: Iterable[Verdict]) -> list[str]:
+        """Mark the project's expected failures among ``verdicts`` (those :meth:`run` did not mark
+        already); returns the warnings for entries that matched no check."""
+        for verdict in verdicts:
+            if id(verdict) not in self._expected_applied:
+                expected.apply(verdict)
+                self._expected_applied.add(id(verdict))
+        return [unused_warning(entry) for entry in expected.unused()]
+
+    # -- 5. verdicts of the pairs that never run -------------------------------------------
+
+    @staticmethod
+    def skipped_verdicts(
+        systems: Sequence[System], specs: Sequence[Spec], profile: str, seed: int | None
+    ) -> list[Verdict]:
+        """The verdicts of systems that cannot run here, in the order check_spec decides: a spec
+        that does not apply to the system is not applicable whether or not the system can run."""
+        return [
+            Verdict(s.id, spec.id, "not_applicable", reason, profile=profile, seed=seed)
+            if (reason := spec.not_applicable_reason(s)) is not None
+            else Verdict(s.id, spec.id, "skipped", s.skip_reason() or "", profile=profile, seed=seed)
+            for s in systems
+            for spec in specs
+        ]
+
+    @staticmethod
+    def not_applicable_verdicts(
+        systems: Sequence[System], specs: Sequence[Spec], profile: str, seed: int | None
+    ) -> list[tuple[Verdict, str]]:
+        """(verdict, reason) for every pair whose spec does not apply to its system: no search runs
+        for these (the plugin collects no item for them)."""
+        found = []
+        for system in systems:
+            for spec in specs:
+                reason = spec.not_applicable_reason(system)
+                if reason is not None:
+                    verdict = Verdict(
+                        system.id, spec.id, "not_applicable", reason, profile=profile, seed=seed, impact=spec.impact
+                    )
+                    found.append((verdict, reason))
+        return found
+
+
+def expected_progress(expected: ExpectedFailures, applied: set[int], progress: Progress) -> Progress:
+    """``progress``, marking the project's expected failures first; the ids of the verdicts it
+    marked are added to ``applied``."""
+    return _ExpectedProgress(expected, applied, progress)
+
+
+class _ExpectedProgress(Progress):
+    """``progress``, with each verdict marked with the project's expected failures before it is
+    shown, so that an expected failure is counted as one ("known"), never as a failure: in the
+    per-spec lines as in each system's line."""
+
+    def __init__(self, expected: ExpectedFailures, applied: set[int], progress: Progress) -> None:
+        self.expected = expected
+        self.applied = applied
+        self.progress = progress
+
+    def event(self, event: Event) -> None:
+        if event[0] == "verdict" and event[5] in FAILING and self.expected.match(event[1], event[4]) is not None:
+            event = (*event[:5], "known", *event[6:])
+        self.progress.event(event)
+
+    def system_started(self, done: int, total: int, system: System) -> None:
+        self.progress.system_started(done, total, system)
+
+    def system_finished(self, done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
+        for verdict in verdicts:
+            if id(verdict) not in self.applied:
+                self.expected.apply(verdict)
+                self.applied.add(id(verdict))
+        self.progress.system_finished(done, total, system, verdicts, seconds)
+
+    def tick(self) -> None:
+        self.progress.tick()
+
+    def close(self) -> None:
+        self.progress.close()
