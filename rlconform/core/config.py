@@ -12,8 +12,6 @@ from __future__ import annotations
 import math
 import os
 
-from rlconform.core.profiles import PROFILES
-
 PROFILE = "RLCONFORM_PROFILE"
 SEED = "RLCONFORM_SEED"
 CALL_TIMEOUT = "RLCONFORM_CALL_TIMEOUT"
@@ -58,6 +56,8 @@ def seed() -> int | None:
 
 def profile_name() -> str | None:
     """The profile named by RLCONFORM_PROFILE (None when unset), checked against the profiles."""
+    from rlconform.core.profiles import PROFILES
+
     value = _raw(PROFILE)
     if value is not None and value not in PROFILES:
         raise ConfigError(f"{PROFILE}={value!r} is not a profile; known: {', '.join(sorted(PROFILES))}")

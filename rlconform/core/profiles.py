@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, settings
 
+from rlconform.core.config import profile_name
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -75,8 +77,6 @@ DEFAULT_PROFILE = "ci"
 def get_profile(name: str | None) -> Profile:
     """The profile ``name``, else $RLCONFORM_PROFILE (validated by :mod:`rlconform.core.config`: a bad
     value raises its one-line ConfigError), else the default."""
-    from rlconform.core.config import profile_name
-
     name = name or profile_name() or DEFAULT_PROFILE
     try:
         return PROFILES[name]

@@ -44,7 +44,6 @@ from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.reproducer import case_reproducer, print_run
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import batch_actions, single_action
-from rlconform.envs.strategies import cases
 from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.envs.truth import GroundTruth, build_truth
 
@@ -135,6 +134,8 @@ class ReferenceEnvFamily(ABC):
         return drive_case(system, case, self, with_model=with_model)
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
+        from rlconform.envs.strategies import cases
+
         return cases(system, scenario, vectorized=self.contract.vectorized)
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:

@@ -327,15 +327,20 @@ _TORCH = _optional("torch")
 #: rather than at module level. Every entry is used (test_every_function_level_entry_is_used).
 FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ("rlconform.core.catalog", "rlconform.catalog"): "the composition root (BACK_EDGES)",
-    ("rlconform.core.profiles", "rlconform.core.config"): (
-        "config checks RLCONFORM_PROFILE against PROFILES, so it imports profiles; get_profile reads "
-        "the variable back through config when called, so that the two do not import each other"
+    ("rlconform.core.config", "rlconform.core.profiles"): (
+        "profiles imports Hypothesis and reads RLCONFORM_PROFILE through config; config reads the "
+        "profiles only when a profile is named, so that a reproducer (rlconform.replay, which loads "
+        "config through core.user) runs where Hypothesis is not installed"
     ),
     ("rlconform.envs.driver", "rlconform.envs.factory_probe"): (
         "the factory probe drives its trial builds through the driver's LiveRun, so it imports the "
         "driver; probe_factory imports the probe when called, so that the two do not import each other"
     ),
     ("rlconform.envs.driver", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.envs.driver", "rlconform.envs.strategies"): (
+        "the strategies import Hypothesis; a reproducer (rlconform.replay) drives the driver and "
+        "runs where Hypothesis is not installed (tests/frontends/test_cli.py shows it)"
+    ),
     ("rlconform.envs.factory_probe", "rlconform.envs.reference_env"): _GYMNASIUM,
     ("rlconform.libraries.envauthor.planted", "rlconform.libraries.envauthor.sample_envs"): _optional("Gymnasium"),
     ("rlconform.libraries.gymnasium.env_family", "rlconform.envs.reference_env"): _GYMNASIUM,
