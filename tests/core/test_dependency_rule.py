@@ -226,9 +226,9 @@ BACK_EDGES: dict[tuple[str, str], str] = {
     ),
 }
 
-#: front ends whose imports inside functions are not held to FUNCTION_LEVEL yet: they are being
-#: rebuilt around one session (rlconform.core.session), after which they are checked too
-FUNCTION_LEVEL_EXEMPT = ("cli", "plugin", "testing")
+#: front ends whose imports inside functions are not held to FUNCTION_LEVEL (none: the CLI, the
+#: plugin and the testing API share rlconform.core.session, and their late imports are declared)
+FUNCTION_LEVEL_EXEMPT: tuple[str, ...] = ()
 
 
 def layer_group(name: str) -> str:
@@ -323,6 +323,12 @@ def _optional(libraries: str) -> str:
 _GYMNASIUM = _optional("Gymnasium (the reference env is a gymnasium.Env)")
 _TORCH = _optional("torch")
 
+_INERT_PLUGIN = (
+    "pytest loads the plugin (its pytest11 entry point) in every run of every project where "
+    "rlconform is installed; it stays inert and cheap until an rlconform option is given, so what "
+    "pulls Hypothesis, NumPy or the results document is imported when an option asks for it"
+)
+
 #: (importing module, imported module): why this rlconform import is made inside a function
 #: rather than at module level. Every entry is used (test_every_function_level_entry_is_used).
 FUNCTION_LEVEL: dict[tuple[str, str], str] = {
@@ -337,6 +343,13 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
         "driver; probe_factory imports the probe when called, so that the two do not import each other"
     ),
     ("rlconform.envs.driver", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.plugin", "rlconform.core.config"): _INERT_PLUGIN,
+    ("rlconform.plugin", "rlconform.core.profiles"): _INERT_PLUGIN,
+    ("rlconform.plugin", "rlconform.core.runner"): _INERT_PLUGIN,
+    ("rlconform.plugin", "rlconform.core.session"): _INERT_PLUGIN,
+    ("rlconform.plugin", "rlconform.core.user"): _INERT_PLUGIN,
+    ("rlconform.plugin", "rlconform.reports.document"): _INERT_PLUGIN,
+    ("rlconform.plugin", "rlconform.reports.results"): _INERT_PLUGIN,
     ("rlconform.envs.driver", "rlconform.envs.strategies"): (
         "the strategies import Hypothesis; a reproducer (rlconform.replay) drives the driver and "
         "runs where Hypothesis is not installed (tests/frontends/test_cli.py shows it)"
@@ -632,3 +645,23 @@ def test_every_core_module_imports_without_any_optional_library(tmp_path: Path) 
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"imported {len(core)} modules" in result.stdout
+
+
+def test_the_plugin_imports_nothing_heavy_until_asked(tmp_path: Path) -> None:
+    """What ``_INERT_PLUGIN`` claims: importing the plugin (as pytest does in every run of a project
+    where rlconform is installed) loads neither Hypothesis, NumPy nor any optional library."""
+    probe = (
+        "import sys, rlconform.plugin; "
+        "print(sorted(n for n in ('hypothesis', 'numpy', *sys.argv[1].split(',')) if n in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", probe, ",".join(OPTIONAL)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", result.stdout
