@@ -303,6 +303,7 @@ def test_a_kind_that_crashes_rlconform_in_the_probe_is_left_out_and_named_an_int
     assert found["transitions.exact"].status == "pass", statuses(found)
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_bad_input_from_a_raising_factory_keeps_a_self_contained_first_line_on_the_command_line(
     tmp_path: Path,
 ) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # each case collects the whole suite: 10 to 20 s
+pytestmark = pytest.mark.slow  # each case collects the whole suite in a subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 
