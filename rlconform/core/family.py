@@ -10,8 +10,8 @@ implement it on their own.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from rlconform.core.catalog import current
@@ -100,11 +100,17 @@ class ModelMatch:
 
     ``time_limit`` is a time limit the stack itself adds around every sub-env (a user's
     ``TimeLimit(env, N)`` in each env thunk): the model applies it too, the tighter of it and the
-    script's own limit truncating, so that the model is of the stack the user built."""
+    script's own limit truncating, so that the model is of the stack the user built.
+
+    ``parameters`` are the wrapper's own settings (``n_stack``, ``gamma``, ``training``, the
+    statistics a normaliser holds when built, ...), passed to the model's build as keywords: a
+    stack matches its model whatever it was configured with, and is compared with the model of
+    exactly that configuration. Empty: the model's defaults, which are the bundled stacks'."""
 
     model_id: str | None
     reason: str = ""
     time_limit: int | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 def layer_chain(obj: Any, attribute: str) -> list[Any]:

@@ -20,7 +20,7 @@ import time
 import traceback
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO
@@ -615,10 +615,32 @@ class LiveRun:
         match = self.family.model_match(self.obj)
         self.run.model_reason = match.reason or None
         self.model_time_limit = match.time_limit
+        self.model_parameters = dict(match.parameters)
         return match.model_id
 
     #: a time limit the stack adds around each sub-env, which its model applies too (``model_id``)
     model_time_limit: int | None = None
+    #: the wrapper's settings the model is built with (``model_id``; empty: the model's defaults)
+    model_parameters: Mapping[str, Any] = {}
+
+    def model_system(self, model_id: str) -> System:
+        """The reference system ``model_id`` built with the parameters of the stack this run
+        built (:attr:`model_parameters`), so that a stack configured otherwise than the bundled
+        one is compared with the model of its own configuration; without parameters, the
+        registered system itself (the bundled systems' verdicts rest on it)."""
+        model = get_system(model_id)
+        if not self.model_parameters:
+            return model
+        build: Any = model.build
+        settings = ", ".join(
+            f"{name}={value!r}" if isinstance(value, (bool, int, float, str)) else f"{name} as built"
+            for name, value in sorted(self.model_parameters.items())
+        )
+        return dataclasses.replace(
+            model,
+            build=functools.partial(build, **self.model_parameters),
+            source=f"{model.source}  # with the stack's {settings}",
+        )
 
     def model_case(self) -> Case:
         """The case the reference model runs: this one, its envs also cut by a time limit the
@@ -661,6 +683,6 @@ def drive_case(system: System, case: Case, family: ReferenceEnvFamily, *, with_m
     run = live.drive(case.ops)
     if with_model and model_id is not None:
         run.model_id = model_id
-        model = get_system(model_id)
+        model = live.model_system(model_id)
         run.model = reference_family(model.family).run_case(model, live.model_case(), with_model=False)
     return run

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from rlconform.core.spec import Violation, all_specs
-from rlconform.core.system import System, get_system
+from rlconform.core.system import System
 from rlconform.envs.decode import decode, describe_decoded
 from rlconform.envs.driver import LiveRun, Run, reference_family
 from rlconform.envs.plan import Case, Op, Reset
@@ -63,7 +63,7 @@ def conformance_machine(system: System, specs: Sequence[str] | None = None) -> t
             self.real = LiveRun(system, case)
             model_id = self.real.model_id() if system.kind != "reference" else system.id
             assert model_id is not None, f"{system.id} has no reference model"
-            self.model = LiveRun(get_system(model_id), self.real.model_case())
+            self.model = LiveRun(self.real.model_system(model_id), self.real.model_case())
             self._apply(Reset(seed=seed))
 
         def _apply(self, op: Op) -> None:

@@ -175,16 +175,18 @@ def user_vec_monitor(env_fns: Sequence[Any]) -> Any:
     return VecMonitor(DummyVecEnv(list(env_fns)))
 
 
-def user_vec_normalize_gamma(env_fns: Sequence[Any]) -> Any:
-    return VecNormalize(DummyVecEnv(list(env_fns)), gamma=0.9)
+def user_vec_monitor_info_keywords(env_fns: Sequence[Any]) -> Any:
+    """Info keywords the model does not copy (a wrapper's parameters the models do implement, such
+    as VecNormalize's gamma, give a model of that configuration: tests/sb3/test_model_parameters.py)."""
+    return VecMonitor(DummyVecEnv(list(env_fns)), info_keywords=("stamp",))
 
 
 def user_monitor_over_normalize(env_fns: Sequence[Any]) -> Any:
     return VecMonitor(VecNormalize(DummyVecEnv(list(env_fns))))
 
 
-def user_frame_stack_4(env_fns: Sequence[Any]) -> Any:
-    return VecFrameStack(DummyVecEnv(list(env_fns)), n_stack=4)
+def user_frame_stack_channels_first(env_fns: Sequence[Any]) -> Any:
+    return VecFrameStack(DummyVecEnv(list(env_fns)), n_stack=4, channels_order="first")
 
 
 class OwnDummyVecEnv(DummyVecEnv):
@@ -204,9 +206,9 @@ def user_clipped_sub_envs(env_fns: Sequence[Any]) -> Any:
     return SyncVectorEnv([lambda fn=fn: ClipReward(fn(), -0.5, 0.5) for fn in env_fns])
 
 
-def user_normalize_observation_epsilon(env_fns: Sequence[Any]) -> Any:
-    inner = SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode.NEXT_STEP)
-    return vector_wrappers.NormalizeObservation(inner, epsilon=1e-4)
+def user_record_episode_statistics_key(env_fns: Sequence[Any]) -> Any:
+    inner = SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode.SAME_STEP)
+    return vector_wrappers.RecordEpisodeStatistics(inner, stats_key="ep")
 
 
 def test_user_vec_monitor_is_compared_with_the_vec_monitor_model() -> None:
@@ -228,13 +230,21 @@ def test_user_gymnasium_wrapper_is_compared_with_its_model() -> None:
 @pytest.mark.parametrize(
     ("factory", "family", "named"),
     [
-        (user_vec_normalize_gamma, "sb3.VecEnv", "VecNormalize with gamma=0.9 (the model assumes 0.99)"),
+        (
+            user_vec_monitor_info_keywords,
+            "sb3.VecEnv",
+            "VecMonitor with info_keywords=('stamp',) (the model assumes ())",
+        ),
         (user_monitor_over_normalize, "sb3.VecEnv", "several wrappers (VecMonitor over VecNormalize over DummyVecEnv)"),
-        (user_frame_stack_4, "sb3.VecEnv", "VecFrameStack with n_stack=4 (the model assumes 3)"),
+        (
+            user_frame_stack_channels_first,
+            "sb3.VecEnv",
+            "VecFrameStack with channels_first=True (the model assumes False)",
+        ),
         (user_subclass, "sb3.VecEnv", f"base layer {__name__}.OwnDummyVecEnv"),
         (user_clipped_sub_envs, "gymnasium.vector", "sub-env layer gymnasium.wrappers."),
         (user_clipped_sub_envs, "gymnasium.vector", ".ClipReward"),
-        (user_normalize_observation_epsilon, "gymnasium.vector", "NormalizeObservation with epsilon=0.0001"),
+        (user_record_episode_statistics_key, "gymnasium.vector", "RecordEpisodeStatistics with stats_key='ep'"),
     ],
     ids=lambda value: getattr(value, "__name__", None) or "",
 )

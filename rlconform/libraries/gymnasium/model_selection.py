@@ -2,11 +2,16 @@
 
 A bundled or planted system names its model; a user's factory does not, so the stack it built is
 read layer by layer (wrapper chain, base vectorizer, sub-env wrappers, wrapper parameters) and
-matched against the models in :mod:`rlconform.libraries.gymnasium.reference_systems`.
+matched against the models in :mod:`rlconform.libraries.gymnasium.reference_systems`. A wrapper's
+settings the models implement (``n_stack``, ``gamma``, ``training``, ...) are read off the object
+and the model is built with them (``ModelMatch.parameters``); only the settings no model implements
+leave a stack without one.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from typing import Any
 
 from rlconform.core.family import ModelMatch, layer_chain
@@ -24,25 +29,64 @@ _SUB_ENV_LAYERS = frozenset(
 )
 _TIME_LIMIT = ("gymnasium", "TimeLimit")
 _GYM_BASES = frozenset({("gymnasium", "SyncVectorEnv"), ("gymnasium", "AsyncVectorEnv")})
-#: vector wrapper -> {attribute: value the model assumes}
-_GYM_WRAPPERS: dict[str, dict[str, Any]] = {
-    "RecordEpisodeStatistics": {"_stats_key": "episode"},
-    "NormalizeReward": {"gamma": 0.99, "epsilon": 1e-8, "_update_running_mean": True},
-    "NormalizeObservation": {"epsilon": 1e-8, "_update_running_mean": True},
+
+
+def _statistics(layer: Any, name: str) -> Any:
+    """A copy of the running statistics ``layer`` holds now (None: it has none): the model
+    starts from them, and the stack's later updates must not reach the model's copy."""
+    return copy.deepcopy(getattr(layer, name, None))
+
+
+def _normalize_reward(layer: Any) -> dict[str, Any]:
+    return {
+        "gamma": float(layer.gamma),
+        "epsilon": float(layer.epsilon),
+        "update_running_mean": bool(layer._update_running_mean),
+        "return_rms": _statistics(layer, "return_rms"),
+    }
+
+
+def _normalize_observation(layer: Any) -> dict[str, Any]:
+    return {
+        "epsilon": float(layer.epsilon),
+        "update_running_mean": bool(layer._update_running_mean),
+        "obs_rms": _statistics(layer, "obs_rms"),
+    }
+
+
+def _vec_normalize(layer: Any) -> dict[str, Any]:
+    # training=False freezes the statistics at what the object holds when built (SB3's evaluation
+    # setup, often after VecNormalize.load): the model is built with a copy of them
+    parameters: dict[str, Any] = {name: bool(getattr(layer, name)) for name in ("training", "norm_obs", "norm_reward")}
+    parameters.update({name: float(getattr(layer, name)) for name in ("gamma", "clip_obs", "clip_reward", "epsilon")})
+    parameters.update(obs_rms=_statistics(layer, "obs_rms"), ret_rms=_statistics(layer, "ret_rms"))
+    return parameters
+
+
+def _vec_frame_stack(layer: Any) -> dict[str, Any]:
+    return {"n_stack": int(layer.stacked_obs.n_stack)}
+
+
+def _no_parameters(layer: Any) -> dict[str, Any]:
+    return {}
+
+
+#: vector wrapper -> ({attribute: the only value the models implement}, the parameters its model
+#: is built with, read off the wrapper)
+_GYM_WRAPPERS: dict[str, tuple[dict[str, Any], Callable[[Any], dict[str, Any]]]] = {
+    "RecordEpisodeStatistics": ({"_stats_key": "episode"}, _no_parameters),
+    "NormalizeReward": ({}, _normalize_reward),
+    "NormalizeObservation": ({}, _normalize_observation),
 }
 _SB3_BASES = frozenset({("stable_baselines3", "DummyVecEnv"), ("stable_baselines3", "SubprocVecEnv")})
-_SB3_WRAPPERS: dict[str, dict[str, Any]] = {
-    "VecNormalize": {
-        "training": True,
-        "norm_obs": True,
-        "norm_reward": True,
-        "gamma": 0.99,
-        "clip_obs": 10.0,
-        "clip_reward": 10.0,
-        "epsilon": 1e-8,
-    },
-    "VecFrameStack": {"stacked_obs.n_stack": 3, "stacked_obs.channels_first": False},
-    "VecMonitor": {"info_keywords": ()},
+_SB3_WRAPPERS: dict[str, tuple[dict[str, Any], Callable[[Any], dict[str, Any]]]] = {
+    # the model normalises every key of a Dict space (norm_obs_keys: see _unmodelled_keys)
+    "VecNormalize": ({}, _vec_normalize),
+    # channels_first (channels_order="first", or an image space laid out channel-first) stacks
+    # along the first axis of each observation; the model stacks along the last axis only, so such
+    # a stack stays unmodelled rather than compared with a model of another layout
+    "VecFrameStack": ({"stacked_obs.channels_first": False}, _vec_frame_stack),
+    "VecMonitor": ({"info_keywords": ()}, _no_parameters),
 }
 
 
@@ -71,9 +115,22 @@ def _unmodelled_parameters(layer: Any, assumed: dict[str, Any]) -> str | None:
         got = _parameter(layer, path)
         if got != want and not (isinstance(want, float) and isinstance(got, float) and abs(got - want) < 1e-12):
             differences.append(f"{path.split('.')[-1].lstrip('_')}={got!r} (the model assumes {want!r})")
+    differences.extend(_unmodelled_keys(layer))
     if not differences:
         return None
     return f"{type(layer).__name__} with {', '.join(differences)}"
+
+
+def _unmodelled_keys(layer: Any) -> list[str]:
+    """VecNormalize's ``norm_obs_keys`` when it names fewer than all keys of a Dict space: the
+    model normalises every key."""
+    keys = getattr(layer, "norm_obs_keys", None)
+    if type(layer).__name__ != "VecNormalize" or not getattr(layer, "norm_obs", False) or keys is None:
+        return []
+    every = getattr(getattr(getattr(layer, "venv", None), "observation_space", None), "spaces", None)
+    if every is not None and set(keys) == set(every):
+        return []
+    return [f"norm_obs_keys={list(keys)!r} (the model normalises every key)"]
 
 
 def _is_reference_envs_own(layer: Any) -> bool:
@@ -126,7 +183,7 @@ def _match_stack(
     obj: Any,
     attribute: str,
     bases: frozenset[tuple[str, str]],
-    wrappers: dict[str, dict[str, Any]],
+    wrappers: dict[str, tuple[dict[str, Any], Callable[[Any], dict[str, Any]]]],
     model_id: Any,
 ) -> ModelMatch:
     """Walk ``obj``'s wrapper chain (outside in through ``attribute``): at most one modelled
@@ -146,14 +203,17 @@ def _match_stack(
     if problem is not None:
         return ModelMatch(None, f"no reference model of its {problem}")
     wrapper = outer[0] if outer else None
+    parameters: dict[str, Any] = {}
     if wrapper is not None:
-        problem = _unmodelled_parameters(wrapper, wrappers[type(wrapper).__name__])
+        assumed, read_parameters = wrappers[type(wrapper).__name__]
+        problem = _unmodelled_parameters(wrapper, assumed)
         if problem is not None:
             return ModelMatch(None, f"no reference model of {problem}")
+        parameters = read_parameters(wrapper)
     candidate = model_id(base, None if wrapper is None else type(wrapper).__name__)
     if candidate not in _registered_models():
         return ModelMatch(None, f"no reference model {candidate} of {' over '.join(layer_name(x) for x in chain)}")
-    return ModelMatch(candidate, time_limit=time_limit)
+    return ModelMatch(candidate, time_limit=time_limit, parameters=parameters)
 
 
 def _registered_models() -> set[str]:

@@ -17,10 +17,14 @@ SYSTEMS = SystemTable()
 
 
 def _vector_model(mode: str, wrapper: str | None, capabilities: Capabilities) -> System:
-    def build(env_fns: Sequence[EnvFn]) -> Any:
+    def build(env_fns: Sequence[EnvFn], **parameters: Any) -> Any:
+        """The model; ``parameters`` (a user's wrapper's settings, see ``ModelMatch``) go to the
+        wrapper's model, and none give the defaults the bundled stacks use."""
         env: Any = models.ModelVectorEnv(list(env_fns), mode)
         if wrapper is not None:
-            env = getattr(models, f"Model{wrapper}")(env)
+            env = getattr(models, f"Model{wrapper}")(env, **parameters)
+        elif parameters:
+            raise TypeError(f"the plain vector model takes no parameters, got {sorted(parameters)}")
         return env
 
     inner = f"models.ModelVectorEnv(env_fns, {mode!r})"

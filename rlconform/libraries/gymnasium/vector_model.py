@@ -215,18 +215,39 @@ class _RunningMeanStd:
         self.var = m2 / total
         self.count = total
 
+    @classmethod
+    def copied(cls, source: Any, shape: tuple[int, ...] = ()) -> _RunningMeanStd:
+        """Fresh statistics (``source`` None), or a copy of the mean, variance and count that
+        ``source`` (the library's own running statistics, or a model's) holds now: a model that
+        starts from a built object's statistics must not follow that object's later updates."""
+        rms = cls(shape)
+        if source is not None:
+            rms.mean = np.array(source.mean, dtype=np.float64, copy=True)
+            rms.var = np.array(source.var, dtype=np.float64, copy=True)
+            rms.count = float(source.count)
+        return rms
+
 
 class ModelNormalizeReward(_ModelWrapper):
     """Rewards divided by the running standard deviation of each sub-env's discounted return.
 
     The discounted return is a per-episode quantity: it restarts when an episode starts, whatever
     ended the previous one, and only real transitions (never a reset step) enter the statistics.
+    With ``update_running_mean`` off the statistics stay what they were built with
+    (``return_rms``: the statistics of the wrapper the model stands for, fresh when None).
     """
 
-    def __init__(self, env: ModelVectorEnv, gamma: float = 0.99, epsilon: float = 1e-8) -> None:
+    def __init__(
+        self,
+        env: ModelVectorEnv,
+        gamma: float = 0.99,
+        epsilon: float = 1e-8,
+        update_running_mean: bool = True,
+        return_rms: Any = None,
+    ) -> None:
         super().__init__(env)
-        self.gamma, self.epsilon = gamma, epsilon
-        self.return_rms = _RunningMeanStd()
+        self.gamma, self.epsilon, self.update_running_mean = gamma, epsilon, update_running_mean
+        self.return_rms = _RunningMeanStd.copied(return_rms)
         self.accumulated_reward = np.zeros(self.num_envs)
         self._reset_step = np.zeros(self.num_envs, dtype=bool)
 
@@ -241,7 +262,7 @@ class ModelNormalizeReward(_ModelWrapper):
         obs, rewards, terminated, truncated, infos = self.env.step(actions)
         real = ~self._reset_step
         self.accumulated_reward[real] = self.accumulated_reward[real] * self.gamma + rewards[real]
-        if real.any():
+        if real.any() and self.update_running_mean:
             self.return_rms.update(self.accumulated_reward[real])
         dones = np.logical_or(terminated, truncated)
         self.accumulated_reward[dones] = 0.0
@@ -250,22 +271,26 @@ class ModelNormalizeReward(_ModelWrapper):
 
 
 class ModelNormalizeObservation(_ModelWrapper):
-    """Observations standardised with running statistics of every observation returned."""
+    """Observations standardised with running statistics of every observation returned (with
+    ``update_running_mean`` off: with the statistics it was built with, ``obs_rms``)."""
 
-    def __init__(self, env: ModelVectorEnv, epsilon: float = 1e-8) -> None:
+    def __init__(
+        self, env: ModelVectorEnv, epsilon: float = 1e-8, update_running_mean: bool = True, obs_rms: Any = None
+    ) -> None:
         from gymnasium.spaces import Box
         from gymnasium.vector.utils import batch_space
 
         super().__init__(env)
-        self.epsilon = epsilon
+        self.epsilon, self.update_running_mean = epsilon, update_running_mean
         shape = self.single_observation_space.shape
-        self.obs_rms = _RunningMeanStd(shape=shape)
+        self.obs_rms = _RunningMeanStd.copied(obs_rms, tuple(shape or ()))
         # standardised observations are unbounded float32, whatever the env declared
         self.single_observation_space = Box(-np.inf, np.inf, shape, np.float32)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
     def _normalize(self, obs: np.ndarray) -> np.ndarray:
-        self.obs_rms.update(obs)
+        if self.update_running_mean:
+            self.obs_rms.update(obs)
         return ((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + self.epsilon)).astype(np.float32)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:

@@ -92,25 +92,48 @@ class _ModelVecWrapper:
 class ModelVecNormalize(_ModelVecWrapper):
     """Observations standardised and clipped with running statistics of every returned
     observation; rewards divided by the running deviation of each sub-env's discounted return,
-    which restarts with each episode; the terminal observation normalised too."""
+    which restarts with each episode; the terminal observation normalised too.
+
+    ``norm_obs``/``norm_reward`` off: that output passes through unchanged (rewards as float32, as
+    SB3 returns them). ``training`` off: no statistic is updated (SB3's evaluation setup), so the
+    outputs follow from the statistics the model is built with: ``obs_rms`` (a dict of them for a
+    Dict space) and ``ret_rms``, copied from the VecNormalize the model stands for; fresh when None.
+    """
 
     def __init__(
-        self, venv: Any, gamma: float = 0.99, clip_obs: float = 10.0, clip_reward: float = 10.0, epsilon: float = 1e-8
+        self,
+        venv: Any,
+        gamma: float = 0.99,
+        clip_obs: float = 10.0,
+        clip_reward: float = 10.0,
+        epsilon: float = 1e-8,
+        *,
+        training: bool = True,
+        norm_obs: bool = True,
+        norm_reward: bool = True,
+        obs_rms: Any = None,
+        ret_rms: Any = None,
     ) -> None:
         from gymnasium import spaces
 
         super().__init__(venv)
         self.gamma, self.clip_obs, self.clip_reward, self.epsilon = gamma, clip_obs, clip_reward, epsilon
+        self.training, self.norm_obs, self.norm_reward = training, norm_obs, norm_reward
         space = venv.observation_space
         if isinstance(space, spaces.Dict):
-            self.obs_rms: Any = {key: _RunningMeanStd(tuple(sub.shape or ())) for key, sub in space.spaces.items()}
-            self.observation_space = spaces.Dict(
+            given = obs_rms or {}
+            self.obs_rms: Any = {
+                key: _RunningMeanStd.copied(given.get(key), tuple(sub.shape or ())) for key, sub in space.spaces.items()
+            }
+            normalized: Any = spaces.Dict(
                 {key: spaces.Box(-clip_obs, clip_obs, sub.shape, np.float32) for key, sub in space.spaces.items()}
             )
         else:
-            self.obs_rms = _RunningMeanStd(tuple(space.shape or ()))
-            self.observation_space = spaces.Box(-clip_obs, clip_obs, space.shape, np.float32)
-        self.ret_rms = _RunningMeanStd(())
+            self.obs_rms = _RunningMeanStd.copied(obs_rms, tuple(space.shape or ()))
+            normalized = spaces.Box(-clip_obs, clip_obs, space.shape, np.float32)
+        # without norm_obs the observations are the wrapped VecEnv's, in its space
+        self.observation_space = normalized if norm_obs else space
+        self.ret_rms = _RunningMeanStd.copied(ret_rms)
         self.returns = np.zeros(self.num_envs)
         self.old_obs: Any = None
         self.old_reward: Any = None
@@ -121,6 +144,8 @@ class ModelVecNormalize(_ModelVecWrapper):
         return fn(obs, self.obs_rms)
 
     def normalize_obs(self, obs: Any) -> Any:
+        if not self.norm_obs:
+            return obs
         return self._each(
             obs,
             lambda x, rms: np.clip(
@@ -129,6 +154,8 @@ class ModelVecNormalize(_ModelVecWrapper):
         )
 
     def unnormalize_obs(self, obs: Any) -> Any:
+        if not self.norm_obs:
+            return obs
         return self._each(obs, lambda x, rms: x * np.sqrt(rms.var + self.epsilon) + rms.mean)
 
     def _update_obs(self, obs: Any) -> None:
@@ -144,16 +171,22 @@ class ModelVecNormalize(_ModelVecWrapper):
         obs = self.venv.reset()
         self.old_obs = obs
         self.returns = np.zeros(self.num_envs)
-        self._update_obs(obs)
+        if self.training:
+            self._update_obs(obs)
         return self.normalize_obs(obs)
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         obs, rewards, dones, infos = self.venv.step(actions)
         self.old_obs, self.old_reward = obs, rewards
-        self._update_obs(obs)
-        self.returns = self.returns * self.gamma + rewards
-        self.ret_rms.update(self.returns)
-        normalized = np.clip(rewards / np.sqrt(self.ret_rms.var + self.epsilon), -self.clip_reward, self.clip_reward)
+        if self.training:
+            self._update_obs(obs)
+            self.returns = self.returns * self.gamma + rewards
+            self.ret_rms.update(self.returns)
+        normalized = rewards.astype(np.float32)
+        if self.norm_reward:
+            normalized = np.clip(
+                rewards / np.sqrt(self.ret_rms.var + self.epsilon), -self.clip_reward, self.clip_reward
+            )
         for i, done in enumerate(dones):
             if done and "terminal_observation" in infos[i]:
                 infos[i]["terminal_observation"] = self.normalize_obs(infos[i]["terminal_observation"])

@@ -26,6 +26,8 @@ def _register_sb3_models() -> None:
     known = {
         "VecNormalize": (("transitions.exact", clipping), ("terminal.final_obs", clipping)),
     }
+    # the builds of the wrapper models take the wrapper's parameters as keywords (a user's stack
+    # configured otherwise, see ModelMatch); without any they build the bundled stacks' models
     entries: list[tuple[str, Any, str, Capabilities]] = [
         (
             "VecEnv",
@@ -35,13 +37,13 @@ def _register_sb3_models() -> None:
         ),
         (
             "VecNormalize",
-            lambda fns: sb3_model.ModelVecNormalize(sb3_model.ModelVecEnv(fns)),
+            lambda fns, **parameters: sb3_model.ModelVecNormalize(sb3_model.ModelVecEnv(fns), **parameters),
             "models.ModelVecNormalize(models.ModelVecEnv(env_fns))",
             box_or_dict,
         ),
         (
             "VecFrameStack",
-            lambda fns: sb3_model.ModelVecFrameStack(sb3_model.ModelVecEnv(fns), n_stack=3),
+            lambda fns, n_stack=3: sb3_model.ModelVecFrameStack(sb3_model.ModelVecEnv(fns), n_stack=n_stack),
             "models.ModelVecFrameStack(models.ModelVecEnv(env_fns), n_stack=3)",
             box_or_dict,
         ),
