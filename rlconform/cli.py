@@ -50,6 +50,7 @@ from rlconform.reports import render_markdown as render_results_markdown
 from rlconform.reports.diff import Diff
 from rlconform.reports.diff import render_markdown as render_diff_markdown
 from rlconform.reports.diff import render_text as render_diff_text
+from rlconform.reports.left_out import left_out
 from rlconform.reports.matrix import Matrix, load_directory
 from rlconform.reports.matrix import render_html as render_matrix_html
 from rlconform.reports.matrix import render_markdown as render_matrix_markdown
@@ -665,6 +666,12 @@ def _check(args: argparse.Namespace) -> int:
     for line in header_lines(profile, seed, _families(systems)):
         print(line, file=out)
     print(f"checking {system.title} as {args.api}", file=out)
+    gap = left_out(system.capabilities.notes)
+    if gap is not None:
+        # before the verdicts: a pass says nothing about the kinds the factory refused
+        print(gap.heading(), file=out)
+        for line in gap.lines():
+            print(f"  {line}", file=out)
     results = Results(profile=profile, seed=seed, systems=systems, specs=specs)
     _note_skipped(skipped, results, out)
     expected = _load_expected(args)  # a malformed file is bad input before the (long) check starts
@@ -687,7 +694,8 @@ def _check(args: argparse.Namespace) -> int:
     if failures:
         print(file=out)
         print(failures, file=out)
-    print(f"\nsummary: {results.summary_text()}", file=out)
+    caveat = "" if gap is None else f" ({gap.clause()})"
+    print(f"\nsummary: {results.summary_text()}{caveat}", file=out)
     if args.json:
         results.write_json(args.json)
         print(f"results written to {args.json}", file=out)

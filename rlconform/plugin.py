@@ -645,6 +645,18 @@ class RlconformSession:
         ]
         if self.skipped_specs:
             lines.append(f"rlconform: {self.skipped_note()} (their checks are deselected)")
+        return lines + self.left_out_lines()
+
+    def left_out_lines(self) -> list[str]:
+        """What each user factory refused, so no case used it (a pass says nothing about it)."""
+        from rlconform.reports.left_out import left_out
+
+        lines = []
+        for system in self.systems:
+            gap = left_out(system.capabilities.notes)
+            if gap is not None:
+                lines.append(f"rlconform: {system.id} was {gap.clause(see_above=False)}; {gap.heading()}")
+                lines += [f"  {line}" for line in gap.lines()]
         return lines
 
     def skipped_note(self) -> str:
@@ -834,6 +846,8 @@ class RlconformSession:
             return
         terminalreporter.write_sep("-", "rlconform")
         terminalreporter.write_line(f"rlconform ({self.profile.name} profile): {self.summary_text()}")
+        for line in self.left_out_lines():
+            terminalreporter.write_line(line)
         if self.skipped_specs:
             terminalreporter.write_line(f"rlconform: {self.skipped_note()}")
         not_applicable = self.not_applicable_lines()

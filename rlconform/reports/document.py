@@ -15,6 +15,7 @@ from typing import Any
 from rlconform.core.grouping import failing_from_json, groups
 from rlconform.core.impact import rank
 from rlconform.core.verdict import table_status
+from rlconform.reports.left_out import LeftOut, left_out
 
 #: table statuses in report order; "known" is a failure that is known (documented) or expected
 STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error")
@@ -64,6 +65,13 @@ class SystemInfo:
     family: str = ""
     title: str = ""
     kind: str = ""
+    #: the system's restrictions (``Capabilities.notes``): a user's system holds the probe's note
+    #: of what it was checked with and what it refused (rlconform.reports.left_out)
+    restrictions: tuple[str, ...] = ()
+
+    def left_out(self) -> LeftOut | None:
+        """What the probe of a user's factory left out; None: nothing (or not probed)."""
+        return left_out(self.restrictions)
 
 
 @dataclass(frozen=True)
@@ -164,7 +172,10 @@ class ResultsDocument:
                 )
                 for s in data["specs"]
             ],
-            systems=[SystemInfo(s["id"], s["family"], s["title"], s["kind"]) for s in data["systems"]],
+            systems=[
+                SystemInfo(s["id"], s["family"], s["title"], s["kind"], tuple(s.get("restrictions") or ()))
+                for s in data["systems"]
+            ],
             results=[
                 Result(
                     system=r["system"],
@@ -247,6 +258,11 @@ class ResultsDocument:
                 n = spare
             out.append(n)
         return out
+
+    def left_out(self) -> list[tuple[SystemInfo, LeftOut]]:
+        """The systems whose factory refused some kinds, each with what it left out."""
+        found = [(system, system.left_out()) for system in self.systems]
+        return [(system, gap) for system, gap in found if gap is not None]
 
     def result(self, system_id: str, spec_id: str) -> Result | None:
         return self._index.get((system_id, spec_id))

@@ -130,6 +130,20 @@ def header(document: ResultsDocument) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def left_out(document: ResultsDocument) -> str:
+    """What a user's factory refused, so no case used it: a pass says nothing about those kinds."""
+    parts = []
+    for system, gap in document.left_out():
+        items = "".join(f"<li>{esc(line)}</li>" for line in gap.lines())
+        parts.append(
+            f"<p><code>{esc(system.id)}</code> was {esc(gap.clause(see_above=False))}:</p>"
+            f'<ul class="left-out">{items}</ul>'
+        )
+    if not parts:
+        return ""
+    return '<section id="left-out"><h2>Left out by the factory probe</h2>' + "".join(parts) + "</section>"
+
+
 def summary(document: ResultsDocument) -> str:
     counts = document.counts()
     items = "".join(
@@ -293,6 +307,7 @@ def render_html(document: ResultsDocument) -> str:
             header(document),
             "<main>",
             summary(document),
+            left_out(document),
             grid(document, anchors),
             failures(document, anchors),
             specs(document),

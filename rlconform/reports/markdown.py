@@ -73,6 +73,15 @@ def header(document: ResultsDocument) -> list[str]:
     return lines
 
 
+def left_out(document: ResultsDocument) -> list[str]:
+    """What a user's factory refused, so no case used it: a pass says nothing about those kinds."""
+    lines = []
+    for system, gap in document.left_out():
+        lines += ["", f"**{code(system.id)} was {inline(gap.clause(see_above=False))}.**", ""]
+        lines += [f"- {inline(line)}" for line in gap.lines()]
+    return ["", "## Left out by the factory probe", *lines] if lines else []
+
+
 def table(document: ResultsDocument) -> list[str]:
     columns = document.columns()
     rows = document.rows()
@@ -137,6 +146,7 @@ def section(index: int, result: Result, document: ResultsDocument, also: list[Re
 
 def render_markdown(document: ResultsDocument) -> str:
     lines = header(document)
+    lines += left_out(document)
     lines += ["", "## Systems x specs", "", *table(document)]
     reported = document.reported()
     failures = [r for r in reported if r.cell != "known"]

@@ -349,6 +349,7 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ("rlconform.plugin", "rlconform.core.session"): _INERT_PLUGIN,
     ("rlconform.plugin", "rlconform.core.user"): _INERT_PLUGIN,
     ("rlconform.plugin", "rlconform.reports.document"): _INERT_PLUGIN,
+    ("rlconform.plugin", "rlconform.reports.left_out"): _INERT_PLUGIN,
     ("rlconform.plugin", "rlconform.reports.results"): _INERT_PLUGIN,
     ("rlconform.envs.driver", "rlconform.envs.strategies"): (
         "the strategies import Hypothesis; a reproducer (rlconform.replay) drives the driver and "
