@@ -42,7 +42,15 @@ def test_machine_finds_the_async_manual_reset_bug():
     )
     with pytest.raises(ConformanceFailure) as excinfo:
         run_state_machine_as_test(machine, settings=SETTINGS)
-    assert "reference model returns" in str(excinfo.value) or "discarded" in str(excinfo.value)
+    # the defect, told by whichever of the two specs the search reached first (it depends on how far
+    # shrinking got, which a loaded machine changes): the step after the manual reset returns a reset
+    # observation again, so an episode is discarded, or that reset is an invented transition
+    message = str(excinfo.value)
+    assert (
+        "reference model returns" in message
+        or "discarded" in message
+        or ("invented transition" in message and "(a reset observation)" in message)
+    ), message
 
 
 def test_machine_finds_a_planted_bug():

@@ -23,6 +23,7 @@ from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, DiscreteAction
 
 pytest.importorskip("gymnasium")
+pytest.importorskip("stable_baselines3")
 
 #: episodes of 2, 4 and 3 steps: ends (terminal observations, frame stacks cleared, returns
 #: restarted) happen early, and more frames than the largest n_stack pass within an episode
