@@ -24,14 +24,22 @@ def _keeps_no_statistics(semantics: Mapping[str, Any]) -> str | None:
     return None if semantics.get("episode_statistics") else "the system keeps no episode statistics"
 
 
-#: how a family lists a running normalizer whose statistics are frozen by a documented setting
-#: (SB3's ``VecNormalize(training=False)``, its evaluation setup): ``"VecNormalize(training=False)"``
-FROZEN_SUFFIX = "(training=False)"
+#: the documented settings that freeze a running normalizer's statistics: SB3's
+#: ``VecNormalize(training=False)`` (its evaluation setup) and Gymnasium's
+#: ``NormalizeObservation``/``NormalizeReward`` with ``update_running_mean = False``
+FROZEN_SETTINGS = ("training=False", "update_running_mean=False")
 
 
-def frozen_normalizer(name: str) -> str:
-    """The ``normalizers`` entry of a normalizer whose statistics are frozen on purpose."""
-    return f"{name}{FROZEN_SUFFIX}"
+def frozen_normalizer(name: str, setting: str = "training=False") -> str:
+    """The ``normalizers`` entry of a normalizer whose statistics are frozen on purpose by
+    ``setting`` (one of :data:`FROZEN_SETTINGS`): ``"VecNormalize(training=False)"``."""
+    if setting not in FROZEN_SETTINGS:
+        raise ValueError(f"{setting!r} is not a setting that freezes a normalizer: {FROZEN_SETTINGS}")
+    return f"{name}({setting})"
+
+
+def _is_frozen(entry: object) -> bool:
+    return any(str(entry).endswith(f"({setting})") for setting in FROZEN_SETTINGS)
 
 
 def _has_no_normalizer(semantics: Mapping[str, Any]) -> str | None:
@@ -41,7 +49,7 @@ def _has_no_normalizer(semantics: Mapping[str, Any]) -> str | None:
     normalizers = list(semantics.get("normalizers") or ())
     if not normalizers:
         return "the system has no running normalizer"
-    frozen = [n for n in normalizers if str(n).endswith(FROZEN_SUFFIX)]
+    frozen = [n for n in normalizers if _is_frozen(n)]
     if len(frozen) == len(normalizers):
         return (
             f"the running normalizer is frozen ({', '.join(map(str, frozen))}, its documented evaluation "

@@ -77,6 +77,58 @@ def test_a_training_vec_normalize_is_still_checked() -> None:
     assert outcome.checked > 0 and outcome.violations == [], [v.render() for v in outcome.violations]
 
 
+def _frozen_gymnasium_normalizer(wrapper_name: str, env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import vector as vector_wrappers
+
+    wrapped = getattr(vector_wrappers, wrapper_name)(SyncVectorEnv(env_fns, **kwargs))
+    wrapped.update_running_mean = False  # Gymnasium's documented way to evaluate with fixed statistics
+    return wrapped
+
+
+def frozen_normalize_observation(env_fns: Any, **kwargs: Any) -> Any:
+    return _frozen_gymnasium_normalizer("NormalizeObservation", env_fns, **kwargs)
+
+
+def frozen_normalize_reward(env_fns: Any, **kwargs: Any) -> Any:
+    return _frozen_gymnasium_normalizer("NormalizeReward", env_fns, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("factory", "entry"),
+    [
+        (frozen_normalize_observation, "NormalizeObservation(update_running_mean=False)"),
+        (frozen_normalize_reward, "NormalizeReward(update_running_mean=False)"),
+    ],
+)
+def test_a_frozen_gymnasium_normalizer_is_not_applicable_to_the_normalizer_spec(factory: Any, entry: str) -> None:
+    # before: probed as a running normalizer, so the spec applied and no example could exercise
+    # it ("not exercised", exit status 1) for a stack that is correct by construction
+    spec = get_spec("statistics.normalizer")
+    system = probe(factory_system(factory, "gymnasium.vector"))
+    reason = spec.not_applicable_reason(system)
+    assert reason is not None and f"frozen ({entry}" in reason, reason
+    run = execute(dataclasses.replace(system, stack_semantics=None), _case(SCRIPT, 2, 4), with_model=False)
+    assert spec.check(run).not_applicable == reason
+
+
+def test_a_gymnasium_normalizer_that_updates_is_still_checked() -> None:
+    # NormalizeObservation: NormalizeReward would fail here on its own known defect (FINDINGS G6)
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import vector as vector_wrappers
+
+    spec = get_spec("statistics.normalizer")
+    system = probe(
+        factory_system(
+            lambda env_fns, **kwargs: vector_wrappers.NormalizeObservation(SyncVectorEnv(env_fns, **kwargs)),
+            "gymnasium.vector",
+        )
+    )
+    assert spec.not_applicable_reason(system) is None
+    outcome = spec.check(execute(system, _case(SCRIPT, 2, 4), with_model=False))
+    assert outcome.checked > 0 and outcome.violations == [], [v.render() for v in outcome.violations]
+
+
 # --- an observation normalisation nobody declared --------------------------------------------
 
 

@@ -34,6 +34,7 @@ from rlconform.libraries.gymnasium.model_selection import ModelMatch, match_vect
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_VECTOR
+from rlconform.specs.statistics import frozen_normalizer
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -76,7 +77,9 @@ class GymVectorFamily(ReferenceEnvFamily):
         mode, declared = autoreset_mode_of(obj)
         raw_mode = (getattr(obj, "metadata", None) or {}).get("autoreset_mode")
         normalizers = [
-            name for name in ("NormalizeObservation", "NormalizeReward") if find_wrapper(obj, name) is not None
+            _normalizer_entry(name, wrapper)
+            for name in ("NormalizeObservation", "NormalizeReward")
+            if (wrapper := find_wrapper(obj, name)) is not None
         ]
         reward_norm = find_wrapper(obj, "NormalizeReward")
         return {
@@ -418,3 +421,11 @@ SYSTEMS.add(
         "NormalizeObservation",
     )
 )
+
+
+def _normalizer_entry(name: str, wrapper: Any) -> str:
+    """``name``, or its frozen form when the wrapper's ``update_running_mean`` is off (Gymnasium's
+    documented way to evaluate with fixed statistics: ``statistics.normalizer`` does not apply)."""
+    if getattr(wrapper, "update_running_mean", True) is False:
+        return frozen_normalizer(name, "update_running_mean=False")
+    return name
