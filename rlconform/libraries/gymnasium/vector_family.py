@@ -426,6 +426,4 @@ SYSTEMS.add(
 def _normalizer_entry(name: str, wrapper: Any) -> str:
     """``name``, or its frozen form when the wrapper's ``update_running_mean`` is off (Gymnasium's
     documented way to evaluate with fixed statistics: ``statistics.normalizer`` does not apply)."""
-    if getattr(wrapper, "update_running_mean", True) is False:
-        return frozen_normalizer(name, "update_running_mean=False")
-    return name
+    return name if _updating(wrapper) else frozen_normalizer(name, "update_running_mean=False")
