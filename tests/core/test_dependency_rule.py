@@ -630,20 +630,18 @@ UNIMPORTABLE = textwrap.dedent(
 )
 
 
+def _fresh_python(cwd: Path, *args: str, timeout: int) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in a fresh interpreter that imports rlconform from this checkout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def test_every_core_module_imports_without_any_optional_library(tmp_path: Path) -> None:
     """A fresh interpreter where every optional library raises ModuleNotFoundError imports all of
     rlconform/core (and rlconform/__init__.py with it)."""
     core = [module for module in MODULES if layer(module) == "core"]
     assert "rlconform.core" in core and len(core) > 1, core
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run(
-        [sys.executable, "-c", UNIMPORTABLE, ",".join(OPTIONAL), str(PACKAGE), *core],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = _fresh_python(tmp_path, "-c", UNIMPORTABLE, ",".join(OPTIONAL), str(PACKAGE), *core, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"imported {len(core)} modules" in result.stdout
 
@@ -655,14 +653,6 @@ def test_the_plugin_imports_nothing_heavy_until_asked(tmp_path: Path) -> None:
         "import sys, rlconform.plugin; "
         "print(sorted(n for n in ('hypothesis', 'numpy', *sys.argv[1].split(',')) if n in sys.modules))"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run(
-        [sys.executable, "-c", probe, ",".join(OPTIONAL)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = _fresh_python(tmp_path, "-c", probe, ",".join(OPTIONAL), timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", result.stdout

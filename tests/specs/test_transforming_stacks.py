@@ -20,7 +20,7 @@ import pytest
 from rlconform.core.runner import execute
 from rlconform.core.spec import Outcome, get_spec
 from rlconform.core.system import System
-from rlconform.core.user import factory_system
+from rlconform.core.user import factory_system, with_intents
 from rlconform.envs.driver import Run
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
@@ -47,10 +47,6 @@ def _check(run: Run, spec_id: str) -> Outcome:
 
 def _messages(outcome: Outcome) -> list[str]:
     return [v.render() for v in outcome.violations]
-
-
-def _declared(system: System, *intents: str) -> System:
-    return dataclasses.replace(system, intended=frozenset(intents))
 
 
 # --- the stacks (module level: user factories are importable) ------------------------------
@@ -166,7 +162,7 @@ def test_a_user_time_limit_around_each_env_is_modelled_with_its_limit(
     if api == "sb3.VecEnv":
         pytest.importorskip("stable_baselines3")
     case = _time_limit_case(script_limit)
-    for system in (factory_system(factory, api), _declared(factory_system(factory, api), "time_limit")):
+    for system in (factory_system(factory, api), with_intents(factory_system(factory, api), "time_limit")):
         run = _run(system, case, with_model=True)
         assert run.model is not None, run.model_reason
         outcome = _check(run, "model.outputs_match")
@@ -200,7 +196,7 @@ def test_reset_infos_behind_a_per_env_observation_transform_are_aligned(factory:
     call, not against an observation the transform made undecodable (or decodable by chance)."""
     for system in (
         factory_system(factory, "gymnasium.vector"),
-        _declared(factory_system(factory, "gymnasium.vector"), "observation"),
+        with_intents(factory_system(factory, "gymnasium.vector"), "observation"),
     ):
         outcome = _check(_run(system, case), "infos.aligned")
         assert outcome.violations == [] and outcome.checked > 0, _messages(outcome)
