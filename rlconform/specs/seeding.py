@@ -153,7 +153,7 @@ def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
     rewards = view.rewards_in_env_units()
     for env in range(run.case.num_envs):
         stamp = decode(run, view.obs_in_env_units()[env])
-        where = (stamp.env, stamp.step, stamp.salt) if isinstance(stamp, Stamp) else _HIDDEN
+        where = _where(stamp) if isinstance(stamp, Stamp) else _HIDDEN
         row: tuple[Any, ...] = (where,)
         if view.kind == "step":
             assert view.terminated is not None and view.truncated is not None
