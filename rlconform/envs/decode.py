@@ -51,9 +51,40 @@ def _decode(run: Run, value: Any) -> Decoded:
             if isinstance(flat, Stamp):
                 run.memo[("flattened", id(value))] = tuple(np.shape(value))
                 return flat
+            return _through_sub_env_layers(run, value, decoded)
         return decoded
     except Exception as exc:  # malformed structures decode to a reason, never to a crash
         return Garbage(f"undecodable {type(value).__name__}: {exc}")
+
+
+def _through_sub_env_layers(run: Run, value: Any, undecoded: Garbage) -> Decoded:
+    """The stamp of an observation that a user's layer around a sub-env returned
+    (:mod:`rlconform.envs.tap`); ``undecoded`` when no tapped layer returned it."""
+    if run.tap is None:
+        return undecoded
+    found = run.tap.lookup(value)
+    if found is None:
+        return undecoded
+    stamp, layers = found
+    names = " < ".join(layers)
+    if stamp is None:
+        return Garbage(
+            f"{undecoded.reason}; each sub-env's {names} returned this value for more than one step, so it "
+            "cannot be told which",
+            value_changed=undecoded.value_changed,
+            ambiguous=True,
+        )
+    run.memo[("sub_env_layers", id(value))] = layers
+    return stamp
+
+
+def sub_env_layers(run: Run, value: Any) -> tuple[str, ...] | None:
+    """The user's layers around each sub-env when ``value``'s stamp was read through them, else None."""
+    if value is None:
+        return None
+    decode(run, value)
+    layers = run.memo.get(("sub_env_layers", id(value)))
+    return layers if isinstance(layers, tuple) else None
 
 
 def flattened_shape(run: Run, value: Any) -> tuple[int, ...] | None:

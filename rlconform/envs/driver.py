@@ -44,6 +44,7 @@ from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.reproducer import case_reproducer, print_run
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import batch_actions, single_action
+from rlconform.envs.tap import SubEnvTap
 from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.envs.truth import GroundTruth, build_truth
 
@@ -315,6 +316,8 @@ class Run:
     #: why no reference model describes the system (``model`` is then None)
     model_reason: str | None = None
     #: derived readings shared by the specs of one run (decoded observations, matches)
+    #: what the user's layers around each sub-env returned (rlconform.envs.tap), where tapped
+    tap: SubEnvTap | None = field(default=None, repr=False, compare=False)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -514,6 +517,7 @@ class LiveRun:
         self.driver = Driver(system, case, self.family, codec, user_envs=env_fns is not None)
         self._finished = False
         self._ops: list[Op] = []
+        reference_envs = env_fns is None
         if env_fns is None:
             env_fns = env_fns_for(case, self._sinks)
         announce(f"building {system.id}")
@@ -535,6 +539,8 @@ class LiveRun:
         announce("")
         self.run.call_timeout = self.driver.timeout if deadlines_available() else 0.0
         self.run.semantics = self.family.describe_semantics(self.obj)
+        if reference_envs:
+            self.run.tap = SubEnvTap.attach(self.obj, case.script.max_episode_steps)
         self.family.begin(self.driver, self.obj)
 
     @property

@@ -42,6 +42,10 @@ class Garbage:
     #: observation the stack transformed, which the spec owning value changes reports
     #: (rlconform.specs.value_changes); no other spec calls it lost, zero-filled or misaligned
     value_changed: bool = False
+    #: a value that a user's layer around a sub-env returned for several steps (a normalizer's
+    #: first output, the same for every sub-env; rlconform.envs.tap): a real observation, but
+    #: which step's cannot be told, so the specs identify its transition by the other end
+    ambiguous: bool = False
 
     def describe(self) -> str:
         return f"not an observation any env produced ({self.reason})"
@@ -51,6 +55,11 @@ Decoded = Stamp | Garbage
 
 #: why an observation whose values a stack changed decodes to no stamp
 VALUES_CHANGED = "its values were changed (looks like normalization/scaling)"
+
+
+def ambiguous(decoded: Decoded | None) -> bool:
+    """Whether ``decoded`` is a real observation whose step cannot be told (see :class:`Garbage`)."""
+    return isinstance(decoded, Garbage) and decoded.ambiguous
 
 
 def values_changed(decoded: Decoded | None) -> bool:

@@ -11,7 +11,7 @@ from rlconform.core.family import get_family
 from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
 from rlconform.envs.decode import decode
 from rlconform.envs.driver import Contract
-from rlconform.envs.spaces import Decoded, Garbage
+from rlconform.envs.spaces import Decoded, Garbage, ambiguous
 from rlconform.envs.stamp import STAMP_INFO_KEY, Stamp
 from rlconform.envs.trace import Slot
 from rlconform.envs.truth import TrueTransition
@@ -107,6 +107,9 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
     if not stamps_survive(run, env):
         return _match_by_position(run, env)
     by_start = {t.obs: t for t in run.truth.envs[env].transitions}
+    # a transition whose first observation a stack's transform made unreadable (a normalizer's
+    # first output, equal for every sub-env) is still the one its next observation ends
+    by_end = {t.next_obs: t for t in run.truth.envs[env].transitions}
     used: set[Stamp] = set()
     # observations extracted transitions start from: a span never swallows one of them (a next
     # observation overwritten by a later step is a wrong next_obs, not a frame skip)
@@ -118,6 +121,9 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
         obs = decode(run, slot.obs)
         next_obs = decode(run, slot.next_obs)
         truth = by_start.get(obs) if isinstance(obs, Stamp) and obs not in used else None
+        if truth is None and ambiguous(obs) and isinstance(next_obs, Stamp):
+            truth = by_end.get(next_obs)
+            truth = None if truth is None or truth.obs in used else truth
         span: tuple[TrueTransition, ...] = ()
         if truth is not None:
             used.add(truth.obs)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from rlconform.core.intents import hint
 from rlconform.core.spec import Checker
-from rlconform.envs.decode import flattened_shape
-from rlconform.envs.spaces import values_changed
+from rlconform.envs.decode import flattened_shape, sub_env_layers
+from rlconform.envs.spaces import ambiguous, values_changed
 from rlconform.specs.helpers import Match, match_transitions
 
 if TYPE_CHECKING:
@@ -94,7 +94,21 @@ def observation_change(run: Run, m: Match) -> str | None:
         shape = flattened_shape(run, value)
         if shape is not None:
             return f"{name} reached the agent flattened to shape {shape} by the stack ({_stamp_text(m, name)})"
+        decoded = m.obs if name == "obs" else m.next_obs
+        if ambiguous(decoded):
+            return f"{name} reached the agent as {_garbage_reason_of(decoded)}"
+        layers = sub_env_layers(run, value)
+        if layers is not None:
+            return (
+                f"{name} reached the agent as the user's {' < '.join(layers)} around each sub-env rewrote it "
+                f"({_stamp_text(m, name)}: what that layer returned for it)"
+            )
     return None
+
+
+def _garbage_reason_of(decoded: object) -> str:
+    reason = getattr(decoded, "reason", None)
+    return reason if isinstance(reason, str) else str(decoded)
 
 
 def _garbage_reason(m: Match) -> str:

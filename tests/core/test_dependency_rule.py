@@ -356,6 +356,7 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
         "runs where Hypothesis is not installed (tests/frontends/test_cli.py shows it)"
     ),
     ("rlconform.envs.factory_probe", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.envs.tap", "rlconform.envs.reference_env"): _GYMNASIUM,
     ("rlconform.libraries.envauthor.planted", "rlconform.libraries.envauthor.sample_envs"): _optional("Gymnasium"),
     ("rlconform.libraries.gymnasium.env_family", "rlconform.envs.reference_env"): _GYMNASIUM,
     ("rlconform.libraries.isaaclab.bundled", "rlconform.libraries.isaaclab.batch_env"): _optional("Isaac Lab"),
