@@ -42,7 +42,9 @@ def _decode(run: Run, value: Any) -> Decoded:
     try:
         n_stack = run.semantics.get("frame_stack")
         if n_stack:
-            return decode_stacked(run.case.script.obs, value, int(n_stack))
+            padding = run.semantics.get("frame_stack_padding") or "zeros"
+            padding_value = float(run.semantics.get("frame_stack_padding_value") or 0.0)
+            return decode_stacked(run.case.script.obs, value, int(n_stack), padding, padding_value)
         decoded = run.case.script.obs.decode(value)
         if isinstance(decoded, Garbage):
             # a stack that flattened the observation kept its stamp: identify it, and let the
@@ -96,11 +98,25 @@ def flattened_shape(run: Run, value: Any) -> tuple[int, ...] | None:
     return shape if isinstance(shape, tuple) else None
 
 
-def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
+#: how a frame stack fills the frames before an episode's first step: ``"zeros"`` (SB3's
+#: VecFrameStack), ``"constant"`` (every component the padding value, TorchRL's
+#: ``CatFrames(padding="constant")``), ``"same"`` (copies of the episode's first frame, TorchRL's
+#: ``CatFrames`` default)
+PADDINGS = ("zeros", "constant", "same")
+
+
+def decode_stacked(spec: Any, value: Any, n_stack: int, padding: str = "zeros", padding_value: float = 0.0) -> Decoded:
+    """The stamp of the newest of ``n_stack`` frames stacked along the last dimension, when the
+    older frames are the preceding steps of its episode, and before the episode's first step
+    the ``padding`` (:data:`PADDINGS`)."""
+    if padding not in PADDINGS:
+        return Garbage(f"frame stacking with an unknown padding {padding!r}")
     if isinstance(spec, DictObs):
         if not isinstance(value, dict):
             return Garbage(f"a {type(value).__name__}, expected a dict")
-        parts = [(key, decode_stacked(leaf, value.get(key), n_stack)) for key, leaf in spec.entries]
+        parts = [
+            (key, decode_stacked(leaf, value.get(key), n_stack, padding, padding_value)) for key, leaf in spec.entries
+        ]
         for key, part in parts:
             if isinstance(part, Garbage):
                 return Garbage(f"key {key!r}: {part.reason}")
@@ -119,20 +135,23 @@ def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
     newest = spec.decode(frames[-1])
     if isinstance(newest, Garbage):
         return Garbage(f"newest frame: {newest.reason}")
-    padding = False
+    if padding == "same":
+        return _same_padded(spec, frames, newest)
+    padding_name = "zero padding" if padding == "zeros" else f"padding ({padding_value:g})"
+    in_padding = False
     for back, frame in enumerate(reversed(frames[:-1]), start=1):
         wanted_step = newest.step - back
-        if not np.any(frame):
+        if _is_padding(frame, padding, padding_value):
             if wanted_step >= 0:
                 return Garbage(
-                    f"frame -{back} is zero padding although {newest.short()} has a step {wanted_step} before it"
+                    f"frame -{back} is {padding_name} although {newest.short()} has a step {wanted_step} before it"
                 )
-            padding = True
+            in_padding = True
             continue
-        if padding:
-            return Garbage(f"frame -{back} holds data behind zero padding")
+        if in_padding:
+            return Garbage(f"frame -{back} holds data behind {padding_name}")
         older = spec.decode(frame)
-        expected = f"episode {newest.episode} step {wanted_step}" if wanted_step >= 0 else "zero padding"
+        expected = f"episode {newest.episode} step {wanted_step}" if wanted_step >= 0 else padding_name
         if isinstance(older, Garbage) or (older.env, older.episode, older.step, older.salt) != (
             newest.env,
             newest.episode,
@@ -141,6 +160,27 @@ def decode_stacked(spec: Any, value: Any, n_stack: int) -> Decoded:
         ):
             got = older.reason if isinstance(older, Garbage) else older.short()
             return Garbage(f"frame -{back} is {got} in a stack ending at {newest.short()}; expected {expected}")
+    return newest
+
+
+def _is_padding(frame: Any, padding: str, padding_value: float) -> bool:
+    if padding == "zeros":
+        return not np.any(frame)
+    # a constant read back through an inverse (a normalisation) is as exact as a stamp's components
+    return bool(np.all(np.abs(np.asarray(frame, dtype=np.float64) - padding_value) <= 1e-3))
+
+
+def _same_padded(spec: BoxObs, frames: list[Any], newest: Stamp) -> Decoded:
+    """Padding by repetition: each frame before the episode's first step is that first step."""
+    for back, frame in enumerate(reversed(frames[:-1]), start=1):
+        wanted = Stamp(newest.env, newest.episode, max(newest.step - back, 0), newest.salt)
+        older = spec.decode(frame)
+        if older != wanted:
+            got = older.reason if isinstance(older, Garbage) else older.short()
+            padded = " (copies of the episode's first frame pad the stack before it)" if wanted.step == 0 else ""
+            return Garbage(
+                f"frame -{back} is {got} in a stack ending at {newest.short()}; expected {wanted.short()}{padded}"
+            )
     return newest
 
 

@@ -19,7 +19,9 @@ adapter records these reset seeds with the call (``record.extra["sub_env_resets"
 comparison with the bare env can replay them; it changes nothing in what TorchRL returns.
 
 The observations are read back into the env's native structure (:mod:`rlconform.libraries.torchrl.tensordicts`)
-so that transitions compare with a bare Gymnasium env's.
+so that transitions compare with a bare Gymnasium env's; through the user's ``ObservationNorm``
+into the env's units, and a ``CatFrames`` is described as frame stacking
+(:mod:`rlconform.libraries.torchrl.obs_transforms`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from rlconform.envs.script import EnvScript
 from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.libraries.gymnasium.env_family import _partial_args, action_literal
 from rlconform.libraries.gymnasium.vector_family import mode_availability, mode_kwargs, mode_source
+from rlconform.libraries.torchrl.obs_transforms import ObsReading, obs_reading
 from rlconform.libraries.torchrl.tensordicts import ObsLayout, UnsupportedSpaceError, per_env_scalars
 from rlconform.specs.families import TORCHRL_ENVBASE
 
@@ -58,10 +61,14 @@ SUB_ENV_RESETS = "sub_env_resets"
 @dataclass
 class TransitionView(CallView):
     """A ``step_and_maybe_reset`` call. ``obs`` is the root the next step starts from (after the
-    resets of ended sub-envs); ``root_obs``/``next_obs`` are the transition's own entries."""
+    resets of ended sub-envs); ``root_obs``/``next_obs`` are the transition's own entries, and
+    ``env_root_obs``/``env_next_obs`` the same in env units where the stack's transforms are
+    inverted (``ObservationNorm``; None: as returned)."""
 
     root_obs: list[Any] = field(default_factory=list)
     next_obs: list[Any] = field(default_factory=list)
+    env_root_obs: list[Any] | None = None
+    env_next_obs: list[Any] | None = None
 
 
 # ------------------------------------------------------------------------------ TorchRL objects
@@ -117,6 +124,16 @@ def _isaaclab_policy_space(base: Any) -> Any | None:
     if unwrapped is None or not any(c.__module__.startswith("isaaclab.envs") for c in type(unwrapped).__mro__):
         return None
     return unwrapped.single_observation_space["policy"]
+
+
+def observation_reading(env: Any) -> ObsReading | None:
+    """How the stack's observation transforms are read back (None: observations rlconform does
+    not read back leaf by leaf)."""
+    try:
+        layout = ObsLayout.of(native_observation_space(env), env.observation_spec, batch_shape(env))
+    except (UnsupportedSpaceError, KeyError):
+        return None
+    return obs_reading(env, layout)
 
 
 def declared_observation_space(env: Any) -> Any:
@@ -235,6 +252,7 @@ class TorchRLFamily(ReferenceEnvFamily):
         base = _base(obj)
         shape = batch_shape(obj)
         layers = [type(obj).__name__] + ([type(base).__name__] if base is not obj else [])
+        reading = observation_reading(obj)
         return {
             # step_and_maybe_reset resets ended sub-envs in the same call and keeps their last
             # observation under ("next", ...): same-step semantics, read from the TensorDicts
@@ -250,16 +268,22 @@ class TorchRLFamily(ReferenceEnvFamily):
             # what the specs compare each returned leaf with (torchrl.device, dtype.rewards_flags)
             "device": None if obj.device is None else str(obj.device),
             "leaf_specs": leaf_specs(obj),
+            # a CatFrames the observations are read through (frame_stack and its padding), as
+            # SB3's VecFrameStack is (rlconform.envs.decode.decode_stacked)
+            **(reading.stacking() if reading is not None else {}),
         }
 
     def begin(self, driver: Any, obj: Any) -> None:
         shape = batch_shape(obj)
-        driver.state["layout"] = ObsLayout.of(native_observation_space(obj), obj.observation_spec, shape)
+        layout = ObsLayout.of(native_observation_space(obj), obj.observation_spec, shape)
+        driver.state["layout"] = layout
+        driver.state["reading"] = obs_reading(obj, layout)
         driver.state["td"] = None
 
     # ---------------------------------------------------------------------------------- driving
     def execute(self, driver: Any, obj: Any, op: Op) -> None:
         layout: ObsLayout = driver.state["layout"]
+        reading: ObsReading = driver.state["reading"]
         if isinstance(op, Reset):
             if op.mask is not None:
                 raise ValueError("the torchrl systems are driven without partial resets")
@@ -268,7 +292,7 @@ class TorchRLFamily(ReferenceEnvFamily):
                 fn, source = (lambda: obj.reset()), "td = env.reset()"
             else:
                 fn, source = (lambda: (obj.set_seed(seed), obj.reset())[1]), f"env.set_seed({seed}); td = env.reset()"
-            record = driver.call(op, source, fn, (), view=functools.partial(_view_reset, layout), obj=obj)
+            record = driver.call(op, source, fn, (), view=functools.partial(_view_reset, layout, reading), obj=obj)
             if not record.failed:
                 driver.state["td"] = record.result_live
                 if seed is not None:
@@ -289,7 +313,7 @@ class TorchRLFamily(ReferenceEnvFamily):
             f'td["action"] = env.action_spec.encode({_literal(action)}); data, td = env.step_and_maybe_reset(td)',
             functools.partial(_step, obj),
             (td, action),
-            view=functools.partial(_view_step, layout),
+            view=functools.partial(_view_step, layout, reading),
             obj=obj,
         )
         if not record.failed:
@@ -313,6 +337,8 @@ class TorchRLFamily(ReferenceEnvFamily):
                 continue
             assert view.rewards is not None and view.terminated is not None and view.truncated is not None
             actions = record.op.actions  # type: ignore[union-attr]
+            root_obs = view.env_root_obs if view.env_root_obs is not None else view.root_obs
+            next_obs = view.env_next_obs if view.env_next_obs is not None else view.next_obs
             for j in range(num_envs):
                 slots.append(
                     Slot(
@@ -320,10 +346,10 @@ class TorchRLFamily(ReferenceEnvFamily):
                         call=record.position,
                         agent_step=record.agent_step,
                         kind="transition",
-                        obs=view.root_obs[j],
+                        obs=root_obs[j],
                         action=actions[j] if j < len(actions) else None,
                         reward=view.rewards[j],
-                        next_obs=view.next_obs[j],
+                        next_obs=next_obs[j],
                         terminated=view.terminated[j],
                         truncated=view.truncated[j],
                     )
@@ -340,27 +366,45 @@ def _literal(action: Any) -> str:
     return action_literal(action)
 
 
-def _view_reset(layout: ObsLayout, td: Any) -> CallView:
-    return CallView(kind="reset", obs=layout.read(td), touched=[True] * layout.num_envs)
+def _view_reset(layout: ObsLayout, reading: ObsReading, td: Any) -> CallView:
+    obs = layout.read(td)
+    return CallView(kind="reset", obs=obs, touched=[True] * layout.num_envs, env_obs=_env_units(reading, obs))
 
 
-def _view_step(layout: ObsLayout, result: Any) -> CallView:
+def _env_units(reading: ObsReading, values: list[Any]) -> list[Any] | None:
+    """``values`` through the inverses of the stack's observation transforms; None where there is none."""
+    if reading.identity:
+        return None
+    return [reading.to_env_units(v) for v in values]
+
+
+def _view_step(layout: ObsLayout, reading: ObsReading, result: Any) -> CallView:
     data, after = result
     shape = layout.batch_shape
     nxt = data.get("next")
     terminated = [bool(v) for v in per_env_scalars(nxt, ("terminated",), shape)]
     truncated = [bool(v) for v in per_env_scalars(nxt, ("truncated",), shape)]
     next_obs = layout.read(nxt)
+    root_obs = layout.read(data)
+    env_next_obs = _env_units(reading, next_obs)
+    ended = [t or u for t, u in zip(terminated, truncated, strict=True)]
+    obs = layout.read(after)
     return TransitionView(
         kind="step",
-        obs=layout.read(after),
+        obs=obs,
         rewards=[float(v) for v in per_env_scalars(nxt, ("reward",), shape)],
         terminated=terminated,
         truncated=truncated,
-        final_obs=[o if t or u else None for o, t, u in zip(next_obs, terminated, truncated, strict=True)],
+        final_obs=[o if e else None for o, e in zip(next_obs, ended, strict=True)],
         touched=[True] * layout.num_envs,
-        root_obs=layout.read(data),
+        root_obs=root_obs,
         next_obs=next_obs,
+        env_obs=_env_units(reading, obs),
+        env_final_obs=None
+        if env_next_obs is None
+        else [o if e else None for o, e in zip(env_next_obs, ended, strict=True)],
+        env_root_obs=_env_units(reading, root_obs),
+        env_next_obs=env_next_obs,
     )
 
 
