@@ -651,11 +651,18 @@ class RlconformSession:
         """What each user factory refused, so no case used it (a pass says nothing about it)."""
         from rlconform.reports.left_out import left_out
 
+        # the plugin's own systems, then those checked by tests of rlconform.testing (recorded
+        # with their verdicts, also from xdist workers)
+        restrictions = [(system.id, list(system.capabilities.notes)) for system in self.systems]
+        restrictions += [
+            (system_id, list(self.extra_systems[system_id].get("restrictions") or ()))
+            for system_id in sorted(self.extra_systems)
+        ]
         lines = []
-        for system in self.systems:
-            gap = left_out(system.capabilities.notes)
+        for system_id, notes in restrictions:
+            gap = left_out(notes)
             if gap is not None:
-                lines.append(f"rlconform: {system.id} was {gap.clause(see_above=False)}; {gap.heading()}")
+                lines.append(f"rlconform: {system_id} was {gap.clause(see_above=False)}; {gap.heading()}")
                 lines += [f"  {line}" for line in gap.lines()]
         return lines
 

@@ -28,6 +28,7 @@ and rlconform reads the number off the returned env's batch size.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -41,10 +42,22 @@ from rlconform.core.spec import Spec
 from rlconform.core.system import System
 from rlconform.core.user import BadInput, factory_signatures
 from rlconform.core.verdict import Verdict
+from rlconform.reports.left_out import left_out
 
 #: the pipeline of this process's checks: one, so that a user's system is probed once however
 #: many tests check it
 _SESSION = Session()
+
+
+class RlconformLeftOutWarning(UserWarning):
+    """A user's factory refused some observation or action kinds, so no case used them: a pass
+    says nothing about them. Shown once per system in pytest's warnings summary (the plugin's
+    own summary is there only when the plugin is active), and on each test's
+    ``rlconform_left_out`` property (JUnit XML)."""
+
+
+#: the systems whose left-out kinds this process already warned about
+_WARNED: set[str] = set()
 
 #: what ``systems`` may hold: a factory, ``MODULE:CALLABLE``, a bundled system id or glob, a System
 SystemLike = Callable[..., Any] | str | System
@@ -75,9 +88,21 @@ class RlconformCheck:
         cache = session.cache if session is not None and session.cache is not None else _process_cache()
         item = _current_item(config)
         system = _SESSION.probed(self.system)
+        _tell_left_out(system, item)
         verdict = _SESSION.check(system, self.spec, profile, cache)
         rl_plugin.enforce_verdict(verdict, self.spec, item, session, system)
         return verdict
+
+
+def _tell_left_out(system: System, item: pytest.Item) -> None:
+    gap = left_out(system.capabilities.notes)
+    if gap is None:
+        return
+    text = f"rlconform: {system.id} was {gap.clause(see_above=False)}; {gap.heading()}: {'; '.join(gap.lines())}"
+    item.user_properties.append(("rlconform_left_out", text))
+    if system.id not in _WARNED:
+        _WARNED.add(system.id)
+        warnings.warn(RlconformLeftOutWarning(text), stacklevel=1)
 
 
 def parametrize_with_checks(

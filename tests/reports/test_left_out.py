@@ -217,6 +217,41 @@ def test_plugin_terminal_summary_names_what_was_left_out(pytester: pytest.Pytest
     assert text.count(RESCALE_LINE) == 2 and text.index(RESCALE_LINE) < text.index("collected")
 
 
+def test_parametrize_with_checks_summary_names_what_was_left_out(pytester: pytest.Pytester) -> None:
+    """rlconform.testing's tests print it in the same rlconform summary (before, they printed nothing)."""
+    pytester.makepyfile(usermod=USER_MODULE)
+    pytester.makepyfile(
+        test_user=f"""
+from rlconform.testing import parametrize_with_checks
+import usermod
+
+@parametrize_with_checks([usermod.rescaled, usermod.plain], api="gymnasium.vector", specs=["{SPEC}"])
+def test_stack(rlconform_check):
+    rlconform_check()
+"""
+    )
+    pytester.syspathinsert()
+    # in subprocesses: rlconform.testing keeps a session per process, which an in-process run
+    # after another one would share with modules pytester re-imported
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "--rlconform-profile", "ci", "--junitxml", "out.xml")
+    result.assert_outcomes(passed=2)
+    text = result.stdout.str()
+    # the plugin is inert here (no --rlconform-* option): pytest's warnings summary tells it, once
+    warned = text.split("warnings summary", 1)[1]
+    assert warned.count("RlconformLeftOutWarning: rlconform: user:usermod:rescaled was ") == 1, warned
+    assert RESCALE_LINE in warned and "usermod:plain was" not in text
+    junit = (pytester.path / "out.xml").read_text()
+    assert 'name="rlconform_left_out"' in junit and "usermod:plain was" not in junit
+    # with the plugin active (a results file asked for) its own summary tells it too
+    active = pytester.runpytest_subprocess(
+        "-p", "no:xdist", "--rlconform-profile", "ci", "--rlconform-json", "out.json"
+    )
+    active.assert_outcomes(passed=2)
+    summary = active.stdout.str().split("- rlconform -", 1)[1]
+    assert "rlconform: user:usermod:rescaled was " in summary and f"  {RESCALE_LINE}" in summary, summary
+    assert "usermod:plain was" not in summary
+
+
 def _check(cwd: Path, target: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RLCONFORM_PROFILE": "ci"}
     env.pop("RLCONFORM_SEED", None)
