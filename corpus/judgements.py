@@ -53,6 +53,16 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
     ),
+    ("gym_clip_reward_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_clip_reward_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
     ("gym_dict_info_to_list", "aliasing.caller_arguments"): Judgement(
         "true positive",
         "G1",
@@ -78,10 +88,51 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
     ),
+    ("gym_frame_stack_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_frame_stack_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
     ("gym_normalize_observation", "api.failed_call_no_side_effect"): Judgement(
         "true positive",
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_normalize_observation_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_normalize_observation_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_normalize_reward", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_normalize_reward", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_normalize_reward", "model.outputs_match"): Judgement(
+        "true positive",
+        "G6",
+        "the same carried return gives other running statistics, so every later normalised reward differs from the model's",
+    ),
+    ("gym_normalize_reward", "statistics.normalizer"): Judgement(
+        "true positive",
+        "G6",
+        "the return of an episode that ended is carried into the next: at the terminal step the accumulator keeps the "
+        "last reward, and the skipped reset step does not zero it (gymnasium/wrappers/vector/stateful_reward.py:161-172)",
     ),
     ("gym_record_episode_statistics", "aliasing.caller_arguments"): Judgement(
         "true positive",
@@ -89,6 +140,16 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
     ),
     ("gym_record_episode_statistics", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_record_episode_statistics_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_record_episode_statistics_per_env", "api.failed_call_no_side_effect"): Judgement(
         "true positive",
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
@@ -111,6 +172,26 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
     ),
+    ("gym_time_aware_observation_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_time_aware_observation_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_time_limit_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_time_limit_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
     ("gym_transform_reward", "aliasing.caller_arguments"): Judgement(
         "true positive",
         "G1",
@@ -120,6 +201,14 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "true positive",
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("sb3_make_vec_env_time_limit", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_make_vec_env_time_limit", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
     ),
     ("sb3_monitor_per_env", "api.failed_call_no_side_effect"): Judgement(
         "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
@@ -140,6 +229,17 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
     ("sb3_vec_check_nan", "infos.aligned"): Judgement(
         "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
     ),
+    ("sb3_vec_extract_dict_obs", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_extract_dict_obs", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_extract_dict_obs", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
     ("sb3_vec_frame_stack", "aliasing.returned_objects"): Judgement(
         "true positive", "S6", "VecFrameStack.reset returns its stacking buffer and overwrites it on the next reset"
     ),
@@ -152,6 +252,23 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
     ),
     ("sb3_vec_frame_stack", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("sb3_vec_frame_stack_4", "aliasing.returned_objects"): Judgement(
+        "true positive",
+        "S6",
+        "the array the last step returned is the stacking buffer that the next reset zeroes and refills in place "
+        "(stable_baselines3/common/vec_env/stacked_observations.py:112-117)",
+    ),
+    ("sb3_vec_frame_stack_4", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_frame_stack_4", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_frame_stack_4", "infos.aligned"): Judgement(
         "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
     ),
     ("sb3_vec_monitor", "api.failed_call_no_side_effect"): Judgement(
@@ -181,6 +298,50 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
     ("sb3_vec_normalize", "infos.aligned"): Judgement(
         "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
     ),
+    ("sb3_vec_normalize_custom", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_normalize_custom", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_normalize_custom", "dtype.observations"): Judgement(
+        "documented behaviour",
+        "S4",
+        "VecNormalize keeps the wrapped env's observation_space for Box observations (vec_normalize.py:80-87, GH #1214)",
+    ),
+    ("sb3_vec_normalize_custom", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("sb3_vec_normalize_eval", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_normalize_eval", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_normalize_eval", "dtype.observations"): Judgement(
+        "documented behaviour",
+        "S4",
+        "VecNormalize keeps the wrapped env's observation_space for Box observations (vec_normalize.py:80-87, GH #1214)",
+    ),
+    ("sb3_vec_normalize_eval", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("sb3_vec_normalize_eval", "terminal.final_obs"): Judgement(
+        "true positive",
+        "S3",
+        "terminal_observation is normalised with clipping (vec_normalize.py:204, 221); with training=False the fresh "
+        "statistics (mean 0, var 1) clip every field above clip_obs=10, which unnormalize_obs cannot restore "
+        "(off_policy_algorithm.py:502)",
+    ),
+    ("sb3_vec_normalize_eval", "transitions.exact"): Judgement(
+        "true positive",
+        "S3",
+        "the terminal transition's next_obs is unnormalize_obs(terminal_observation), clipped at clip_obs=10 (vec_normalize.py:221)",
+    ),
     ("sb3_vec_normalize_reward_only", "api.failed_call_no_side_effect"): Judgement(
         "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
     ),
@@ -191,6 +352,50 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
     ),
     ("sb3_vec_normalize_reward_only", "infos.aligned"): Judgement(
         "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("sb3_vec_transpose_image", "api.failed_call_no_side_effect"): Judgement(
+        "true positive", "S1", "DummyVecEnv raises IndexError after stepping (and autoresetting) the first sub-envs"
+    ),
+    ("sb3_vec_transpose_image", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive",
+        "S1",
+        "DummyVecEnv.step_wait indexes actions by env and ignores extra ones (stable_baselines3/common/vec_env/dummy_vec_env.py)",
+    ),
+    ("sb3_vec_transpose_image", "infos.aligned"): Judgement(
+        "true positive", "S5", "every VecEnvWrapper keeps its own empty reset_infos (base_vec_env.py:69), never updated"
+    ),
+    ("torchrl_cat_frames", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
+    ("torchrl_double_to_float", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_double_to_float", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
+    ("torchrl_init_tracker", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_init_tracker", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
+    ("torchrl_observation_norm", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_observation_norm", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
+    ("torchrl_observation_norm", "dtype.observations"): Judgement(
+        "true positive",
+        "C3",
+        "ObservationNorm.transform_observation_spec rescales the bounds but keeps the spec's integer dtype, while "
+        "_apply_transform returns float32 (torchrl/envs/transforms/_normalization.py:286-299, 317-322)",
     ),
     ("torchrl_reward_clipping", "api.valid_calls_succeed"): Judgement(
         "true positive",
@@ -208,12 +413,28 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
     ("torchrl_reward_sum", "api.wrong_size_batch_rejected"): Judgement(
         "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
     ),
+    ("torchrl_step_counter", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_step_counter", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
     ("torchrl_step_counter_limit", "api.valid_calls_succeed"): Judgement(
         "true positive",
         "E2",
         "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
     ),
     ("torchrl_step_counter_limit", "api.wrong_size_batch_rejected"): Judgement(
+        "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
+    ),
+    ("torchrl_step_counter_reward_sum", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_step_counter_reward_sum", "api.wrong_size_batch_rejected"): Judgement(
         "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
     ),
 }

@@ -106,6 +106,105 @@ def gym_async_no_shared_memory(env_fns: EnvFns, **kwargs: Any) -> Any:
     return AsyncVectorEnv(list(env_fns), shared_memory=False, **kwargs)
 
 
+# Stacks that transform, built per sub-env as CleanRL's ``make_env`` thunks do: each sub-env is
+# wrapped by the user before ``SyncVectorEnv`` sees it.
+
+
+def _thunks(env_fns: EnvFns, wrap: Callable[[Any], Any]) -> list[Callable[[], Any]]:
+    """A user's ``make_env``: one thunk per sub-env, ``wrap(fn())``."""
+    return [lambda fn=fn: wrap(fn()) for fn in env_fns]  # type: ignore[misc]
+
+
+def gym_time_limit_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import TimeLimit
+
+    return SyncVectorEnv(_thunks(env_fns, lambda env: TimeLimit(env, max_episode_steps=4)), **kwargs)
+
+
+def gym_frame_stack_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import FrameStackObservation
+
+    return SyncVectorEnv(_thunks(env_fns, lambda env: FrameStackObservation(env, stack_size=3)), **kwargs)
+
+
+def gym_normalize_observation_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import NormalizeObservation
+
+    return SyncVectorEnv(_thunks(env_fns, NormalizeObservation), **kwargs)
+
+
+def gym_normalize_reward_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import NormalizeReward
+
+    return SyncVectorEnv(_thunks(env_fns, lambda env: NormalizeReward(env, gamma=0.99)), **kwargs)
+
+
+def gym_record_episode_statistics_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    """CleanRL's discrete-action ``make_env``: ``RecordEpisodeStatistics`` around each env."""
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import RecordEpisodeStatistics
+
+    return SyncVectorEnv(_thunks(env_fns, RecordEpisodeStatistics), **kwargs)
+
+
+def gym_cleanrl_continuous_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    """CleanRL's ``ppo_continuous_action.py`` ``make_env``, wrapper for wrapper (Gymnasium 1.x
+    signature of ``TransformObservation``)."""
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium.vector import SyncVectorEnv
+
+    def wrap(env: Any) -> Any:
+        env = gym.wrappers.FlattenObservation(env)
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        env = gym.wrappers.ClipAction(env)
+        env = gym.wrappers.NormalizeObservation(env)
+        env = gym.wrappers.TransformObservation(env, lambda obs: np.clip(obs, -10, 10), env.observation_space)
+        env = gym.wrappers.NormalizeReward(env, gamma=0.99)
+        env = gym.wrappers.TransformReward(env, lambda reward: np.clip(reward, -10, 10))  # type: ignore[call-overload]
+        return env
+
+    return SyncVectorEnv(_thunks(env_fns, wrap), **kwargs)
+
+
+def gym_clip_reward_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import ClipReward
+
+    return SyncVectorEnv(_thunks(env_fns, lambda env: ClipReward(env, min_reward=-0.1, max_reward=0.1)), **kwargs)
+
+
+def gym_time_aware_observation_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    """``TimeAwareObservation`` needs a ``TimeLimit`` (or a spec's ``max_episode_steps``) below it."""
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import TimeAwareObservation, TimeLimit
+
+    return SyncVectorEnv(
+        _thunks(env_fns, lambda env: TimeAwareObservation(TimeLimit(env, max_episode_steps=4))), **kwargs
+    )
+
+
+def gym_normalize_reward(env_fns: EnvFns, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import NormalizeReward
+
+    return NormalizeReward(SyncVectorEnv(list(env_fns), **kwargs), gamma=0.99)
+
+
+def gym_record_episode_statistics_time_limit(env_fns: EnvFns, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import TimeLimit
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    return RecordEpisodeStatistics(
+        SyncVectorEnv(_thunks(env_fns, lambda env: TimeLimit(env, max_episode_steps=4)), **kwargs)
+    )
+
+
 # --- Stable-Baselines3 VecEnv wrappers: (env_fns) -> VecEnv ----------------------------------------
 
 
@@ -147,6 +246,57 @@ def sb3_monitor_per_env(env_fns: EnvFns) -> Any:
     return DummyVecEnv([lambda fn=fn: Monitor(fn()) for fn in env_fns])  # type: ignore[misc]
 
 
+def sb3_make_vec_env_time_limit(env_fns: EnvFns) -> Any:
+    """``make_vec_env(..., wrapper_class=TimeLimit)``: SB3 puts each env in a ``Monitor`` and the
+    user's wrapper outside it. ``make_vec_env`` calls one env callable per rank, in rank order, so
+    the callable hands out the given envs one by one."""
+    from gymnasium.wrappers import TimeLimit
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    remaining = iter(env_fns)
+    return make_vec_env(
+        lambda: next(remaining)(),
+        n_envs=len(env_fns),
+        wrapper_class=TimeLimit,  # type: ignore[arg-type]
+        wrapper_kwargs={"max_episode_steps": 4},
+        vec_env_cls=DummyVecEnv,
+    )
+
+
+def sb3_vec_normalize_eval(env_fns: EnvFns) -> Any:
+    """SB3's documented evaluation setup: statistics frozen, rewards left as they are."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    return VecNormalize(DummyVecEnv(list(env_fns)), training=False, norm_reward=False)
+
+
+def sb3_vec_normalize_custom(env_fns: EnvFns) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    return VecNormalize(DummyVecEnv(list(env_fns)), clip_obs=5.0, clip_reward=5.0, gamma=0.9)
+
+
+def sb3_vec_frame_stack_4(env_fns: EnvFns) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
+
+    return VecFrameStack(DummyVecEnv(list(env_fns)), n_stack=4)
+
+
+def sb3_vec_transpose_image(env_fns: EnvFns) -> Any:
+    """Takes image or Dict observations only; a Dict without an image key passes through."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecTransposeImage
+
+    return VecTransposeImage(DummyVecEnv(list(env_fns)))
+
+
+def sb3_vec_extract_dict_obs(env_fns: EnvFns) -> Any:
+    """Takes Dict observations only, and keeps the ``"state"`` entry."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecExtractDictObs
+
+    return VecExtractDictObs(DummyVecEnv(list(env_fns)), key="state")
+
+
 # --- TorchRL envs and transforms: (env_fn) -> EnvBase ----------------------------------------------
 
 
@@ -169,6 +319,48 @@ def torchrl_reward_sum(env_fn: Callable[[], Any]) -> Any:
     from torchrl.envs.transforms import RewardSum
 
     return TransformedEnv(GymWrapper(env_fn()), RewardSum())
+
+
+def torchrl_cat_frames(env_fn: Callable[[], Any]) -> Any:
+    from torchrl.envs import GymWrapper, TransformedEnv
+    from torchrl.envs.transforms import CatFrames
+
+    return TransformedEnv(GymWrapper(env_fn()), CatFrames(N=3, dim=-1, in_keys=["observation"]))
+
+
+def torchrl_double_to_float(env_fn: Callable[[], Any]) -> Any:
+    from torchrl.envs import GymWrapper, TransformedEnv
+    from torchrl.envs.transforms import DoubleToFloat
+
+    return TransformedEnv(GymWrapper(env_fn()), DoubleToFloat())
+
+
+def torchrl_step_counter_reward_sum(env_fn: Callable[[], Any]) -> Any:
+    from torchrl.envs import GymWrapper, TransformedEnv
+    from torchrl.envs.transforms import Compose, RewardSum, StepCounter
+
+    return TransformedEnv(GymWrapper(env_fn()), Compose(StepCounter(), RewardSum()))
+
+
+def torchrl_init_tracker(env_fn: Callable[[], Any]) -> Any:
+    from torchrl.envs import GymWrapper, TransformedEnv
+    from torchrl.envs.transforms import InitTracker
+
+    return TransformedEnv(GymWrapper(env_fn()), InitTracker())
+
+
+def torchrl_observation_norm(env_fn: Callable[[], Any]) -> Any:
+    from torchrl.envs import GymWrapper, TransformedEnv
+    from torchrl.envs.transforms import ObservationNorm
+
+    return TransformedEnv(GymWrapper(env_fn()), ObservationNorm(loc=0.5, scale=2.0, in_keys=["observation"]))
+
+
+def torchrl_step_counter(env_fn: Callable[[], Any]) -> Any:
+    from torchrl.envs import GymWrapper, TransformedEnv
+    from torchrl.envs.transforms import StepCounter
+
+    return TransformedEnv(GymWrapper(env_fn()), StepCounter())
 
 
 def torchrl_serial_env(env_fn: Callable[[], Any]) -> Any:
@@ -270,6 +462,48 @@ CORPUS: tuple[Entry, ...] = (
     Entry("gym_clip_action", "gymnasium.vector", "gymnasium", "a Box-only action wrapper"),
     Entry("gym_sync_no_copy", "gymnasium.vector", "gymnasium", "documented buffer reuse (copy=False)"),
     Entry("gym_async_no_shared_memory", "gymnasium.vector", "gymnasium", "worker processes, pickled observations"),
+    Entry(
+        "gym_time_limit_per_env",
+        "gymnasium.vector",
+        "gymnasium",
+        "a TimeLimit the user puts on each sub-env (CleanRL's thunks)",
+        ("time_limit",),
+    ),
+    Entry(
+        "gym_frame_stack_per_env",
+        "gymnasium.vector",
+        "gymnasium",
+        "FrameStackObservation(stack_size=3) on each sub-env",
+        ("observation",),
+    ),
+    Entry(
+        "gym_normalize_observation_per_env",
+        "gymnasium.vector",
+        "gymnasium",
+        "a running observation normaliser in each sub-env",
+        ("observation",),
+    ),
+    Entry(
+        "gym_record_episode_statistics_per_env",
+        "gymnasium.vector",
+        "gymnasium",
+        "episode statistics added by each sub-env (CleanRL's ppo.py)",
+    ),
+    Entry("gym_clip_reward_per_env", "gymnasium.vector", "gymnasium", "reward clipped in each sub-env", ("reward",)),
+    Entry(
+        "gym_time_aware_observation_per_env",
+        "gymnasium.vector",
+        "gymnasium",
+        "the step count appended to each sub-env's observation, over a TimeLimit",
+        ("observation", "time_limit"),
+    ),
+    Entry(
+        "gym_normalize_reward",
+        "gymnasium.vector",
+        "gymnasium",
+        "the vector reward normaliser",
+        ("reward",),
+    ),
     Entry("sb3_vec_monitor", "sb3.VecEnv", "stable-baselines3", "episode info added by a wrapper"),
     Entry(
         "sb3_vec_normalize",
@@ -286,11 +520,59 @@ CORPUS: tuple[Entry, ...] = (
     ),
     Entry("sb3_vec_check_nan", "sb3.VecEnv", "stable-baselines3", "a pass-through validating wrapper"),
     Entry("sb3_monitor_per_env", "sb3.VecEnv", "stable-baselines3", "Monitor inside each env (make_vec_env)"),
+    Entry(
+        "sb3_make_vec_env_time_limit",
+        "sb3.VecEnv",
+        "stable-baselines3",
+        "make_vec_env(wrapper_class=TimeLimit): a TimeLimit outside each Monitor",
+        ("time_limit",),
+    ),
+    Entry(
+        "sb3_vec_normalize_eval",
+        "sb3.VecEnv",
+        "stable-baselines3",
+        "VecNormalize(training=False, norm_reward=False), SB3's evaluation setup",
+        ("observation",),
+    ),
+    Entry(
+        "sb3_vec_normalize_custom",
+        "sb3.VecEnv",
+        "stable-baselines3",
+        "VecNormalize(clip_obs=5, clip_reward=5, gamma=0.9)",
+        ("observation", "reward"),
+    ),
+    Entry("sb3_vec_frame_stack_4", "sb3.VecEnv", "stable-baselines3", "VecFrameStack(n_stack=4)", ("observation",)),
+    Entry(
+        "sb3_vec_transpose_image",
+        "sb3.VecEnv",
+        "stable-baselines3",
+        "an image-only wrapper given no image (Dict observations pass through)",
+        ("observation",),
+    ),
+    Entry(
+        "sb3_vec_extract_dict_obs",
+        "sb3.VecEnv",
+        "stable-baselines3",
+        "one entry of a Dict observation, terminal observations included",
+        ("observation",),
+    ),
     Entry("torchrl_reward_clipping", "torchrl.EnvBase", "torchrl", "reward clipped by a transform", ("reward",)),
     Entry(
         "torchrl_step_counter_limit", "torchrl.EnvBase", "torchrl", "a time limit added by a transform", ("time_limit",)
     ),
     Entry("torchrl_reward_sum", "torchrl.EnvBase", "torchrl", "episode reward accumulated by a transform"),
+    Entry("torchrl_cat_frames", "torchrl.EnvBase", "torchrl", "CatFrames(N=3) over the observation", ("observation",)),
+    Entry("torchrl_double_to_float", "torchrl.EnvBase", "torchrl", "float64 entries cast to float32", ("observation",)),
+    Entry("torchrl_step_counter_reward_sum", "torchrl.EnvBase", "torchrl", "Compose(StepCounter(), RewardSum())"),
+    Entry("torchrl_init_tracker", "torchrl.EnvBase", "torchrl", "an is_init entry added by a transform"),
+    Entry(
+        "torchrl_observation_norm",
+        "torchrl.EnvBase",
+        "torchrl",
+        "a fixed affine map of the observation (ObservationNorm)",
+        ("observation",),
+    ),
+    Entry("torchrl_step_counter", "torchrl.EnvBase", "torchrl", "a step count added by a transform, no limit"),
     Entry("torchrl_serial_env", "torchrl.EnvBase", "torchrl", "batched in this process"),
     Entry("torchrl_parallel_env", "torchrl.EnvBase", "torchrl", "batched in worker processes"),
     Entry("cartpole", "gymnasium.Env", "gymnasium", "classic control, TimeLimit 500"),
@@ -301,4 +583,39 @@ CORPUS: tuple[Entry, ...] = (
     Entry("blackjack", "gymnasium.Env", "gymnasium", "Tuple of Discrete observations"),
     Entry("ale_pong_ram", "gymnasium.Env", "ale-py", "a third-party env package; thousands of steps per episode"),
     Entry("minigrid_empty", "gymnasium.Env", "minigrid", "a third-party env package; Dict obs with a Text space"),
+)
+
+
+#: Stacks built like the entries above whose verdicts include a FAIL that reads as rlconform's
+#: fault, not the library's (the stack does what its library's source says): they are not pinned
+#: (a corpus FAIL is judged against the library, never recorded as a false positive) and join
+#: ``CORPUS`` once rlconform gives them a verdict about the library. Check one with
+#: ``rlconform check corpus.stacks:NAME --api FAMILY --intended ...``.
+PENDING: tuple[Entry, ...] = (
+    # seeding.reset_determinism compares the normalised rewards of two seeded runs; the running
+    # statistics (documented to depend on past trajectories) moved between them
+    Entry(
+        "gym_normalize_reward_per_env",
+        "gymnasium.vector",
+        "gymnasium",
+        "a running reward normaliser in each sub-env",
+        ("reward",),
+    ),
+    # the same seeding.reset_determinism verdict, from its NormalizeReward
+    Entry(
+        "gym_cleanrl_continuous_per_env",
+        "gymnasium.vector",
+        "gymnasium",
+        "CleanRL's continuous-action stack: statistics, clipped actions, normalised and clipped obs and rewards",
+        ("observation", "reward"),
+    ),
+    # statistics.episode: the statistics reported when the declared TimeLimit truncates are called
+    # "reported while the episode continues"
+    Entry(
+        "gym_record_episode_statistics_time_limit",
+        "gymnasium.vector",
+        "gymnasium",
+        "vector episode statistics over a TimeLimit on each sub-env",
+        ("time_limit",),
+    ),
 )
