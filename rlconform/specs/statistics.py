@@ -13,6 +13,7 @@ from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.calllog import ResetRecord, StepRecord
 from rlconform.specs.families import TUPLE_FAMILIES
 from rlconform.specs.helpers import events_by_call, match_transitions, model_counterpart, reward_precision
+from rlconform.specs.value_changes import stack_truncation
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
@@ -87,7 +88,9 @@ def episode_statistics(run: Run) -> Outcome:
             where = {"env": env, "agent_step": m.slot.agent_step}
             if t is None:
                 continue
-            if not (t.terminated or t.truncated):
+            # an episode also ends where the stack cut it (a TimeLimit the user put around each
+            # sub-env): the env never ended it, but the agent was told it did
+            if not (t.terminated or t.truncated or stack_truncation(run, m) is not None):
                 ck.expect(
                     stats is None,
                     f"episode statistics {_short(stats)} reported while episode {t.episode} continues",

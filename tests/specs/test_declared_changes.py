@@ -160,14 +160,15 @@ OTHER_SPECS = (
 
 @pytest.mark.parametrize("script", [ONE_STEP, SCRIPT], ids=["one-step", "longer"])
 def test_an_undeclared_normalisation_is_told_once_as_a_value_change(script: EnvScript) -> None:
-    """NormalizeObservation in each env: no observation keeps its stamp; transitions.exact says
-    the values were changed and how to declare it, and no other spec calls them lost."""
+    """NormalizeObservation in each env: no observation keeps its stamp, but each is what the
+    user's layer returned (rlconform.envs.tap); transitions.exact names that layer and how to
+    declare it, and no other spec calls them lost."""
     system = factory_system(normalize_observation_per_env, "gymnasium.vector")
     run = execute(system, _case(script, 2, 5), with_model=False)
     assert run.usable, run.build_error
     owner = [v.render() for v in get_spec("transitions.exact").check(run).violations]
     assert owner and all(
-        "the observation values were changed (looks like normalization/scaling)" in m
+        "reached the agent as the user's NormalizeObservation around each sub-env rewrote it" in m
         and "declare --intended observation if this is on purpose" in m
         for m in owner
     ), owner

@@ -240,3 +240,89 @@ def test_a_stack_that_drops_the_second_seed_behind_the_clip_still_fails() -> Non
     run = _run(factory_system(clip_per_env_seeding_once, "gymnasium.vector"), RESEED)
     messages = _messages(_check(run, "seeding.reset_determinism"))
     assert any("after reset(seed=270) the same calls returned" in m for m in messages), messages
+
+
+# --- a running reward normalizer inside each sub-env, declared ------------------------------
+
+
+def normalize_reward_per_env(env_fns: Any, **kwargs: Any) -> Any:
+    """CleanRL's ``NormalizeReward`` in each env thunk: its scale depends on every reward since it
+    was built, so two seeded runs give different rewards by design."""
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import NormalizeReward
+
+    return SyncVectorEnv([lambda fn=fn: NormalizeReward(fn()) for fn in env_fns], **kwargs)
+
+
+def normalize_reward_per_env_seeding_once(env_fns: Any, **kwargs: Any) -> Any:
+    """The same under a vector wrapper that passes the seed on only the first time."""
+    from gymnasium.vector import VectorWrapper
+
+    class SeedsOnce(VectorWrapper):  # type: ignore[misc]
+        seeded = False
+
+        def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+            if self.seeded:
+                seed = None
+            self.seeded = self.seeded or seed is not None
+            return self.env.reset(seed=seed, options=options)
+
+    return SeedsOnce(normalize_reward_per_env(env_fns, **kwargs))
+
+
+def test_a_declared_reward_normalizer_in_each_sub_env_is_reset_deterministic() -> None:
+    """Declared, its rewards are not compared across seeded runs (they are not reproducible by
+    design, and the stack gives no env units back); observations and flags still are. On main
+    before this change the rewards were compared and the stack failed."""
+    system = with_intents(factory_system(normalize_reward_per_env, "gymnasium.vector"), "reward")
+    outcome = _check(_run(system, RESEED), "seeding.reset_determinism")
+    assert outcome.violations == [] and outcome.checked > 0, _messages(outcome)
+    assert any("not compared across seeded runs" in note for note in outcome.notes), outcome.notes
+
+
+def test_a_stack_that_drops_the_second_seed_behind_the_reward_normalizer_still_fails() -> None:
+    system = with_intents(factory_system(normalize_reward_per_env_seeding_once, "gymnasium.vector"), "reward")
+    messages = _messages(_check(_run(system, RESEED), "seeding.reset_determinism"))
+    assert any("after reset(seed=270) the same calls returned" in m for m in messages), messages
+
+
+# --- episode statistics over a TimeLimit the user adds around each sub-env ------------------
+
+
+def statistics_over_time_limit(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    return RecordEpisodeStatistics(gym_time_limit(env_fns, **kwargs))
+
+
+def statistics_over_time_limit_losing_them(env_fns: Any, **kwargs: Any) -> Any:
+    """The same, under a vector wrapper that drops the statistics of sub-env 1 (a real defect)."""
+    from gymnasium.vector import VectorWrapper
+
+    class DropsStatistics(VectorWrapper):  # type: ignore[misc]
+        def step(self, actions: Any) -> Any:
+            obs, rewards, terminated, truncated, infos = self.env.step(actions)
+            if "_episode" in infos:
+                infos = dict(infos)
+                infos["_episode"] = np.array(infos["_episode"])
+                infos["_episode"][1] = False
+            return obs, rewards, terminated, truncated, infos
+
+    return DropsStatistics(statistics_over_time_limit(env_fns, **kwargs))
+
+
+def test_episode_statistics_at_a_user_time_limit_are_an_episode_end() -> None:
+    """The user's TimeLimit cuts episodes the env never ends; RecordEpisodeStatistics reports
+    them there, correctly. Before this change the spec called that "reported while the episode
+    continues"."""
+    system = with_intents(factory_system(statistics_over_time_limit, "gymnasium.vector"), "time_limit")
+    run = _run(system, _time_limit_case(None))
+    assert run.semantics.get("episode_statistics")
+    outcome = _check(run, "statistics.episode")
+    assert outcome.violations == [] and outcome.checked > 0, _messages(outcome)
+
+
+def test_episode_statistics_lost_at_a_user_time_limit_still_fail() -> None:
+    system = with_intents(factory_system(statistics_over_time_limit_losing_them, "gymnasium.vector"), "time_limit")
+    messages = _messages(_check(_run(system, _time_limit_case(None)), "statistics.episode"))
+    assert any("env 1" in m and "ended but no episode statistics were reported" in m for m in messages), messages
