@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlconform.envs.layouts import decode_flattened
+from rlconform.envs.layouts import decode_flattened, decode_transposed
 from rlconform.envs.spaces import BoxObs, Decoded, DictObs, Garbage
 from rlconform.envs.stamp import Stamp
 
@@ -53,6 +53,11 @@ def _decode(run: Run, value: Any) -> Decoded:
             if isinstance(flat, Stamp):
                 run.memo[("flattened", id(value))] = tuple(np.shape(value))
                 return flat
+            # an image moved channel-first (SB3's VecTransposeImage) kept its stamp too
+            moved = decode_transposed(run.case.script.obs, value)
+            if isinstance(moved, Stamp):
+                run.memo[("transposed", id(value))] = tuple(np.shape(value))
+                return moved
             return _through_sub_env_layers(run, value, decoded)
         return decoded
     except Exception as exc:  # malformed structures decode to a reason, never to a crash
@@ -95,6 +100,16 @@ def flattened_shape(run: Run, value: Any) -> tuple[int, ...] | None:
         return None
     decode(run, value)
     shape = run.memo.get(("flattened", id(value)))
+    return shape if isinstance(shape, tuple) else None
+
+
+def transposed_shape(run: Run, value: Any) -> tuple[int, ...] | None:
+    """The shape of ``value`` when its stamp was read with its channels moved back last (an image
+    a stack moved channel-first), else None."""
+    if value is None:
+        return None
+    decode(run, value)
+    shape = run.memo.get(("transposed", id(value)))
     return shape if isinstance(shape, tuple) else None
 
 

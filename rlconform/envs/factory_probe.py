@@ -32,6 +32,7 @@ from rlconform.envs.driver import LiveRun, ReferenceEnvFamily
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import (
+    IMAGE_KINDS,
     ActionValue,
     ActSpec,
     BoxAction,
@@ -44,9 +45,11 @@ from rlconform.envs.spaces import (
     MultiDiscreteObs,
     ObsSpec,
     TupleObs,
+    image_obs,
 )
 
-#: one candidate per observation kind, the simplest first (the base of the other trials)
+#: one candidate per observation kind, the simplest first (the base of the other trials); the
+#: image kinds last, tried only where a flat Box was refused (:func:`_eligible`)
 OBS_CANDIDATES: tuple[ObsSpec, ...] = (
     BoxObs(),
     DiscreteObs(),
@@ -54,6 +57,7 @@ OBS_CANDIDATES: tuple[ObsSpec, ...] = (
     MultiBinaryObs(),
     DictObs((("state", BoxObs()),)),
     TupleObs((BoxObs(),)),
+    *(image_obs(kind) for kind in IMAGE_KINDS.values()),
 )
 #: one candidate per action kind
 ACTION_CANDIDATES: tuple[ActSpec, ...] = (DiscreteAction(), BoxAction(), MultiDiscreteAction())
@@ -222,10 +226,23 @@ def run_trial(
     return Trial(script, "ok", hung=hung_call(run) is not None, stack=stack_reading(run.semantics))
 
 
+def _eligible(obs: ObsSpec, caps: Capabilities) -> bool:
+    """Whether the probe may try ``obs`` on a system of ``caps``: an image is a uint8 Box, so a
+    family that takes uint8 Boxes is tried with images (its capabilities name no image kind)."""
+    if obs.kind in IMAGE_KINDS.values():
+        return obs.kind in caps.obs_kinds or ("box" in caps.obs_kinds and "uint8" in caps.box_dtypes)
+    return obs.kind in caps.obs_kinds
+
+
 def accepted_kinds(system: System, family: ReferenceEnvFamily, num_envs: int) -> Acceptance:
-    """Drive the factory with each candidate kind (see the module docstring)."""
+    """Drive the factory with each candidate kind (see the module docstring).
+
+    Images are tried only when the factory refused a flat Box (a stack that takes images only,
+    VecTransposeImage or GrayscaleObservation): one that accepts Box is probed, and so drawn,
+    exactly as before image kinds existed, and images are drawn only where Box is not
+    (``strategies.image_kinds``)."""
     caps = system.capabilities
-    obs_options = [o for o in OBS_CANDIDATES if o.kind in caps.obs_kinds]
+    obs_options = [o for o in OBS_CANDIDATES if _eligible(o, caps)]
     action_options = [a for a in ACTION_CANDIDATES if a.kind in caps.action_kinds]
     trials: list[Trial] = []
 
@@ -259,6 +276,8 @@ def accepted_kinds(system: System, family: ReferenceEnvFamily, num_envs: int) ->
         if (base[0], action) not in tried and attempt(base[0], action).ok:
             action_kinds.add(action.kind)
     for obs in obs_options:
+        if obs.kind in IMAGE_KINDS.values() and "box" in obs_kinds:
+            continue
         if (obs, base[1]) not in tried and attempt(obs, base[1]).ok:
             obs_kinds.add(obs.kind)
     box_leaves_only = False

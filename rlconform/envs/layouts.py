@@ -1,10 +1,12 @@
-"""Reading a reference observation that a stack flattened into one vector.
+"""Reading a reference observation that a stack flattened into one vector, or transposed.
 
 Observation-flattening wrappers (Gymnasium's ``FlattenObservation``, TorchRL's
 ``FlattenObservation`` over a multi-dimensional Box) keep every value of the observation and
 change only its layout, following ``gymnasium.spaces.flatten``. Unflattening with the env's own
 space gives back the observation the env returned, so its stamp survives and the transition it
-belongs to is still identified, not reported as garbage.
+belongs to is still identified, not reported as garbage. Image wrappers that move the channels
+first for PyTorch (SB3's ``VecTransposeImage``: (height, width, channels) to (channels, height,
+width)) keep every value too; moving the channels back gives the env's observation.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.envs.spaces import Decoded, Garbage, ObsSpec
+from rlconform.envs.spaces import BoxObs, Decoded, Garbage, ObsSpec
 
 
 def decode_flattened(spec: ObsSpec, value: Any) -> Decoded | None:
@@ -33,3 +35,21 @@ def decode_flattened(spec: ObsSpec, value: Any) -> Decoded | None:
     except Exception as exc:  # a vector of the right size that is no flattened observation
         return Garbage(f"a flat vector that does not unflatten: {exc}")
     return spec.decode(unflat)
+
+
+def channels_first(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` (height, width, channels) with its channels moved first."""
+    return (shape[-1], *shape[:-1])
+
+
+def decode_transposed(spec: ObsSpec, value: Any) -> Decoded | None:
+    """The stamp of ``value`` read as the env's (height, width, channels) observation with its
+    channels moved first; None when ``spec`` is no 3-dimensional Box or ``value`` does not have the
+    channel-first shape (then it is no transposed layout at all)."""
+    if not isinstance(spec, BoxObs) or len(spec.shape) != 3:
+        return None
+    if hasattr(value, "detach"):  # a torch tensor
+        value = value.detach().cpu().numpy()
+    if not isinstance(value, np.ndarray) or value.shape == spec.shape or value.shape != channels_first(spec.shape):
+        return None
+    return spec.decode(np.moveaxis(value, 0, -1))

@@ -96,6 +96,16 @@ def _pad_value(stamp: Stamp, position: int) -> int:
     return (stamp.episode * 7 + stamp.step * 3 + position * 5 + stamp.env) % 100 + 1
 
 
+#: the image kinds, by channel count: a uint8 Box of shape (height, width, channels), channels last,
+#: with the 0..255 bounds :meth:`BoxObs.build` gives it, is what SB3's ``is_image_space`` and
+#: Gymnasium's image wrappers (GrayscaleObservation, ResizeObservation) take
+IMAGE_KINDS = {3: "image", 1: "gray_image"}
+#: the one shape of each image kind that the factory probe tries and the strategies draw: height
+#: differs from width (a stack that swaps them is seen), channels the smallest dimension (SB3
+#: reads the smallest dimension as the channels)
+IMAGE_SHAPES = {"image": (6, 8, 3), "gray_image": (5, 7, 1)}
+
+
 @dataclass(frozen=True)
 class BoxObs:
     """A Box observation; its first components hold the stamp fields, the rest a checked filler."""
@@ -103,7 +113,14 @@ class BoxObs:
     dtype: BoxDtype = "float32"
     shape: tuple[int, ...] = (5,)
 
-    kind = "box"
+    @property
+    def kind(self) -> str:
+        """``"box"``, or an image kind (:data:`IMAGE_KINDS`) for a uint8 Box shaped like an image:
+        stacks that take images only are drawn such Boxes, and only they (the kind is what a
+        system's ``Capabilities.obs_kinds`` accepts)."""
+        if self.dtype == "uint8" and len(self.shape) == 3:
+            return IMAGE_KINDS.get(self.shape[-1], "box")
+        return "box"
 
     def __post_init__(self) -> None:
         if int(np.prod(self.shape)) < self.width:
@@ -157,6 +174,11 @@ class BoxObs:
             if ints[i] != _pad_value(decoded, i):
                 return Garbage(f"component {i} is {ints[i]}, not the value {decoded.describe()} carries")
         return decoded
+
+
+def image_obs(kind: str) -> BoxObs:
+    """The Box of image kind ``kind`` (:data:`IMAGE_SHAPES`)."""
+    return BoxObs(dtype="uint8", shape=IMAGE_SHAPES[kind])
 
 
 @dataclass(frozen=True)

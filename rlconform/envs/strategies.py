@@ -15,6 +15,7 @@ from rlconform.core.system import Capabilities, System
 from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.envs.script import EndKind, EnvScript, EpisodePlan
 from rlconform.envs.spaces import (
+    IMAGE_KINDS,
     ActionValue,
     ActSpec,
     BoxAction,
@@ -28,6 +29,7 @@ from rlconform.envs.spaces import (
     MultiDiscreteObs,
     ObsSpec,
     TupleObs,
+    image_obs,
 )
 
 _BOX_SHAPES = ((5,), (7,), (2, 4), (3, 3))
@@ -49,9 +51,21 @@ def box_obs(caps: Capabilities) -> st.SearchStrategy[BoxObs]:
     return build()
 
 
+def image_kinds(caps: Capabilities) -> list[str]:
+    """The image kinds (:data:`IMAGE_KINDS`) cases of ``caps`` draw: only for a system that takes
+    images but no flat Box (the factory probe tries images only where Box was refused), so that
+    every system accepting Box draws exactly what it drew before image kinds existed."""
+    if "box" in caps.obs_kinds:
+        return []
+    return [kind for kind in IMAGE_KINDS.values() if kind in caps.obs_kinds]
+
+
 @functools.cache
 def leaf_obs(caps: Capabilities, *, in_composite: bool = False) -> st.SearchStrategy[LeafObs]:
     options: list[st.SearchStrategy[LeafObs]] = []
+    if not in_composite:
+        # a separate branch, never taken by a system accepting Box: their draws stay as they were
+        options.extend(st.just(image_obs(kind)) for kind in image_kinds(caps))
     if "box" in caps.obs_kinds or in_composite:
         options.append(box_obs(caps))
     if not (in_composite and caps.composite_box_leaves_only):

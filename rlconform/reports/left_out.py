@@ -35,6 +35,10 @@ SPACE_NAMES = {
     "multibinary": "MultiBinary",
     "dict": "Dict",
     "tuple": "Tuple",
+    # uint8 Boxes of shape (height, width, channels), tried only on a factory that refused a flat Box
+    # (rlconform.envs.spaces.IMAGE_KINDS)
+    "image": "RGB image",
+    "gray_image": "grayscale image",
 }
 
 

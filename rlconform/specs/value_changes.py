@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rlconform.core.intents import hint
 from rlconform.core.spec import Checker
-from rlconform.envs.decode import flattened_shape, sub_env_layers
+from rlconform.envs.decode import flattened_shape, sub_env_layers, transposed_shape
 from rlconform.envs.spaces import ambiguous, values_changed
 from rlconform.specs.helpers import Match, match_transitions
 
@@ -94,6 +94,12 @@ def observation_change(run: Run, m: Match) -> str | None:
         shape = flattened_shape(run, value)
         if shape is not None:
             return f"{name} reached the agent flattened to shape {shape} by the stack ({_stamp_text(m, name)})"
+        shape = transposed_shape(run, value)
+        if shape is not None:
+            return (
+                f"{name} reached the agent transposed to channel-first by the stack (shape {shape}; "
+                f"{_stamp_text(m, name)})"
+            )
         decoded = m.obs if name == "obs" else m.next_obs
         if ambiguous(decoded):
             return f"{name} reached the agent as {_garbage_reason_of(decoded)}"
