@@ -78,6 +78,23 @@ class SubEnvTap:
         return stamp, layers
 
 
+def sub_env_layers(obj: Any) -> dict[int, tuple[Any, ...]]:
+    """The layers of each in-process sub-env of ``obj`` down to the reference env inside it,
+    outermost first (the reference env excluded; the script's own TimeLimit, when it sets one,
+    is the last layer), by that reference env's index.
+
+    A family reads per-sub-env state with it (an episode recorder or a running normalizer the
+    user put in each sub-env). Empty when the sub-envs are not in this process (worker
+    processes) or none of them reaches a reference env."""
+    found: dict[int, tuple[Any, ...]] = {}
+    for outer in _sub_envs(obj):
+        chain = _chain_to_reference(outer)
+        if chain is not None:
+            layers, reference = chain
+            found[int(reference.index)] = tuple(layers)
+    return found
+
+
 def _sub_envs(obj: Any) -> list[Any]:
     """The sub-envs of the first object down ``obj``'s wrapper chain that lists them in ``envs``."""
     current = obj

@@ -4,7 +4,7 @@ real episodes."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,6 +59,68 @@ def _has_no_normalizer(semantics: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: where an ended episode's statistics are read from (the ``episode_statistics_in`` semantics): the
+#: info of the step that ends it, or the ``final_info`` a same-step vectorizer keeps the ended
+#: sub-env's step info in (its top-level info then holds the info of the reset it made)
+STATISTICS_PLACES = ("info", "final_info")
+
+
+def sub_env_layers_of_class(
+    layers_by_env: Mapping[int, Sequence[Any]], class_name: str
+) -> dict[int, tuple[Any, list[Any]]]:
+    """For each sub-env (:func:`rlconform.envs.tap.sub_env_layers`), its outermost layer whose class
+    (or a base class) is named ``class_name``, with the layers below it (outermost first)."""
+    found: dict[int, tuple[Any, list[Any]]] = {}
+    for env, layers in layers_by_env.items():
+        for at, layer in enumerate(layers):
+            if is_a(layer, class_name):
+                found[env] = (layer, list(layers[at + 1 :]))
+                break
+    return found
+
+
+def is_a(layer: Any, *class_names: str) -> bool:
+    """Whether ``layer``'s class or one of its bases is named one of ``class_names``."""
+    return any(cls.__name__ in class_names for cls in type(layer).__mro__)
+
+
+def sub_env_statistics(
+    recorders: Mapping[int, tuple[Any, list[Any]]],
+    *,
+    key: str,
+    place: str,
+    decimals: int | None,
+    reward_changers: Sequence[str],
+) -> dict[str, Any]:
+    """The semantics of episode recorders inside the sub-envs (``recorders``, from
+    :func:`sub_env_layers_of_class`): the info ``key`` they write, the sub-envs that have one,
+    where an ended episode's statistics are (:data:`STATISTICS_PLACES`), the decimals the
+    recorder documents rounding the return to, and, per sub-env, the layers below its recorder
+    whose classes are named in ``reward_changers`` (the recorder sums the rewards they changed).
+    Empty without recorders."""
+    if place not in STATISTICS_PLACES:
+        raise ValueError(f"{place!r} is not one of {STATISTICS_PLACES}")
+    if not recorders:
+        return {}
+    changed = {
+        env: names
+        for env, (_, below) in recorders.items()
+        if (names := [type(layer).__name__ for layer in below if is_a(layer, *reward_changers)])
+    }
+    return {
+        "episode_statistics": key,
+        "episode_statistics_envs": sorted(recorders),
+        "episode_statistics_in": place,
+        "episode_statistics_decimals": decimals,
+        "episode_statistics_rewards_changed_by": changed,
+    }
+
+
+def sub_env_normalizer(name: str) -> str:
+    """The ``normalizers`` entry of a running normalizer the user put inside each sub-env."""
+    return f"sub-env {name}"
+
+
 @spec(
     "statistics.episode",
     impact="api-contract",
@@ -76,15 +138,32 @@ def episode_statistics(run: Run) -> Outcome:
         return ck.done()
     key = run.semantics["episode_statistics"]  # applies_to_stack: the stack keeps statistics
     assert run.truth is not None
-    rel = 1e-5 if reward_precision(run) == "float32" else 1e-9
+    # a recorder inside each sub-env (CleanRL's RecordEpisodeStatistics per env thunk, SB3's
+    # Monitor) sums the sub-env's own rewards, before a vectorizer stores them in its batch
+    envs = run.semantics.get("episode_statistics_envs")
+    per_env = envs is not None
+    place = run.semantics.get("episode_statistics_in") or "info"
+    decimals = run.semantics.get("episode_statistics_decimals")
+    changed_by: Mapping[int, list[str]] = run.semantics.get("episode_statistics_rewards_changed_by") or {}
+    rel = 1e-5 if reward_precision(run) == "float32" and not per_env else 1e-9
+    if per_env:
+        where_read = "the ended sub-env's final_info" if place == "final_info" else "the step's info"
+        ck.note(f"episode statistics recorded inside each sub-env are read from {where_read}")
+    if decimals is not None:
+        ck.note(f"the recorder documents its return rounded to {decimals} decimals: compared within that rounding")
     for env in range(run.case.num_envs):
+        if envs is not None and env not in envs:
+            continue
+        if changed_by.get(env):
+            ck.note(
+                f"env {env}: the recorder sums the rewards {', '.join(changed_by[env])} below it changed; "
+                "its returns are not compared with the env's"
+            )
         matches, _ = match_transitions(run, env)
-        reported_calls: set[int] = set()
         for m in matches:
             t = m.truth
             call = run.calls[m.slot.call]
-            info = call.view.infos[env] if call.view is not None and call.view.infos is not None else {}
-            stats = info.get(key)
+            stats = _statistics_at(call.view, env, key, place)
             where = {"env": env, "agent_step": m.slot.agent_step}
             if t is None:
                 continue
@@ -97,21 +176,26 @@ def episode_statistics(run: Run) -> Outcome:
                     **where,
                 )
                 continue
-            reported_calls.add(m.slot.call)
             episode = run.truth.envs[env].episode(t.episode)
             assert episode is not None
             true_return = math.fsum(x.reward for x in episode.transitions)
             true_length = len(episode.transitions)
-            if not ck.expect(
-                stats is not None, f"episode {t.episode} ended but no episode statistics were reported", **where
-            ):
+            missing = f"episode {t.episode} ended but no episode statistics were reported"
+            if place == "final_info":
+                missing += " in its final_info"
+            if not ck.expect(stats is not None, missing, **where):
                 continue
             got_r, got_l = _get(stats, "r"), _get(stats, "l")
-            ck.expect(
-                got_r is not None and math.isclose(float(got_r), true_return, rel_tol=rel, abs_tol=1e-9),
-                f"episode {t.episode} is reported with return {got_r!r}; its {true_length} real transitions sum to {true_return!r}",
-                **where,
-            )
+            if not changed_by.get(env):
+                rounding = (
+                    "" if decimals is None else f" (rounded to {decimals} decimals: {round(true_return, decimals)!r})"
+                )
+                ck.expect(
+                    got_r is not None and _same_return(float(got_r), true_return, rel, decimals),
+                    f"episode {t.episode} is reported with return {got_r!r}; its {true_length} real transitions "
+                    f"sum to {true_return!r}{rounding}",
+                    **where,
+                )
             ck.expect(
                 got_l is not None and int(got_l) == true_length,
                 f"episode {t.episode} is reported with length {got_l!r}; it had {true_length} real transitions",
@@ -128,6 +212,31 @@ def episode_statistics(run: Run) -> Outcome:
                     agent_step=slot.agent_step,
                 )
     return ck.done()
+
+
+def _statistics_at(view: Any, env: int, key: str, place: str) -> Any:
+    """The statistics ``env``'s entry of a call's output holds: in its info, or, for a sub-env the
+    call reports ended and a recorder documented to be read from ``final_info``, in that."""
+    if view is None:
+        return None
+    ended = bool(
+        view.terminated is not None and view.truncated is not None and (view.terminated[env] or view.truncated[env])
+    )
+    final = view.final_infos[env] if place == "final_info" and view.final_infos is not None else None
+    # a sub-env that goes on has no final_info: statistics there, or in its info, are reported
+    places = (
+        [final] if ended and place == "final_info" else [final, view.infos[env] if view.infos is not None else None]
+    )
+    found = [info.get(key) for info in places if isinstance(info, Mapping) and info.get(key) is not None]
+    return found[0] if found else None
+
+
+def _same_return(got: float, want: float, rel: float, decimals: int | None) -> bool:
+    """``got`` is ``want``; with ``decimals``, ``want`` rounded to that many decimals (half a unit
+    of the last decimal, plus the float representation of the rounded value, and no more)."""
+    if decimals is None:
+        return math.isclose(got, want, rel_tol=rel, abs_tol=1e-9)
+    return abs(got - want) <= 0.5 * 10.0**-decimals + 4 * math.ulp(max(1.0, abs(want)))
 
 
 def _get(stats: Any, field: str) -> Any:
@@ -164,7 +273,8 @@ def normalizer_statistics(run: Run) -> Outcome:
         return ck.done()
     assert run.truth is not None
     gamma = run.semantics.get("normalizer_gamma")
-    _, per_call = events_by_call(run)
+    before, per_call = events_by_call(run)
+    _check_sub_env_normalizers(run, ck, before, per_call)
     n = run.case.num_envs
     real_steps = 0
     observations = 0
@@ -224,6 +334,82 @@ def normalizer_statistics(run: Run) -> Outcome:
                         **where,
                     )
     return ck.done()
+
+
+def _check_sub_env_normalizers(run: Run, ck: Checker, before: list[Any], per_call: list[list[Any]]) -> None:
+    """The running normalizers the user put inside each sub-env (the family reads their statistics
+    after each call into ``extra["sub_env_normalizers"]``): each counts its own sub-env only. A
+    NormalizeReward takes one sample per real step of its sub-env; a NormalizeObservation one per
+    observation its sub-env returned, the first of each episode (from ``reset``) included, as
+    Gymnasium documents it (its statistics are updated "every time step or reset is called")."""
+    gammas: Mapping[int, float] = run.semantics.get("sub_env_normalizer_gamma") or {}
+    n = run.case.num_envs
+    built_with = {env for env, _ in before}
+    steps, observations, returns = [0] * n, [0] * n, [0.0] * n
+    for call in run.calls:
+        last_real_step: dict[int, StepRecord] = {}
+        for env, record in per_call[call.position]:
+            if isinstance(record, ResetRecord):
+                observations[env] += 1
+                returns[env] = 0.0
+                last_real_step.pop(env, None)
+            elif isinstance(record, StepRecord):
+                observations[env] += 1
+                if not record.after_end:
+                    steps[env] += 1
+                    if env in gammas:
+                        returns[env] = returns[env] * gammas[env] + record.reward
+                    last_real_step[env] = record
+        normalizers: Mapping[int, Mapping[str, Any]] = call.extra.get("sub_env_normalizers") or {}
+        for env, stats in sorted(normalizers.items()):
+            if env in built_with:
+                ck.note(
+                    f"env {env} was reset or stepped while the stack was built: its normalizer's count is not checked"
+                )
+                continue
+            where = {"env": env, "agent_step": call.agent_step or None, "call": call.position}
+            if "obs_count" in stats:
+                ck.note(
+                    "a NormalizeObservation inside a sub-env counts every observation its sub-env returns, the first "
+                    "of each episode (from reset) included, as Gymnasium documents"
+                )
+                count = stats["obs_count"]
+                ck.expect(
+                    math.isclose(count, RMS_EPSILON + observations[env], abs_tol=1e-6),
+                    f"the observation statistics of the sub-env's {stats.get('obs_layer', 'normalizer')} count "
+                    f"{count - RMS_EPSILON:g} samples; the sub-env had returned {observations[env]} observations",
+                    **where,
+                )
+            if "return_count" not in stats:
+                continue
+            count = stats["return_count"]
+            ck.expect(
+                math.isclose(count, RMS_EPSILON + steps[env], abs_tol=1e-6),
+                f"the return statistics of the sub-env's {stats.get('return_layer', 'normalizer')} count "
+                f"{count - RMS_EPSILON:g} samples; the sub-env had made {steps[env]} real transitions",
+                **where,
+            )
+            changed_by = stats.get("rewards_changed_by") or []
+            if changed_by:
+                ck.note(
+                    f"env {env}: the reward normalizer accumulates the rewards {', '.join(changed_by)} below it "
+                    "changed; its discounted return is not compared with the env's"
+                )
+                continue
+            record = last_real_step.get(env)
+            accumulated = stats.get("accumulated_reward")
+            if record is None or accumulated is None or env not in gammas:
+                continue
+            if record.terminated or record.truncated or _ended_by_limit(run, record):
+                continue
+            ck.expect(
+                math.isclose(float(accumulated), returns[env], rel_tol=1e-5, abs_tol=1e-6),
+                f"the discounted return of episode {record.episode} after {record.step_after} step(s) is "
+                f"{float(accumulated)!r} in the sub-env's {stats.get('return_layer', 'normalizer')}; its real "
+                f"rewards discount to {returns[env]!r}",
+                env=env,
+                agent_step=call.agent_step or None,
+            )
 
 
 def _same_statistics(got: Any, want: Any) -> bool:

@@ -29,17 +29,28 @@ from rlconform.envs.batching import as_bool_list, as_float_list, missing_masks, 
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.spaces import array_literal
+from rlconform.envs.tap import sub_env_layers
 from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.libraries.gymnasium.model_selection import ModelMatch, match_vector_env_model
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_VECTOR
-from rlconform.specs.statistics import frozen_normalizer
+from rlconform.specs.statistics import (
+    frozen_normalizer,
+    is_a,
+    sub_env_layers_of_class,
+    sub_env_normalizer,
+    sub_env_statistics,
+)
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
 MODES = ("NextStep", "SameStep", "Disabled")
+
+#: the Gymnasium layers that change the rewards they pass up (TransformReward and ClipReward are
+#: RewardWrappers): an episode recorder or a reward normalizer above one sums changed rewards
+REWARD_CHANGERS = ("RewardWrapper", "NormalizeReward")
 
 
 def autoreset_mode_of(obj: Any) -> tuple[str, bool]:
@@ -82,7 +93,7 @@ class GymVectorFamily(ReferenceEnvFamily):
             if (wrapper := find_wrapper(obj, name)) is not None
         ]
         reward_norm = find_wrapper(obj, "NormalizeReward")
-        return {
+        semantics = {
             "autoreset_mode": mode,
             "autoreset_mode_declared": declared,
             "autoreset_mode_type": type(raw_mode).__name__,
@@ -94,6 +105,10 @@ class GymVectorFamily(ReferenceEnvFamily):
             "normalizers": normalizers,
             "normalizer_gamma": getattr(reward_norm, "gamma", None),
         }
+        sub_env = _sub_env_semantics(obj, mode, vector_statistics=semantics["episode_statistics"] is not None)
+        semantics["normalizers"] = normalizers + sub_env.pop("normalizers", [])
+        semantics.update(sub_env)
+        return semantics
 
     def object_problems(self, semantics: dict[str, Any], num_envs: int) -> list[str]:
         problems = []
@@ -203,6 +218,9 @@ class GymVectorFamily(ReferenceEnvFamily):
             if view is not None and view.rewards is not None:
                 scale = float(np.sqrt(rms.var + rew_norm.epsilon))
                 view.env_rewards = [r * scale for r in view.rewards]
+        sub_env_stats = _sub_env_normalizer_statistics(obj)
+        if sub_env_stats:
+            record.extra["sub_env_normalizers"] = sub_env_stats
 
     # ----------------------------------------------------------------------------------- recipe
     def recipe(self, calls: list[CallRecord], num_envs: int, semantics: dict[str, Any]) -> list[Slot]:
@@ -258,6 +276,62 @@ class GymVectorFamily(ReferenceEnvFamily):
                 last_obs[j] = obs[j]
                 prev_done[j] = done
         return slots
+
+
+def _sub_env_semantics(obj: Any, mode: str, *, vector_statistics: bool) -> dict[str, Any]:
+    """What the user put inside each in-process sub-env (CleanRL's ``make_env`` thunks): an
+    episode recorder, read where SyncVectorEnv documents a sub-env's step info (the step's info,
+    or, in SameStep, the ended sub-env's ``final_info``), and running normalizers."""
+    layers_by_env = sub_env_layers(obj)
+    if not layers_by_env:
+        return {}
+    semantics: dict[str, Any] = {}
+    recorders = sub_env_layers_of_class(layers_by_env, "RecordEpisodeStatistics")
+    if recorders and not vector_statistics:
+        key = next(str(getattr(layer, "_stats_key", "episode")) for layer, _ in recorders.values())
+        place = "final_info" if mode == "SameStep" else "info"
+        semantics.update(
+            sub_env_statistics(recorders, key=key, place=place, decimals=None, reward_changers=REWARD_CHANGERS)
+        )
+    entries = []
+    for name in ("NormalizeObservation", "NormalizeReward"):
+        found = sub_env_layers_of_class(layers_by_env, name)
+        if found:
+            entry = sub_env_normalizer(name)
+            updating = any(_updating(layer) for layer, _ in found.values())
+            entries.append(entry if updating else frozen_normalizer(entry, "update_running_mean=False"))
+            if name == "NormalizeReward":
+                semantics["sub_env_normalizer_gamma"] = {
+                    env: float(layer.gamma) for env, (layer, _) in found.items() if hasattr(layer, "gamma")
+                }
+    if entries:
+        semantics["normalizers"] = entries
+    return semantics
+
+
+def _sub_env_normalizer_statistics(obj: Any) -> dict[int, dict[str, Any]]:
+    """The statistics of the running normalizers inside each in-process sub-env, right after a
+    call: the samples each counted, and a reward normalizer's discounted return."""
+    layers_by_env = sub_env_layers(obj)
+    if not layers_by_env:
+        return {}
+    stats: dict[int, dict[str, Any]] = {}
+    for env, (layer, _) in sub_env_layers_of_class(layers_by_env, "NormalizeObservation").items():
+        rms = getattr(layer, "obs_rms", None)
+        if _updating(layer) and rms is not None:
+            stats.setdefault(env, {}).update(obs_count=float(rms.count), obs_layer=type(layer).__name__)
+    for env, (layer, below) in sub_env_layers_of_class(layers_by_env, "NormalizeReward").items():
+        rms = getattr(layer, "return_rms", None)
+        if not _updating(layer) or rms is None:
+            continue
+        accumulated = getattr(layer, "discounted_reward", None)
+        stats.setdefault(env, {}).update(
+            return_count=float(rms.count),
+            return_layer=type(layer).__name__,
+            accumulated_reward=None if accumulated is None else float(np.asarray(accumulated).reshape(-1)[0]),
+            rewards_changed_by=[type(b).__name__ for b in below if is_a(b, *REWARD_CHANGERS)],
+        )
+    return stats
 
 
 def _updating(normalizer: Any) -> bool:

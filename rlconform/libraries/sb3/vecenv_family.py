@@ -25,16 +25,21 @@ from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.same_step import same_step_slots
 from rlconform.envs.spaces import array_literal
+from rlconform.envs.tap import sub_env_layers
 from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.libraries.gymnasium.model_selection import match_vec_env_model
 from rlconform.specs.families import SB3_VECENV
-from rlconform.specs.statistics import frozen_normalizer
+from rlconform.specs.statistics import frozen_normalizer, sub_env_layers_of_class, sub_env_statistics
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
 TERMINAL_KEY = "terminal_observation"
 TIMEOUT_KEY = "TimeLimit.truncated"
+#: the decimals SB3's Monitor rounds an episode's return to (``stable_baselines3/common/monitor.py``)
+MONITOR_DECIMALS = 6
+#: the Gymnasium layers that change the rewards they pass up, below a Monitor in a user's env
+REWARD_CHANGERS = ("RewardWrapper", "NormalizeReward")
 
 
 def venv_chain(obj: Any) -> list[Any]:
@@ -76,7 +81,7 @@ class SB3Family(ReferenceEnvFamily):
         n_stack = None
         if stack is not None:
             n_stack = getattr(getattr(stack, "stacked_obs", None), "n_stack", None) or getattr(stack, "n_stack", None)
-        return {
+        semantics = {
             "autoreset_mode": "SameStep",
             "num_envs": getattr(obj, "num_envs", None),
             "single_observation_space": getattr(obj, "observation_space", None),
@@ -87,6 +92,16 @@ class SB3Family(ReferenceEnvFamily):
             "frame_stack": n_stack,
             "layers": [type(layer).__name__ for layer in venv_chain(obj)],
         }
+        if semantics["episode_statistics"] is None:
+            # a Monitor inside each env (make_vec_env's): its info["episode"] is the step info
+            # the VecEnv returns for that env, the step that ends the episode
+            monitors = sub_env_layers_of_class(sub_env_layers(obj), "Monitor")
+            semantics.update(
+                sub_env_statistics(
+                    monitors, key="episode", place="info", decimals=MONITOR_DECIMALS, reward_changers=REWARD_CHANGERS
+                )
+            )
+        return semantics
 
     def begin(self, driver: Any, obj: Any) -> None:
         send_in_space(driver, getattr(obj, "action_space", None))
