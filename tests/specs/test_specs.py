@@ -29,6 +29,7 @@ LIBRARY_CONTROLS = {
     "torchrl.actions_reach_env_natively": "torchrl.GymWrapper.TorchNative.categorical",
     "aliasing.torchrl_returned_data": "torchrl.GymWrapper",
     "torchrl.device": "torchrl.GymWrapper",
+    "torchrl.transform_values": "torchrl.TransformedEnv.RewardSum.StepCounter.InitTracker.SerialEnv",
     # registered only where isaaclab is installed (its own venv)
     "isaaclab.actions_on_device": "isaaclab.DirectRLEnv",
     "isaaclab.outputs_on_device": "isaaclab.DirectRLEnv",

@@ -14,5 +14,7 @@ LIBRARY = Library(
         "rlconform.libraries.torchrl.native_specs",
         "rlconform.libraries.torchrl.device_specs",
         "rlconform.libraries.torchrl.planted_aliasing",
+        "rlconform.libraries.torchrl.transform_values",
+        "rlconform.libraries.torchrl.planted_transform_values",
     ),
 )

@@ -21,7 +21,9 @@ comparison with the bare env can replay them; it changes nothing in what TorchRL
 The observations are read back into the env's native structure (:mod:`rlconform.libraries.torchrl.tensordicts`)
 so that transitions compare with a bare Gymnasium env's; through the user's ``ObservationNorm``
 into the env's units, and a ``CatFrames`` is described as frame stacking
-(:mod:`rlconform.libraries.torchrl.obs_transforms`).
+(:mod:`rlconform.libraries.torchrl.obs_transforms`). The entries a ``RewardSum``, ``StepCounter`` or
+``InitTracker`` in the stack adds (:func:`added_entries`) are read from the same snapshots into the
+views, for ``torchrl.transform_values`` (:mod:`rlconform.libraries.torchrl.transform_values`).
 """
 
 from __future__ import annotations
@@ -69,6 +71,18 @@ class TransitionView(CallView):
     next_obs: list[Any] = field(default_factory=list)
     env_root_obs: list[Any] | None = None
     env_next_obs: list[Any] | None = None
+    #: the entries the stack's transforms add (:func:`added_entries`), by key name: one Python
+    #: scalar per sub-env at the transition's root and under ``"next"``, or why none could be read
+    added_root: dict[str, list[Any] | str] = field(default_factory=dict)
+    added_next: dict[str, list[Any] | str] = field(default_factory=dict)
+
+
+@dataclass
+class ResetView(CallView):
+    """An ``env.reset()`` call; ``added`` holds the entries the stack's transforms add, read from
+    the returned root as :attr:`TransitionView.added_root` is."""
+
+    added: dict[str, list[Any] | str] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------ TorchRL objects
@@ -178,6 +192,98 @@ def leaf_specs(env: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+#: the transforms whose added entries ``torchrl.transform_values`` checks
+ADDING_TRANSFORMS = ("RewardSum", "StepCounter", "InitTracker")
+
+
+def _transforms_of(transform: Any) -> list[Any]:
+    """A transform, or the transforms of a ``Compose`` (nested ones too), in the order they run."""
+    from torchrl.envs import Compose
+
+    if isinstance(transform, Compose):
+        return [leaf for t in transform.transforms for leaf in _transforms_of(t)]
+    return [transform]
+
+
+def _layers_of(env: Any) -> list[Any]:
+    """The transforms a stack runs on its data, innermost first: those of every ``TransformedEnv``
+    in it and, for a ``SerialEnv`` (its sub-envs live in this process), those of its first sub-env,
+    which every sub-env of a batched env shares by construction. A ``ParallelEnv``'s sub-envs live
+    in worker processes: their transforms are not read."""
+    from torchrl.envs import SerialEnv, TransformedEnv
+
+    if isinstance(env, TransformedEnv):
+        return [*_layers_of(env.base_env), *_transforms_of(env.transform)]
+    if isinstance(env, SerialEnv):
+        sub_envs = getattr(env, "_envs", None) or []  # set once the env is started
+        return _layers_of(sub_envs[0]) if sub_envs else []
+    return []
+
+
+def added_entries(env: Any) -> list[dict[str, Any]]:
+    """What the stack's ``RewardSum``, ``StepCounter`` and ``InitTracker`` transforms (or subclasses)
+    write into its TensorDicts: for each entry, the ``transform`` kind (one of
+    :data:`ADDING_TRANSFORMS`), its ``class`` name, the ``key`` as a list of its parts and its
+    ``name`` (:func:`key_name`); a RewardSum's ``in_key`` and ``in_name`` too, a StepCounter's
+    ``max_steps``. Read from the transforms' own key properties, so that custom keys are followed;
+    never raises (a transform whose keys cannot be named adds nothing checked)."""
+    entries: list[dict[str, Any]] = []
+    try:
+        layers = _layers_of(env)
+    except Exception:
+        return entries
+    for transform in layers:
+        try:
+            entries.extend(_entries_of(transform))
+        except Exception:
+            continue
+    return entries
+
+
+def _parts(key: Any) -> list[str]:
+    return [str(p) for p in key] if isinstance(key, tuple) else [str(key)]
+
+
+def _entries_of(transform: Any) -> list[dict[str, Any]]:
+    from torchrl.envs import InitTracker, RewardSum, StepCounter
+
+    def entry(kind: str, key: Any, **more: Any) -> dict[str, Any]:
+        parts = _parts(key)
+        return {"transform": kind, "class": type(transform).__name__, "key": parts, "name": "/".join(parts), **more}
+
+    if isinstance(transform, RewardSum):
+        return [
+            entry("RewardSum", out_key, in_key=_parts(in_key), in_name="/".join(_parts(in_key)))
+            for in_key, out_key in zip(transform.in_keys, transform.out_keys, strict=True)
+        ]
+    if isinstance(transform, StepCounter):
+        return [entry("StepCounter", key, max_steps=transform.max_steps) for key in transform.step_count_keys]
+    if isinstance(transform, InitTracker):
+        return [entry("InitTracker", key) for key in transform.init_keys]
+    return []
+
+
+def _read_added(
+    td: Any, entries: Sequence[dict[str, Any]], shape: tuple[int, ...], *, in_keys: bool = False
+) -> dict[str, list[Any] | str]:
+    """Each added entry of ``td`` (a RewardSum's in_key too with ``in_keys``) as one Python scalar
+    per sub-env, or the reason it could not be read; never raises (the recipe must not lose the
+    transition over an entry only ``torchrl.transform_values`` reads)."""
+    out: dict[str, list[Any] | str] = {}
+    keys = [(e["name"], e["key"]) for e in entries]
+    if in_keys:
+        keys += [(e["in_name"], e["in_key"]) for e in entries if "in_key" in e]
+    for name, parts in keys:
+        try:
+            if td.get(tuple(parts), None) is None:
+                out[name] = "absent"
+            else:
+                out[name] = per_env_scalars(td, tuple(parts), shape)
+        except Exception as exc:
+            out[name] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
 def sub_env_resets(env: Any, seed: int, num_envs: int) -> list[tuple[int | None, ...]]:
     """The ``reset(seed=...)`` calls each sub-env receives from ``env.set_seed(seed); env.reset()``
     (see the module docstring); the last one starts the episode the first transition comes from."""
@@ -268,6 +374,8 @@ class TorchRLFamily(ReferenceEnvFamily):
             # what the specs compare each returned leaf with (torchrl.device, dtype.rewards_flags)
             "device": None if obj.device is None else str(obj.device),
             "leaf_specs": leaf_specs(obj),
+            # the entries RewardSum, StepCounter and InitTracker add (torchrl.transform_values)
+            "added_entries": added_entries(obj),
             # a CatFrames the observations are read through (frame_stack and its padding), as
             # SB3's VecFrameStack is (rlconform.envs.decode.decode_stacked)
             **(reading.stacking() if reading is not None else {}),
@@ -279,11 +387,13 @@ class TorchRLFamily(ReferenceEnvFamily):
         driver.state["layout"] = layout
         driver.state["reading"] = obs_reading(obj, layout)
         driver.state["td"] = None
+        driver.state["added"] = added_entries(obj)
 
     # ---------------------------------------------------------------------------------- driving
     def execute(self, driver: Any, obj: Any, op: Op) -> None:
         layout: ObsLayout = driver.state["layout"]
         reading: ObsReading = driver.state["reading"]
+        added: list[dict[str, Any]] = driver.state["added"]
         if isinstance(op, Reset):
             if op.mask is not None:
                 raise ValueError("the torchrl systems are driven without partial resets")
@@ -292,7 +402,9 @@ class TorchRLFamily(ReferenceEnvFamily):
                 fn, source = (lambda: obj.reset()), "td = env.reset()"
             else:
                 fn, source = (lambda: (obj.set_seed(seed), obj.reset())[1]), f"env.set_seed({seed}); td = env.reset()"
-            record = driver.call(op, source, fn, (), view=functools.partial(_view_reset, layout, reading), obj=obj)
+            record = driver.call(
+                op, source, fn, (), view=functools.partial(_view_reset, layout, reading, added), obj=obj
+            )
             if not record.failed:
                 driver.state["td"] = record.result_live
                 if seed is not None:
@@ -313,7 +425,7 @@ class TorchRLFamily(ReferenceEnvFamily):
             f'td["action"] = env.action_spec.encode({_literal(action)}); data, td = env.step_and_maybe_reset(td)',
             functools.partial(_step, obj),
             (td, action),
-            view=functools.partial(_view_step, layout, reading),
+            view=functools.partial(_view_step, layout, reading, added),
             obj=obj,
         )
         if not record.failed:
@@ -366,9 +478,15 @@ def _literal(action: Any) -> str:
     return action_literal(action)
 
 
-def _view_reset(layout: ObsLayout, reading: ObsReading, td: Any) -> CallView:
+def _view_reset(layout: ObsLayout, reading: ObsReading, added: list[dict[str, Any]], td: Any) -> CallView:
     obs = layout.read(td)
-    return CallView(kind="reset", obs=obs, touched=[True] * layout.num_envs, env_obs=_env_units(reading, obs))
+    return ResetView(
+        kind="reset",
+        obs=obs,
+        touched=[True] * layout.num_envs,
+        env_obs=_env_units(reading, obs),
+        added=_read_added(td, added, layout.batch_shape),
+    )
 
 
 def _env_units(reading: ObsReading, values: list[Any]) -> list[Any] | None:
@@ -378,7 +496,7 @@ def _env_units(reading: ObsReading, values: list[Any]) -> list[Any] | None:
     return [reading.to_env_units(v) for v in values]
 
 
-def _view_step(layout: ObsLayout, reading: ObsReading, result: Any) -> CallView:
+def _view_step(layout: ObsLayout, reading: ObsReading, added: list[dict[str, Any]], result: Any) -> CallView:
     data, after = result
     shape = layout.batch_shape
     nxt = data.get("next")
@@ -405,6 +523,8 @@ def _view_step(layout: ObsLayout, reading: ObsReading, result: Any) -> CallView:
         else [o if e else None for o, e in zip(env_next_obs, ended, strict=True)],
         env_root_obs=_env_units(reading, root_obs),
         env_next_obs=env_next_obs,
+        added_root=_read_added(data, added, shape),
+        added_next=_read_added(nxt, added, shape, in_keys=True),
     )
 
 
@@ -925,6 +1045,29 @@ SYSTEMS.add(
         requires=_REQUIRES,
         capabilities=_capabilities(),
         description="a transform that adds an entry (step_count) and must leave the transitions as they are",
+    )
+)
+
+
+def _episode_entries(env_fns: Sequence[EnvFn]) -> Any:
+    from torchrl.envs import Compose, InitTracker, RewardSum, StepCounter, TransformedEnv
+
+    return TransformedEnv(_serial(env_fns), Compose(StepCounter(), RewardSum(), InitTracker()))
+
+
+SYSTEMS.add(
+    System(
+        id="torchrl.TransformedEnv.RewardSum.StepCounter.InitTracker.SerialEnv",
+        family=NAME,
+        title="TransformedEnv(SerialEnv(n, [GymWrapper(env_fn()) ...]), Compose(StepCounter(), RewardSum(), InitTracker()))",
+        build=_episode_entries,
+        source=(
+            f"TransformedEnv(torchrl.envs.SerialEnv(len(env_fns), {_WRAP}), "
+            "Compose(StepCounter(), RewardSum(), InitTracker()))"
+        ),
+        requires=_REQUIRES,
+        capabilities=_capabilities(),
+        description="transforms that add per-episode entries (step_count, episode_reward, is_init) to the data",
     )
 )
 
