@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import given, reject
+from hypothesis import example, given, reject
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import HypothesisWarning
 from hypothesis.reporting import with_reporter
@@ -71,6 +71,13 @@ class _Tally:
 def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
     """The cases a search for ``spec`` draws on ``system``: its family's."""
     return get_family(system.family).cases(system, spec.scenario)
+
+
+def edge_cases_for(system: System, spec: Spec) -> list[Any]:
+    """The cases every search for ``spec`` on ``system`` tries before it draws any, under every
+    profile: the family's edge cases (a family may have none; rlconform.envs.boundary_cases)."""
+    edges = getattr(get_family(system.family), "boundary_cases", None)
+    return list(edges(system, spec.scenario)) if callable(edges) else []
 
 
 def _fail_verdict(
@@ -172,7 +179,12 @@ def check_spec(
             failures[case] = failure
             raise failure
 
-    test = given(strategy_for(system, spec))(prop)
+    # the edge cases, as explicit examples: they run before the search and leave what it draws
+    # (seeded from the property's source under derandomized profiles) unchanged
+    explicit = prop
+    for edge in reversed(edge_cases_for(system, spec)):
+        explicit = example(edge)(explicit)
+    test = given(strategy_for(system, spec))(explicit)
     test = hypothesis_settings(prof, expensive)(test)
     if seed is not None:
         test = hypothesis_seed(seed)(test)

@@ -39,6 +39,7 @@ from rlconform.core.watchdog import (
     reap,
     stderr_to,
 )
+from rlconform.envs.boundary_cases import boundary_cases
 from rlconform.envs.calllog import FileSink, LogSink, MemorySink
 from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.reproducer import case_reproducer, print_run
@@ -138,6 +139,10 @@ class ReferenceEnvFamily(ABC):
         from rlconform.envs.strategies import cases
 
         return cases(system, scenario, vectorized=self.contract.vectorized)
+
+    def boundary_cases(self, system: System, scenario: str) -> list[Case]:
+        """The edge cases every search tries first (rlconform.envs.boundary_cases)."""
+        return boundary_cases(system, scenario, vectorized=self.contract.vectorized)
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
         return case_reproducer(system, spec, case, run, family=self)

@@ -1,0 +1,71 @@
+"""The FINDINGS defects that a search found under one profile and missed under another are found
+under every profile now (issue 24): each search first tries the edge cases of
+rlconform.envs.boundary_cases (an episode of one step from the first reset, a one-component
+MultiDiscrete action, a masked reset while another sub-env runs on), so that no verdict on these
+systems depends on how many examples a profile draws.
+
+Each row names the FINDINGS entry, the bundled system it affects and the spec that reports it.
+Before the edge cases: S3 was missed under ``matrix`` (8 examples), G5 in NEXT_STEP mode under
+``ci`` (found only by hand), E2 under ParallelEnv at 20 examples.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlconform.core.search import check_spec, edge_cases_for
+from rlconform.core.spec import get_spec
+from rlconform.core.system import get_system
+from rlconform.envs.plan import Reset
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILES = ("fast", "ci", "matrix", "thorough")
+
+#: (FINDINGS row, system, spec, words of the failure)
+DEFECTS = [
+    ("S3", "sb3.VecNormalize.DummyVecEnv", "terminal.final_obs", "its values were changed"),
+    ("G5", "gymnasium.RecordEpisodeStatistics.SyncVectorEnv.NextStep", "statistics.episode", "is reported with"),
+    ("G5", "gymnasium.RecordEpisodeStatistics.SyncVectorEnv.SameStep", "statistics.episode", "is reported with"),
+    ("E2", "torchrl.GymWrapper", "api.valid_calls_succeed", "only 0-dimensional arrays"),
+    ("E2", "torchrl.SerialEnv.GymWrapper", "api.valid_calls_succeed", "env.step_and_maybe_reset(td) raised"),
+    ("E2", "torchrl.ParallelEnv.GymWrapper", "api.valid_calls_succeed", "env.step_and_maybe_reset(td) raised"),
+]
+
+
+def test_every_pinned_defect_is_a_findings_row() -> None:
+    findings = (ROOT / "FINDINGS.md").read_text(encoding="utf-8")
+    for row, *_ in DEFECTS:
+        assert f"| {row} |" in findings, row
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(("row", "system_id", "spec_id", "words"), DEFECTS, ids=[f"{d[0]}-{d[1]}" for d in DEFECTS])
+def test_the_defect_is_found_under_every_profile(
+    row: str, system_id: str, spec_id: str, words: str, profile: str
+) -> None:
+    system = get_system(system_id)
+    skip = system.skip_reason()
+    if skip:
+        pytest.skip(skip)
+    verdict = check_spec(system, get_spec(spec_id), profile)
+    assert verdict.status == "fail", f"{row} missed under {profile}: {verdict.status} {verdict.message}"
+    assert words in verdict.message, verdict.message
+
+
+def test_edge_cases_fit_what_each_system_accepts() -> None:
+    """The edge cases start with a full reset and stay within the system's capabilities: a system
+    that refuses partial resets (TorchRL) or MultiDiscrete actions is not given one."""
+    for system_id in ("gymnasium.SyncVectorEnv.NextStep", "torchrl.GymWrapper", "sb3.VecNormalize.DummyVecEnv"):
+        system = get_system(system_id)
+        caps = system.capabilities
+        edges = edge_cases_for(system, get_spec("transitions.exact"))
+        assert edges, system_id
+        for case in edges:
+            assert case.ops[0] == Reset(seed=None)
+            assert caps.accepts(case.script) and caps.min_envs <= case.num_envs <= caps.max_envs
+            masked = [op for op in case.ops if isinstance(op, Reset) and op.mask is not None]
+            assert not masked or caps.partial_reset
+    # the scenarios with a structure of their own get none
+    assert edge_cases_for(get_system("gymnasium.SyncVectorEnv.NextStep"), get_spec("seeding.reset_determinism")) == []
