@@ -15,7 +15,7 @@ failure found on one is reported, replayed and reproduced like any other.
 from __future__ import annotations
 
 from rlconform.core.system import Capabilities, System
-from rlconform.envs.plan import Case, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Case, Op, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import (
     ActionValue,
@@ -50,9 +50,11 @@ _ONE_COMPONENT: tuple[ActSpec, ActionValue] = (MultiDiscreteAction(nvec=(4,)), (
 
 
 def boundary_cases(system: System, scenario: str, *, vectorized: bool) -> list[Case]:
-    """The edge cases ``system`` accepts, for a search of the standard scenario (the others build
-    their cases around a structure of their own: a wrong-size batch, a repeated seeded segment)."""
-    if scenario != "standard":
+    """The edge cases ``system`` accepts, for a search of the standard scenario, or of the
+    robustness scenario, whose cases end with a wrong-size batch and one more step (a system that
+    hangs on an edge case must be told by lifecycle.responsive, which searches there). The seeded
+    scenario builds its cases around a repeated segment: it gets none."""
+    if scenario not in ("standard", "robustness"):
         return []
     caps = system.capabilities
     found: list[Case] = []
@@ -86,7 +88,17 @@ def boundary_cases(system: System, scenario: str, *, vectorized: bool) -> list[C
                     ),
                 )
             )
+    if scenario == "robustness":
+        found = [_with_wrong_size_batch(case) for case in found]
     return found
+
+
+def _with_wrong_size_batch(case: Case) -> Case:
+    """``case``, then a batch of one action too many and a valid step, as the robustness cases end."""
+    last = next(op for op in reversed(case.ops) if isinstance(op, Step))
+    value = last.actions[0]
+    extra: tuple[Op, ...] = (BadStep(tuple([value] * (case.num_envs + 1))), Step(last.actions))
+    return Case(case.script, case.num_envs, (*case.ops, *extra))
 
 
 def _script(

@@ -18,7 +18,8 @@ import pytest
 from rlconform.core.search import check_spec, edge_cases_for
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
-from rlconform.envs.plan import Reset
+from rlconform.core.user import user_system
+from rlconform.envs.plan import BadStep, Reset
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ("fast", "ci", "matrix", "thorough")
@@ -31,6 +32,19 @@ DEFECTS = [
     ("E2", "torchrl.GymWrapper", "api.valid_calls_succeed", "only 0-dimensional arrays"),
     ("E2", "torchrl.SerialEnv.GymWrapper", "api.valid_calls_succeed", "env.step_and_maybe_reset(td) raised"),
     ("E2", "torchrl.ParallelEnv.GymWrapper", "api.valid_calls_succeed", "env.step_and_maybe_reset(td) raised"),
+]
+#: user stacks (the corpus's, as a user builds them): (row, factory, api, spec, words)
+USER_DEFECTS = [
+    # spawned workers: the worker dies on E2, and the next step waits for it or close() reports the
+    # dead worker (which comes first depends on the machine's timing); lifecycle.responsive sees
+    # the same edge case (in its robustness form) and says so
+    (
+        "E2",
+        "corpus.stacks:torchrl_parallel_env",
+        "torchrl.EnvBase",
+        "lifecycle.responsive",
+        ("did not answer", "At least one process failed"),
+    ),
 ]
 
 
@@ -67,5 +81,19 @@ def test_edge_cases_fit_what_each_system_accepts() -> None:
             assert caps.accepts(case.script) and caps.min_envs <= case.num_envs <= caps.max_envs
             masked = [op for op in case.ops if isinstance(op, Reset) and op.mask is not None]
             assert not masked or caps.partial_reset
-    # the scenarios with a structure of their own get none
+    # the robustness cases end with a wrong-size batch and a step; the seeded scenario gets none
+    robust = edge_cases_for(get_system("gymnasium.SyncVectorEnv.NextStep"), get_spec("lifecycle.responsive"))
+    assert robust and all(isinstance(case.ops[-2], BadStep) for case in robust)
     assert edge_cases_for(get_system("gymnasium.SyncVectorEnv.NextStep"), get_spec("seeding.reset_determinism")) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["fast", "matrix"])
+@pytest.mark.parametrize(("row", "target", "api", "spec_id", "words"), USER_DEFECTS, ids=[d[0] for d in USER_DEFECTS])
+def test_the_defect_is_found_in_a_user_stack_under_every_profile(
+    row: str, target: str, api: str, spec_id: str, words: tuple[str, ...], profile: str
+) -> None:
+    pytest.importorskip("torchrl")
+    verdict = check_spec(user_system(target, api), get_spec(spec_id), profile)
+    assert verdict.status == "fail", f"{row} missed under {profile}: {verdict.status} {verdict.message}"
+    assert any(w in verdict.message for w in words), verdict.message
