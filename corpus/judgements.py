@@ -437,4 +437,114 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
     ("torchrl_step_counter_reward_sum", "api.wrong_size_batch_rejected"): Judgement(
         "true positive", "E1", "GymWrapper.step does not check the action against action_spec"
     ),
+    ("gym_record_episode_statistics", "statistics.episode"): Judgement(
+        "true positive",
+        "G5",
+        "RecordEpisodeStatistics.reset calls the inner reset, which pops reset_mask (G1), then takes its full-reset branch and zeroes every sub-env's return and length (gymnasium/wrappers/vector/common.py)",
+    ),
+    ("gym_record_episode_statistics", "model.outputs_match"): Judgement(
+        "true positive",
+        "G5",
+        "RecordEpisodeStatistics.reset calls the inner reset, which pops reset_mask (G1), then takes its full-reset branch and zeroes every sub-env's return and length (gymnasium/wrappers/vector/common.py)",
+    ),
+    ("gym_async_no_shared_memory", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "AsyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/async_vector_env.py:381)",
+    ),
+    ("sb3_make_vec_env_time_limit", "statistics.episode"): Judgement(
+        "documented behaviour",
+        "S7",
+        "make_vec_env wraps Monitor first and wrapper_class outside it (env_util.py:113,116): Monitor never sees the outer TimeLimit's truncation; by design per DLR-RM/stable-baselines3#894",
+    ),
+    ("torchrl_cat_frames", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_serial_env", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action calls int() on a one-component MultiDiscrete action, which NumPy 2 refuses",
+    ),
+    ("torchrl_parallel_env", "lifecycle.responsive"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action raises on a one-component MultiDiscrete action in the worker, which dies; the next call waits for it or close() reports it (FINDINGS E2, ParallelEnv)",
+    ),
+    ("torchrl_parallel_env", "api.valid_calls_succeed"): Judgement(
+        "true positive",
+        "E2",
+        "GymWrapper.read_action raises on a one-component MultiDiscrete action in the worker, which dies; the next call waits for it or close() reports it (FINDINGS E2, ParallelEnv)",
+    ),
+    ("gym_normalize_reward_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_normalize_reward_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_normalize_reward_per_env", "statistics.normalizer"): Judgement(
+        "true positive",
+        "G8",
+        "the single-env NormalizeReward never zeroes discounted_reward on reset and keeps it through a truncation (gymnasium/wrappers/stateful_reward.py:134-136)",
+    ),
+    ("gym_cleanrl_continuous_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_cleanrl_continuous_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_cleanrl_continuous_per_env", "statistics.normalizer"): Judgement(
+        "true positive",
+        "G8",
+        "the single-env NormalizeReward never zeroes discounted_reward on reset and keeps it through a truncation (gymnasium/wrappers/stateful_reward.py:134-136)",
+    ),
+    ("gym_record_episode_statistics_time_limit", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_record_episode_statistics_time_limit", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
+    ("gym_record_episode_statistics_time_limit", "model.outputs_match"): Judgement(
+        "true positive",
+        "G5",
+        "RecordEpisodeStatistics.reset calls the inner reset, which pops reset_mask (G1), then takes its full-reset branch and zeroes every sub-env's return and length (gymnasium/wrappers/vector/common.py)",
+    ),
+    ("gym_record_episode_statistics_time_limit", "statistics.episode"): Judgement(
+        "true positive",
+        "G5",
+        "RecordEpisodeStatistics.reset calls the inner reset, which pops reset_mask (G1), then takes its full-reset branch and zeroes every sub-env's return and length (gymnasium/wrappers/vector/common.py)",
+    ),
+    ("sb3_vec_normalize", "terminal.final_obs"): Judgement(
+        "true positive",
+        "S3",
+        "terminal_observation is normalised with clipping (vec_normalize.py:204, 221); in an episode of one step from the first reset the terminal observation lies more than clip_obs running deviations from the fresh mean, and unnormalize_obs cannot restore it",
+    ),
+    ("sb3_vec_normalize", "transitions.exact"): Judgement(
+        "true positive",
+        "S3",
+        "the terminal transition's next_obs is unnormalize_obs(terminal_observation), clipped at clip_obs (vec_normalize.py:221)",
+    ),
+    ("sb3_vec_normalize_custom", "terminal.final_obs"): Judgement(
+        "true positive",
+        "S3",
+        "terminal_observation is normalised with clipping (vec_normalize.py:204, 221); in an episode of one step from the first reset the terminal observation lies more than clip_obs running deviations from the fresh mean, and unnormalize_obs cannot restore it",
+    ),
+    ("sb3_vec_normalize_custom", "transitions.exact"): Judgement(
+        "true positive",
+        "S3",
+        "the terminal transition's next_obs is unnormalize_obs(terminal_observation), clipped at clip_obs (vec_normalize.py:221)",
+    ),
 }

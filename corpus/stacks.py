@@ -583,17 +583,6 @@ CORPUS: tuple[Entry, ...] = (
     Entry("blackjack", "gymnasium.Env", "gymnasium", "Tuple of Discrete observations"),
     Entry("ale_pong_ram", "gymnasium.Env", "ale-py", "a third-party env package; thousands of steps per episode"),
     Entry("minigrid_empty", "gymnasium.Env", "minigrid", "a third-party env package; Dict obs with a Text space"),
-)
-
-
-#: Stacks built like the entries above whose verdicts include a FAIL that reads as rlconform's
-#: fault, not the library's (the stack does what its library's source says): they are not pinned
-#: (a corpus FAIL is judged against the library, never recorded as a false positive) and join
-#: ``CORPUS`` once rlconform gives them a verdict about the library. Check one with
-#: ``rlconform check corpus.stacks:NAME --api FAMILY --intended ...``.
-PENDING: tuple[Entry, ...] = (
-    # seeding.reset_determinism compares the normalised rewards of two seeded runs; the running
-    # statistics (documented to depend on past trajectories) moved between them
     Entry(
         "gym_normalize_reward_per_env",
         "gymnasium.vector",
@@ -601,7 +590,6 @@ PENDING: tuple[Entry, ...] = (
         "a running reward normaliser in each sub-env",
         ("reward",),
     ),
-    # the same seeding.reset_determinism verdict, from its NormalizeReward
     Entry(
         "gym_cleanrl_continuous_per_env",
         "gymnasium.vector",
@@ -609,8 +597,6 @@ PENDING: tuple[Entry, ...] = (
         "CleanRL's continuous-action stack: statistics, clipped actions, normalised and clipped obs and rewards",
         ("observation", "reward"),
     ),
-    # statistics.episode: the statistics reported when the declared TimeLimit truncates are called
-    # "reported while the episode continues"
     Entry(
         "gym_record_episode_statistics_time_limit",
         "gymnasium.vector",
