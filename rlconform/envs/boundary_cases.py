@@ -88,7 +88,8 @@ def boundary_cases(system: System, scenario: str, *, vectorized: bool) -> list[C
                     ),
                 )
             )
-    if scenario == "robustness":
+    if scenario == "robustness" and vectorized:
+        # a single env has no batch to get wrong: its robustness cases are standard ones, as drawn
         found = [_with_wrong_size_batch(case) for case in found]
     return found
 
