@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.system import EnvFn
+from rlconform.core.system import EnvFn, System
 from rlconform.envs.driver import BUILD_ERROR, Contract, ReferenceEnvFamily
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import BoxObs, Decoded, DiscreteAction, Garbage
@@ -63,6 +63,11 @@ class DrivenObjectFamily(ReferenceEnvFamily):
         array_namespace="torch",
         dtypes="declared",
     )
+
+    def boundary_cases(self, system: System, scenario: str) -> list[Any]:
+        """None: this family's cases are whole scenarios of its own kind, not call sequences (the
+        edge cases of rlconform.envs.boundary_cases are call sequences)."""
+        return []
 
     def begin(self, driver: Driver, obj: Any) -> None:
         driver.timeout = max(driver.timeout, SCENARIO_CALL_TIMEOUT)
