@@ -217,6 +217,7 @@ def test_plugin_terminal_summary_names_what_was_left_out(pytester: pytest.Pytest
     assert text.count(RESCALE_LINE) == 2 and text.index(RESCALE_LINE) < text.index("collected")
 
 
+@pytest.mark.slow
 def test_parametrize_with_checks_summary_names_what_was_left_out(pytester: pytest.Pytester) -> None:
     """rlconform.testing's tests print it in the same rlconform summary (before, they printed nothing)."""
     pytester.makepyfile(usermod=USER_MODULE)
