@@ -206,12 +206,13 @@ BUILDS = [0]
 
 
 class CtrlCSync(gymnasium.vector.SyncVectorEnv):
-    """Ctrl-C arrives while the 41st copy is built: the first search's 40 cases are shared by the
-    specs after it, so a few specs finish first (deterministic, unlike a timer)."""
+    """Ctrl-C arrives while the 44th copy is built: the first search's 43 cases (its 3 edge cases,
+    rlconform.envs.boundary_cases, and 40 drawn ones) are shared by the specs after it, so a few
+    specs finish first (deterministic, unlike a timer)."""
 
     def __init__(self, *args, **kwargs):
         BUILDS[0] += 1
-        if BUILDS[0] == 41:
+        if BUILDS[0] == 44:
             raise KeyboardInterrupt
         super().__init__(*args, **kwargs)
 
