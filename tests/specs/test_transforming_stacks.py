@@ -120,9 +120,9 @@ def clip_per_env(env_fns: Any, **kwargs: Any) -> Any:
     return SyncVectorEnv([lambda fn=fn: _clip(fn()) for fn in env_fns], **kwargs)
 
 
-def clip_per_env_seeding_once(env_fns: Any, **kwargs: Any) -> Any:
-    """The same clip under a vector wrapper that passes the seed on only the first time (a real
-    defect: the second seeded run is not the first)."""
+def _seeding_once(envs: Any) -> Any:
+    """A vector wrapper that passes the seed on only the first time (a real defect: the second
+    seeded run is not the first)."""
     from gymnasium.vector import VectorWrapper
 
     class SeedsOnce(VectorWrapper):  # type: ignore[misc]
@@ -134,7 +134,12 @@ def clip_per_env_seeding_once(env_fns: Any, **kwargs: Any) -> Any:
             self.seeded = self.seeded or seed is not None
             return self.env.reset(seed=seed, options=options)
 
-    return SeedsOnce(clip_per_env(env_fns, **kwargs))
+    return SeedsOnce(envs)
+
+
+def clip_per_env_seeding_once(env_fns: Any, **kwargs: Any) -> Any:
+    """The same clip under a vector wrapper that passes the seed on only the first time."""
+    return _seeding_once(clip_per_env(env_fns, **kwargs))
 
 
 # --- a TimeLimit the user adds around each sub-env ------------------------------------------
@@ -256,18 +261,7 @@ def normalize_reward_per_env(env_fns: Any, **kwargs: Any) -> Any:
 
 def normalize_reward_per_env_seeding_once(env_fns: Any, **kwargs: Any) -> Any:
     """The same under a vector wrapper that passes the seed on only the first time."""
-    from gymnasium.vector import VectorWrapper
-
-    class SeedsOnce(VectorWrapper):  # type: ignore[misc]
-        seeded = False
-
-        def reset(self, *, seed: Any = None, options: Any = None) -> Any:
-            if self.seeded:
-                seed = None
-            self.seeded = self.seeded or seed is not None
-            return self.env.reset(seed=seed, options=options)
-
-    return SeedsOnce(normalize_reward_per_env(env_fns, **kwargs))
+    return _seeding_once(normalize_reward_per_env(env_fns, **kwargs))
 
 
 def test_a_declared_reward_normalizer_in_each_sub_env_is_reset_deterministic() -> None:
