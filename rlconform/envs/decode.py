@@ -85,7 +85,7 @@ def _through_sub_env_layers(run: Run, value: Any, undecoded: Garbage) -> Decoded
     return stamp
 
 
-def sub_env_layers(run: Run, value: Any) -> tuple[str, ...] | None:
+def read_through_layers(run: Run, value: Any) -> tuple[str, ...] | None:
     """The user's layers around each sub-env when ``value``'s stamp was read through them, else None."""
     if value is None:
         return None

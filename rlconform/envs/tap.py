@@ -47,17 +47,14 @@ class SubEnvTap:
         ``own_time_limit`` is the reference env's own TimeLimit (the script's), which is not a
         user layer."""
         tap = cls()
-        for outer in _sub_envs(obj):
-            chain = _chain_to_reference(outer)
-            if chain is None:
-                continue
-            layers, reference = chain
+        for layers, reference in _chains(obj):
+            user_layers = layers
             if own_time_limit is not None and layers and _is_time_limit(layers[-1], own_time_limit):
-                layers = layers[:-1]
-            if not layers:
+                user_layers = layers[:-1]
+            if not user_layers:
                 continue
-            tap.layers[int(reference.index)] = tuple(type(layer).__name__ for layer in layers)
-            _wrap(outer, reference, tap)
+            tap.layers[int(reference.index)] = tuple(type(layer).__name__ for layer in user_layers)
+            _wrap(layers[0], reference, tap)
         return tap if tap.layers else None
 
     def record(self, obs: Any, stamp: Stamp) -> None:
@@ -86,13 +83,13 @@ def sub_env_layers(obj: Any) -> dict[int, tuple[Any, ...]]:
     A family reads per-sub-env state with it (an episode recorder or a running normalizer the
     user put in each sub-env). Empty when the sub-envs are not in this process (worker
     processes) or none of them reaches a reference env."""
-    found: dict[int, tuple[Any, ...]] = {}
-    for outer in _sub_envs(obj):
-        chain = _chain_to_reference(outer)
-        if chain is not None:
-            layers, reference = chain
-            found[int(reference.index)] = tuple(layers)
-    return found
+    return {int(reference.index): tuple(layers) for layers, reference in _chains(obj)}
+
+
+def _chains(obj: Any) -> list[tuple[list[Any], Any]]:
+    """For each in-process sub-env of ``obj`` that reaches a reference env: its layers down to that
+    env (outermost first, the sub-env itself first, empty when it is the reference env) and the env."""
+    return [chain for outer in _sub_envs(obj) if (chain := _chain_to_reference(outer)) is not None]
 
 
 def _sub_envs(obj: Any) -> list[Any]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rlconform.core.intents import hint
 from rlconform.core.spec import Checker
-from rlconform.envs.decode import flattened_shape, sub_env_layers, transposed_shape
+from rlconform.envs.decode import flattened_shape, read_through_layers, transposed_shape
 from rlconform.envs.spaces import ambiguous, values_changed
 from rlconform.specs.helpers import Match, match_transitions
 
@@ -103,7 +103,7 @@ def observation_change(run: Run, m: Match) -> str | None:
         decoded = m.obs if name == "obs" else m.next_obs
         if ambiguous(decoded):
             return f"{name} reached the agent as {_garbage_reason_of(decoded)}"
-        layers = sub_env_layers(run, value)
+        layers = read_through_layers(run, value)
         if layers is not None:
             return (
                 f"{name} reached the agent as the user's {' < '.join(layers)} around each sub-env rewrote it "
