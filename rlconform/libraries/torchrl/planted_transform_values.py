@@ -30,17 +30,16 @@ def _autoreset_mask(transform: Any, tensordict: Any) -> Any:
     return None if mask is None else mask.reshape(*mask.shape[: len(transform.parent.batch_size)], 1)
 
 
-def _reward_sum_carries_over(env_fns: Sequence[EnvFn]) -> Any:
-    from torchrl.envs import RewardSum, TransformedEnv
+def _carrying_over(base: type, keys: str, name: str) -> type:
+    """``base`` (a TorchRL transform class), named ``name`` (the messages show it), changed to remember the entries it wrote at each step
+    (its attribute ``keys`` names them) and to hand them to the episode an autoreset starts
+    (TorchRL hands a reset only the ``"_reset"`` mask, so the bug keeps its own copy): only a plain
+    ``env.reset()`` starts from 0."""
 
-    class CarriesOver(RewardSum):  # type: ignore[misc]
-        """Remembers the running sum of each step and hands it to the episode an autoreset starts
-        (TorchRL hands a reset only the ``"_reset"`` mask, so the bug keeps its own copy): only a
-        plain ``env.reset()`` starts from 0."""
-
+    class CarriesOver(base):  # type: ignore[misc, valid-type]
         def _step(self, tensordict: Any, next_tensordict: Any) -> Any:
             next_tensordict = super()._step(tensordict, next_tensordict)
-            self.__dict__["_planted_last"] = {key: next_tensordict.get(key).clone() for key in self.out_keys}
+            self.__dict__["_planted_last"] = {key: next_tensordict.get(key).clone() for key in getattr(self, keys)}
             return next_tensordict
 
         def _reset(self, tensordict: Any, tensordict_reset: Any) -> Any:
@@ -51,30 +50,23 @@ def _reward_sum_carries_over(env_fns: Sequence[EnvFn]) -> Any:
                     tensordict_reset.set(key, value.where(mask, tensordict_reset.get(key)))
             return tensordict_reset
 
-    return TransformedEnv(gym_wrapper(env_fns[0]), CarriesOver())
+    CarriesOver.__name__ = CarriesOver.__qualname__ = name
+    return CarriesOver
+
+
+def _reward_sum_carries_over(env_fns: Sequence[EnvFn]) -> Any:
+    """RewardSum carrying the last episode's running sum into the one an autoreset starts."""
+    from torchrl.envs import RewardSum, TransformedEnv
+
+    return TransformedEnv(gym_wrapper(env_fns[0]), _carrying_over(RewardSum, "out_keys", "CarriesOver")())
 
 
 def _step_counter_not_zeroed(env_fns: Sequence[EnvFn]) -> Any:
+    """StepCounter zeroing the count at ``env.reset()`` only: an episode an autoreset starts goes
+    on counting from where the last one ended."""
     from torchrl.envs import StepCounter, TransformedEnv
 
-    class NotZeroed(StepCounter):  # type: ignore[misc]
-        """Zeroes the count at ``env.reset()`` only: an episode an autoreset starts goes on counting
-        from where the last one ended."""
-
-        def _step(self, tensordict: Any, next_tensordict: Any) -> Any:
-            next_tensordict = super()._step(tensordict, next_tensordict)
-            self.__dict__["_planted_last"] = {key: next_tensordict.get(key).clone() for key in self.step_count_keys}
-            return next_tensordict
-
-        def _reset(self, tensordict: Any, tensordict_reset: Any) -> Any:
-            tensordict_reset = super()._reset(tensordict, tensordict_reset)
-            last, mask = self.__dict__.get("_planted_last"), _autoreset_mask(self, tensordict)
-            if last is not None and mask is not None:
-                for key, value in last.items():
-                    tensordict_reset.set(key, value.where(mask, tensordict_reset.get(key)))
-            return tensordict_reset
-
-    return TransformedEnv(gym_wrapper(env_fns[0]), NotZeroed())
+    return TransformedEnv(gym_wrapper(env_fns[0]), _carrying_over(StepCounter, "step_count_keys", "NotZeroed")())
 
 
 def _init_tracker_plain_reset_only(env_fns: Sequence[EnvFn]) -> Any:
