@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rlconform import __version__
-from rlconform.core.grouping import Failing, annotate, groups
+from rlconform.core.grouping import Failing, annotate, group_rank, groups, reports_crash
 from rlconform.core.impact import rank, title
 from rlconform.core.profiles import Profile
 from rlconform.core.spec import Spec, all_specs, registered_impact
@@ -317,9 +317,10 @@ def _case_line(case: Any) -> str:
 
 def failure_groups(verdicts: Sequence[Verdict], specs: Sequence[Spec] | None = None) -> list[list[Verdict]]:
     """The reported verdicts (failures, errors, unexercised specs) in listing order, failures that
-    share a minimal case in one group headed by its most specific spec (``rlconform.core.grouping``).
+    share a minimal case in one group headed by its root cause, then its most specific spec
+    (``rlconform.core.grouping``).
 
-    Order: failures that count, by the impact class of their group's head, then spec id; then
+    Order: failures that count, by the most severe impact class of their group, then spec id; then
     errors and unexercised specs (no verdict on the system: they are not ranked below any
     failure they might hide); then the known and expected ones, grouped the same way.
     """
@@ -341,16 +342,21 @@ def failure_groups(verdicts: Sequence[Verdict], specs: Sequence[Spec] | None = N
             violations=len(v.violations),
             spec_order=spec_order[v.spec_id],
             system_order=system_order[v.system_id],
+            crash=reports_crash(v.spec_id, v.violation_kinds or v.violations),
         )
         for v in failed
     ]
-    grouped = [[by_pair[(f.system, f.spec)] for f in group] for group in groups(failing)]
+    found = groups(failing)
+    #: a group is ranked by its most severe member, even when a crash of a milder class heads it
+    worst = {(g[0].system, g[0].spec): group_rank(g) for g in found}
+    grouped = [[by_pair[(f.system, f.spec)] for f in group] for group in found]
     others = [[v] for v in verdicts if v.status in ("error", "not_exercised")]
 
     def key(group: list[Verdict]) -> tuple[int, int, str, int]:
         head = group[0]
         category = 3 if head.known or head.expected else {"fail": 0, "error": 1}.get(head.status, 2)
-        return (category, rank(impact_of(head)), head.spec_id, system_order[head.system_id])
+        severity = worst.get((head.system_id, head.spec_id), rank(impact_of(head)))
+        return (category, severity, head.spec_id, system_order[head.system_id])
 
     return sorted(grouped + others, key=key)
 
