@@ -434,7 +434,7 @@ def _run(args: argparse.Namespace) -> int:
             expected=expected,
         )
     except RunInterrupted as interrupted:
-        return _interrupted(args, results, interrupted.verdicts, len(plan.runnable) * len(specs))
+        return _interrupted(args, results, interrupted)
     results.verdicts += session.skipped_verdicts(plan.skipped, specs, profile.name, seed)
     _apply_expected(session, expected, results)
     print(file=out)
@@ -454,11 +454,12 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_FAIL if errors or ((args.strict or fail_on is not None) and failed) else EXIT_OK
 
 
-def _interrupted(args: argparse.Namespace, results: Results, verdicts: list[Verdict], planned: int) -> int:
+def _interrupted(args: argparse.Namespace, results: Results, interrupted: RunInterrupted) -> int:
     """Ctrl-C during the checks: the workers are gone (suite.run_checks); write the verdicts
-    finished so far, marked as partial, and end with the shell's status for SIGINT, no traceback."""
+    finished so far and the others as not run, marked as partial, and end with the shell's status
+    for SIGINT, no traceback."""
     with _sigint_ignored():  # a second Ctrl-C must not cut the results file short
-        return _write_partial(args, results, verdicts, planned)
+        return _write_partial(args, results, interrupted.verdicts, interrupted.finished)
 
 
 @contextlib.contextmanager
@@ -473,11 +474,13 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _write_partial(args: argparse.Namespace, results: Results, verdicts: list[Verdict], planned: int) -> int:
+def _write_partial(args: argparse.Namespace, results: Results, verdicts: list[Verdict], finished: int) -> int:
     results.verdicts = verdicts
     results.interrupted = True
+    planned = len(verdicts)
     results.notes.append(
-        f"interrupted (Ctrl-C): partial results, {len(verdicts)} of {planned} verdicts finished before the interruption"
+        f"interrupted (Ctrl-C): partial results, {finished} of {planned} verdicts finished before the interruption; "
+        "the others are not run"
     )
     where = ""
     if args.json:
@@ -485,7 +488,7 @@ def _write_partial(args: argparse.Namespace, results: Results, verdicts: list[Ve
         where = f"; partial results written to {args.json}"
     with contextlib.suppress(BadInput):
         _write_reports(args, results)
-    print(f"rlconform: interrupted after {len(verdicts)} of {planned} verdicts{where}", file=sys.stderr)
+    print(f"rlconform: interrupted after {finished} of {planned} verdicts{where}", file=sys.stderr)
     return EXIT_INTERRUPTED
 
 
@@ -686,7 +689,7 @@ def _check(args: argparse.Namespace) -> int:
             expected=expected,
         )
     except RunInterrupted as interrupted:
-        return _interrupted(args, results, interrupted.verdicts, len(systems) * len(specs))
+        return _interrupted(args, results, interrupted)
     _apply_expected(session, expected, results)
     for line in _verdict_lines(results.verdicts, several_systems=len(systems) > 1):
         print(line, file=out)

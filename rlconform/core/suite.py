@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
@@ -42,13 +43,20 @@ def system_timeout() -> float:
     return seconds(SYSTEM_TIMEOUT, DEFAULT_SYSTEM_TIMEOUT)
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) ended a run: carries the verdicts finished so far, in run order, so that
-    the CLI can still write them (marked partial) instead of losing the whole run."""
+#: the message of a spec an interrupted run never brought to a verdict
+INTERRUPTED = "not run: the run was interrupted (Ctrl-C or SIGTERM) before this spec reached a verdict"
 
-    def __init__(self, verdicts: list[Verdict]) -> None:
-        super().__init__(f"interrupted after {len(verdicts)} verdict(s)")
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) ended a run: carries every (system, spec) in run order, the verdicts
+    finished so far kept as they are and the others "not run" (:data:`INTERRUPTED`), so that the
+    CLI can still write them (marked partial) instead of losing the whole run."""
+
+    def __init__(self, verdicts: list[Verdict], finished: int) -> None:
+        super().__init__(f"interrupted after {finished} verdict(s)")
         self.verdicts = verdicts
+        #: how many of ``verdicts`` were finished before the interruption
+        self.finished = finished
 
 
 def check_system(
@@ -57,19 +65,25 @@ def check_system(
     profile: Profile,
     done: list[Verdict] | None = None,
     events: Events | None = None,
+    keep: Callable[[Verdict], None] | None = None,
 ) -> list[Verdict]:
     """The verdicts of every spec on ``system``; each is appended to ``done`` as it is reached
-    (in this process: what an interrupted run keeps of the system it was checking). ``events``
-    hears how each search goes (:data:`rlconform.core.progress.Event`)."""
+    (in this process: what an interrupted run keeps of the system it was checking) and handed to
+    ``keep`` (in an isolated worker: sent to the parent, which keeps it if the run is interrupted).
+    ``events`` hears how each search goes (:data:`rlconform.core.progress.Event`)."""
     verdicts = done if done is not None else []
     send = throttled(events) if events is not None else None
     for index, spec in enumerate(specs, start=1):
         if send is None:
             verdicts.append(check_spec(system, spec, profile))
+            if keep is not None:
+                keep(verdicts[-1])
             continue
         send(("spec", system.id, index, len(specs), spec.id))
         verdict = check_spec(system, spec, profile, on_example=lambda n: send(("examples", system.id, n)))
         verdicts.append(verdict)
+        if keep is not None:
+            keep(verdict)
         send(
             ("verdict", system.id, index, len(specs), spec.id, cell_status(verdict), verdict.examples, verdict.seconds)
         )
@@ -92,6 +106,8 @@ def run_checks(
     the systems it checks. ``progress`` hears of each finished system, and a
     :class:`~rlconform.core.progress.Progress` of each spec as it goes too."""
     results: dict[str, list[Verdict]] = {}
+    #: the verdicts isolated workers finished so far, per system (what an interruption keeps)
+    kept: dict[str, list[Verdict]] = {}
     total = len(systems)
     reporter = progress if isinstance(progress, Progress) else _Legacy(progress)
     try:
@@ -104,16 +120,40 @@ def run_checks(
                 reporter.system_finished(done, total, system, results[system.id], time.perf_counter() - start)
         else:
             for done, (system, verdicts, seconds) in enumerate(
-                _isolated(systems, specs, profile, max(jobs, 1), reporter), start=1
+                _isolated(systems, specs, profile, max(jobs, 1), reporter, kept), start=1
             ):
                 results[system.id] = verdicts
                 reporter.system_finished(done, total, system, verdicts, seconds)
     except KeyboardInterrupt:
         # the isolated workers are already killed (_isolated's finally); keep what was finished
-        raise RunInterrupted([v for system in systems for v in results.get(system.id, [])]) from None
+        raise _interrupted(systems, specs, profile, results, kept) from None
     finally:
         reporter.close()
     return [verdict for system in systems for verdict in results[system.id]]
+
+
+def _interrupted(
+    systems: Sequence[System],
+    specs: Sequence[Spec],
+    profile: Profile,
+    results: dict[str, list[Verdict]],
+    kept: dict[str, list[Verdict]],
+) -> RunInterrupted:
+    """Every (system, spec) of an interrupted run, in run order: each system's finished verdicts
+    (a system's specs run in order, so they are the first ones), then "not run" for the rest."""
+    seed = None if profile.derandomize else session_seed()
+    verdicts: list[Verdict] = []
+    finished = 0
+    for system in systems:
+        done = results.get(system.id) or kept.get(system.id, [])
+        done = done[: len(specs)]
+        finished += len(done)
+        verdicts += done
+        verdicts += [
+            Verdict(system.id, spec.id, "not_run", INTERRUPTED, profile=profile.name, seed=seed)
+            for spec in specs[len(done) :]
+        ]
+    return RunInterrupted(verdicts, finished)
 
 
 class _Legacy(Progress):
@@ -138,12 +178,29 @@ class _EventPipe:
         with contextlib.suppress(OSError, ValueError):
             self.writer.send(event)
 
+    def keep(self, verdict: Verdict) -> None:
+        """Send a finished verdict, for the parent to keep if the run is interrupted (one that
+        cannot be pickled is not kept: the worker still returns it when it finishes)."""
+        with contextlib.suppress(Exception):
+            self.writer.send((KEPT, verdict.system_id, verdict))
+
+
+#: the event a worker sends with each finished verdict (kept by :func:`_isolated`, never shown)
+KEPT = "kept"
+
 
 def _isolated(
-    systems: Sequence[System], specs: Sequence[Spec], profile: Profile, jobs: int, progress: Progress | None = None
+    systems: Sequence[System],
+    specs: Sequence[Spec],
+    profile: Profile,
+    jobs: int,
+    progress: Progress | None = None,
+    kept: dict[str, list[Verdict]] | None = None,
 ) -> Iterator[tuple[System, list[Verdict], float]]:
     """Yield (system, verdicts, seconds) as isolated workers finish, at most ``jobs`` at a time;
-    the workers' progress events go to ``progress`` as they arrive."""
+    the workers' progress events go to ``progress`` as they arrive, and the verdicts they finish
+    to ``kept`` (per system), so that an interrupted run keeps them."""
+    kept = {} if kept is None else kept
     reporter = progress or Progress()
     pending = list(systems)
     total = len(systems)
@@ -158,18 +215,19 @@ def _isolated(
                 system = pending.pop(0)
                 reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
                 reporter.system_started(finished, total, system)
-                call = IsolatedCall(check_system, system, specs, profile, None, _EventPipe(writer))
+                pipe = _EventPipe(writer)
+                call = IsolatedCall(check_system, system, specs, profile, None, pipe, pipe.keep)
                 writer.close()  # the child has its copy: the pipe ends (EOF) when the child does
                 running[call] = system
                 events[call] = reader
             handles = [h for call in running for h in call.handles()] + list(events.values())
             multiprocessing.connection.wait(handles, timeout=1.0)
-            _read_events(events, reporter)
+            _read_events(events, reporter, kept)
             reporter.tick()
             for call, system in list(running.items()):
                 if not call.poll(limit):
                     continue
-                _read_events(events, reporter, call)
+                _read_events(events, reporter, kept, call)
                 if call in events:  # else its pipe ended already
                     with contextlib.suppress(OSError):
                         events.pop(call).close()
@@ -185,6 +243,9 @@ def _isolated(
         # their own, out of reach of the terminal's signals; end them with the run
         for call in running:
             call.kill()
+        # the verdicts the killed workers sent before the end, still in their pipes; what else
+        # is there (progress of searches that will never finish) is not shown
+        _read_events(events, Progress(), kept)
         for reader in events.values():
             with contextlib.suppress(OSError):
                 reader.close()
@@ -193,16 +254,22 @@ def _isolated(
 def _read_events(
     events: dict[IsolatedCall, multiprocessing.connection.Connection],
     reporter: Progress,
+    kept: dict[str, list[Verdict]],
     only: IsolatedCall | None = None,
 ) -> None:
-    """Pass on every progress event the workers (or only ``only``) have sent so far."""
+    """Pass on every progress event the workers (or only ``only``) have sent so far, and keep the
+    verdicts they sent (:data:`KEPT`)."""
     for call, reader in list(events.items()):
         if only is not None and call is not only:
             continue
         try:
             while reader.poll():
-                reporter.event(reader.recv())
-        except (EOFError, OSError):
+                event = reader.recv()
+                if event[0] == KEPT:
+                    kept.setdefault(event[1], []).append(event[2])
+                else:
+                    reporter.event(event)
+        except (EOFError, OSError, pickle.UnpicklingError):
             with contextlib.suppress(OSError):
                 reader.close()
             del events[call]

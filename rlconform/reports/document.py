@@ -39,7 +39,7 @@ LABELS = {
     "not_applicable": "not applicable",
     "not_exercised": "not exercised by any example",
     "skipped": "not run (library not installed, or not in the installed release)",
-    "not_run": "not run (the system hung or crashed before this spec was checked)",
+    "not_run": "not run (the system hung or crashed, or the run was interrupted, before this spec was checked)",
     "error": "error",
 }
 #: statuses that get a section of their own (message, violations, reproducer)

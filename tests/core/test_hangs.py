@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ from rlconform.core import hangs
 from rlconform.core.profiles import get_profile
 from rlconform.core.runner import RUN_CACHE
 from rlconform.core.spec import all_specs
-from rlconform.core.suite import run_checks
+from rlconform.core.suite import INTERRUPTED, run_checks
 from rlconform.core.user import probe, user_system
 from rlconform.core.verdict import Verdict
 from rlconform.core.watchdog import deadlines_available
@@ -499,7 +500,12 @@ def test_ctrl_c_writes_the_finished_verdicts_and_exits_130(
     data = json.loads((module_dir / "partial.json").read_text())
     assert data["interrupted"] is True
     planned = len([s for s in all_specs() if "gymnasium.vector" in s.families])
-    assert 0 < len(data["results"]) < planned, len(data["results"])
+    assert len(data["results"]) == planned  # every spec: the finished ones, then the others not run
+    finished = [r for r in data["results"] if r["status"] != "not_run"]
+    assert 0 < len(finished) < planned, len(finished)
+    assert data["results"][: len(finished)] == finished
+    assert all(r["message"] == INTERRUPTED for r in data["results"][len(finished) :])
+    assert err.startswith(f"rlconform: interrupted after {len(finished)} of {planned} verdicts")
     assert any("interrupted (Ctrl-C): partial results" in note for note in data["notes"])
     assert load_results(module_dir / "partial.json").results  # valid against the schema
     import signal
@@ -507,16 +513,17 @@ def test_ctrl_c_writes_the_finished_verdicts_and_exits_130(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back for the caller
 
 
-def test_sigint_during_an_isolated_check(module_dir: Path) -> None:
-    """A real SIGINT while the isolated worker runs: exit 130 at once, no traceback, the results
-    file written (marked partial, no verdict finished), and the worker gone."""
+def interrupt_isolated_check(module_dir: Path, passes: int, output: str) -> tuple[str, str, int, dict[str, Any]]:
+    """A real SIGINT to ``rlconform check hangers:slow`` (isolated, as by default) once ``passes``
+    specs have printed "pass" (0: as soon as the worker starts): its stdout, stderr, exit status
+    and results file."""
     import signal
 
     environment = {**os.environ, "RLCONFORM_PROFILE": "fast"}
     environment["PYTHONPATH"] = os.pathsep.join([str(module_dir), environment.get("PYTHONPATH", "")])
     command = [sys.executable, "-m", "rlconform.cli", "check", "hangers:slow", "--api", "gymnasium.vector"]
     proc = subprocess.Popen(
-        [*SIGINT_DEFAULT, *command, "--json", "sigint.json"],
+        [*SIGINT_DEFAULT, *command, "--json", output],
         cwd=module_dir,
         env=environment,
         stdout=subprocess.PIPE,
@@ -524,18 +531,46 @@ def test_sigint_during_an_isolated_check(module_dir: Path) -> None:
         text=True,
     )
     assert proc.stdout is not None
-    for line in proc.stdout:  # the header, then "checking ...": the worker is starting
-        if line.startswith("checking "):
+    seen = []
+    for line in proc.stdout:  # the header, "checking ...", then one line per finished spec
+        seen.append(line)
+        if passes == 0 and line.startswith("checking "):
+            time.sleep(2)  # the worker is starting
             break
-    time.sleep(2)
+        if passes and sum(": pass (" in shown for shown in seen) == passes:
+            break
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, out + err
+    return "".join(seen) + out, err, proc.returncode, json.loads((module_dir / output).read_text())
+
+
+def test_sigint_during_an_isolated_check(module_dir: Path) -> None:
+    """A real SIGINT while the isolated worker starts: exit 130 at once, no traceback, the results
+    file written (marked partial, no verdict finished, every spec not run), and the worker gone."""
+    out, err, code, data = interrupt_isolated_check(module_dir, 0, "sigint.json")
+    assert code == 130, out + err
     assert "Traceback" not in out + err
     assert err.startswith("rlconform: interrupted after 0 of ") and err.count("\n") == 1, err
     assert "partial results written to sigint.json" in err
-    data = json.loads((module_dir / "sigint.json").read_text())
-    assert data["interrupted"] is True and data["results"] == []
+    assert data["interrupted"] is True
+    assert data["results"] and all(r["status"] == "not_run" for r in data["results"])
+
+
+def test_sigint_after_several_specs_keeps_every_finished_verdict(module_dir: Path) -> None:
+    """Issue 25: Ctrl-C after specs had printed "pass" wrote "0 of N verdicts": the isolated
+    worker's finished verdicts died with it. Each is now sent to the parent as it finishes: the
+    file keeps every spec the output showed finished, and lists the rest as not run."""
+    out, err, code, data = interrupt_isolated_check(module_dir, 3, "several.json")
+    assert code == 130, out + err
+    shown = re.findall(r"^  \[\d+/\d+\] \S+ :: (\S+): (\w+) \(", out, re.MULTILINE)
+    assert len(shown) >= 3, out
+    results = data["results"]
+    finished = [r for r in results if r["status"] != "not_run"]
+    assert [(r["spec"], r["status"]) for r in finished[: len(shown)]] == shown
+    assert err.startswith(f"rlconform: interrupted after {len(finished)} of {len(results)} verdicts"), err
+    assert results[: len(finished)] == finished  # the finished ones first, in run order
+    assert len(results) > len(finished) and all(r["message"] == INTERRUPTED for r in results[len(finished) :])
+    assert data["interrupted"] is True and data["summary"]["not_run"] == len(results) - len(finished)
 
 
 def test_a_hang_the_alarm_cannot_interrupt_is_ended_by_the_parent(module_dir: Path) -> None:
