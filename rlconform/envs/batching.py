@@ -17,11 +17,15 @@ class BatchShapeError(ValueError):
 
 
 def split_batch(batch: Any, num_envs: int) -> list[Any]:
-    """One element per sub-env from a batched observation (array, dict or tuple of arrays)."""
+    """One element per sub-env from a batched observation (array, dict, tuple of arrays or of strings)."""
     if isinstance(batch, Mapping):
         per_key = {key: split_batch(value, num_envs) for key, value in batch.items()}
         return [{key: values[i] for key, values in per_key.items()} for i in range(num_envs)]
     if isinstance(batch, tuple):
+        if len(batch) == num_envs and all(isinstance(value, str) for value in batch):
+            # a Text leaf batched by Gymnasium's vectorizers (batch_space makes a Tuple of one Text
+            # per sub-env): one string per sub-env, not a Tuple observation's parts
+            return list(batch)
         parts = [split_batch(value, num_envs) for value in batch]
         return [tuple(part[i] for part in parts) for i in range(num_envs)]
     if hasattr(batch, "shape") and len(getattr(batch, "shape", ())) >= 1:

@@ -219,11 +219,46 @@ def test_torch_native_env_with_a_real_bug_still_fails(name: str, spec_id: str, w
 
 
 @pytest.mark.parametrize(
-    "name", ["float64_declared", "dict_obs", "offset_discrete", "copying", "tuple_discrete", "word"]
+    "name", ["float64_declared", "dict_obs", "offset_discrete", "copying", "tuple_discrete", "word", "mission"]
 )
 def test_correct_unusual_env_gets_no_failure(name: str) -> None:
     verdicts = _check_all(user_system(_fixture(name), "gymnasium.Env"))
     assert not _not_passed(verdicts), _not_passed(verdicts)
+
+
+def test_a_text_leaf_is_compared_through_the_gymnasium_vectorizers() -> None:
+    """SyncVectorEnv batches a Text leaf as a tuple with one string per sub-env (MiniGrid's mission):
+    it is read per sub-env, so the stack is compared, not "not exercised"."""
+    message = _stack_outcome(_fixture("mission"))
+    agreeing = next(line for line in message.splitlines() if line.startswith("the same transitions as the bare env"))
+    for stack in ("gymnasium.SyncVectorEnv.SameStep", "torchrl.GymWrapper", "torchrl.SerialEnv.GymWrapper"):
+        assert stack in agreeing, message
+    assert "cannot split" not in message, message
+    # Gymnasium's own defect (FINDINGS G9) is named, not blamed on the env
+    assert (
+        "gymnasium.AsyncVectorEnv.SameStep not exercised: Gymnasium's AsyncVectorEnv with shared memory returns a "
+        "Text observation leaf as it read it at construction, never the env's (FINDINGS G9)"
+    ) in message, message
+
+
+def test_async_vector_env_returns_a_text_leaf_read_at_construction() -> None:
+    """FINDINGS G9, on Gymnasium itself: the shared-memory AsyncVectorEnv's Text leaf never changes."""
+    from rlconform.libraries.envauthor.sample_envs import mission
+
+    env = gymnasium.vector.AsyncVectorEnv([mission, mission])
+    try:
+        obs, _ = env.reset(seed=0)
+        assert obs["mission"] == ("0" * 32, "0" * 32)
+        obs, *_ = env.step([1, 1])
+        assert obs["mission"] == ("0" * 32, "0" * 32)
+    finally:
+        env.close()
+    copied = gymnasium.vector.AsyncVectorEnv([mission, mission], shared_memory=False)
+    try:
+        obs, _ = copied.reset(seed=0)
+        assert obs["mission"] == ("reach0", "reach0")
+    finally:
+        copied.close()
 
 
 def test_torchrl_ignoring_a_discrete_start_is_named_not_a_failure() -> None:

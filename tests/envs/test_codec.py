@@ -75,3 +75,14 @@ def test_wrong_shapes_and_types_are_garbage():
     assert isinstance(MultiBinaryObs().decode(np.full(45, 2, dtype=np.int8)), Garbage)
     assert isinstance(DiscreteObs().decode(np.float32(3.0)), Garbage)
     assert isinstance(DictObs().decode([1, 2]), Garbage)
+
+
+def test_a_text_leaf_batched_as_one_string_per_sub_env_splits_per_sub_env() -> None:
+    """Gymnasium's vectorizers batch a Text leaf as a tuple of strings (MiniGrid's mission)."""
+    from rlconform.envs.batching import split_batch
+
+    batch = {"mission": ("go left", "go right"), "image": np.zeros((2, 3))}
+    parts = split_batch(batch, 2)
+    assert [p["mission"] for p in parts] == ["go left", "go right"]
+    # a Tuple observation of two Text leaves: one tuple of strings per leaf
+    assert split_batch((("a", "b"), ("c", "d")), 2) == [("a", "c"), ("b", "d")]

@@ -404,7 +404,28 @@ def _known_limit(stack_id: str, observation_space: Any, action_space: Any) -> st
                 f"TorchRL's GymWrapper ignores the start of the env's Discrete/MultiDiscrete {' and '.join(shifted)} "
                 "space (it maps Discrete(n, start=s) to 0..n-1)"
             )
+    if stack_id.startswith("gymnasium.AsyncVectorEnv") and _has_text(observation_space):
+        # AsyncVectorEnv(shared_memory=True) reads its observation buffers once, at construction: an
+        # array leaf is a view of the shared memory, but a Text leaf is a tuple of strings built
+        # then, returned unchanged at every reset and step (FINDINGS G9)
+        return (
+            "Gymnasium's AsyncVectorEnv with shared memory returns a Text observation leaf as it read "
+            "it at construction, never the env's (FINDINGS G9)"
+        )
     return None
+
+
+def _has_text(space: Any) -> bool:
+    """A Text space at any depth of ``space``."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Text):
+        return True
+    if isinstance(space, spaces.Dict):
+        return any(_has_text(sub) for sub in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return any(_has_text(sub) for sub in space.spaces)
+    return False
 
 
 def _has_start(space: Any) -> bool:

@@ -315,3 +315,20 @@ def offset_discrete() -> gymnasium.Env[Any, Any]:
 
 def copying() -> gymnasium.Env[Any, Any]:
     return CopyingEnv()
+
+
+class MissionEnv(CounterEnv):
+    """Correct: a Dict observation with a Gymnasium ``Text`` mission leaf (MiniGrid's layout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Dict(  # type: ignore[assignment]
+            {"state": spaces.Box(-10.0, 10.0, (2,), np.float32), "mission": spaces.Text(max_length=32)}
+        )
+
+    def _obs(self) -> Any:
+        return {"state": super()._obs(), "mission": f"reach{self._steps % 3}"}
+
+
+def mission() -> gymnasium.Env[Any, Any]:
+    return MissionEnv()

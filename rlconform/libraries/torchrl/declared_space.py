@@ -74,12 +74,24 @@ def declared_observation_space(layout: ObsLayout, native: Any) -> Any:
     stacked into one entry."""
     if layout.tuple_len is not None:
         return native
-    per_leaf = {
-        leaf.path: DeclaredLeafSpace(_one_sub_env(leaf.spec, layout.batch_shape), leaf.key) for leaf in layout.leaves
-    }
+    per_leaf = {leaf.path: _leaf_space(leaf, layout, native) for leaf in layout.leaves}
     if not layout.composite:
         return per_leaf[()]
     return _nest(per_leaf)
+
+
+def _leaf_space(leaf: Any, layout: ObsLayout, native: Any) -> Any:
+    """The declared space of one leaf; a non-tensor leaf (``NonTensor``, GymWrapper's spec for a
+    ``Text`` leaf) declares no dtype or shape: its values are the env's own strings, checked
+    against the wrapped env's leaf space."""
+    from torchrl.data import NonTensor
+
+    if isinstance(leaf.spec, NonTensor):
+        space = native
+        for name in leaf.path:
+            space = space[name]
+        return space
+    return DeclaredLeafSpace(_one_sub_env(leaf.spec, layout.batch_shape), leaf.key)
 
 
 def _one_sub_env(leaf_spec: Any, batch_shape: tuple[int, ...]) -> Any:

@@ -75,7 +75,7 @@ class ObsLayout:
 
     def read(self, td: Any) -> list[Any]:
         """The native observation of each sub-env held by the root of ``td``."""
-        per_leaf = [rows(leaf.spec.to_numpy(td.get(leaf.key), safe=False), self.batch_shape) for leaf in self.leaves]
+        per_leaf = [_leaf_rows(leaf, td.get(leaf.key), self.batch_shape) for leaf in self.leaves]
         if self.tuple_len is not None:
             return [tuple(value[i] for i in range(self.tuple_len)) for value in per_leaf[0]]
         if not self.composite:
@@ -85,6 +85,18 @@ class ObsLayout:
             for env, value in enumerate(values):
                 _place(out[env], leaf.path, value)
         return out
+
+
+def _leaf_rows(leaf: Leaf, value: Any, batch_shape: tuple[int, ...]) -> list[Any]:
+    """One native value per sub-env of one entry. A non-tensor entry (GymWrapper's ``NonTensor``
+    spec for a Gymnasium ``Text`` leaf) holds the env's own Python values: they are read as they
+    are, one per sub-env, not through ``to_numpy``."""
+    from tensordict import is_non_tensor
+
+    if is_non_tensor(value):
+        data = value.tolist()
+        return rows(data, batch_shape) if batch_shape else [data]
+    return rows(leaf.spec.to_numpy(value, safe=False), batch_shape)
 
 
 def _dict_leaves(space: Any, path: Key, observation_spec: Any, *, top: bool) -> list[Leaf]:
@@ -120,6 +132,10 @@ def rows(value: Any, batch_shape: tuple[int, ...]) -> list[Any]:
     if not batch_shape:
         return [value]
     n = batch_shape[0]
+    if isinstance(value, list):
+        if len(value) != n:
+            raise BatchShapeError(f"{len(value)} values for a batch of {n} sub-envs")
+        return value
     shape = tuple(getattr(value, "shape", ()))
     if not shape or shape[0] != n:
         raise BatchShapeError(f"an entry of shape {shape} for a batch of {n} sub-envs")
