@@ -87,8 +87,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reproducers",
         metavar="DIR",
-        help="write each failure's reproducer to DIR, one .py file per failing system and spec (test_*.py for "
-        "your own factory: a pytest regression test you can keep; repro_*.py otherwise)",
+        help="write each failure's reproducer to DIR, one .py file per failure group (test_*.py for "
+        "your own factory: a pytest regression test you can keep; repro_*.py otherwise); the listing then "
+        "names each file instead of printing the script",
     )
     parser.add_argument(
         "--skip-spec",
@@ -439,7 +440,10 @@ def _run(args: argparse.Namespace) -> int:
     _apply_expected(session, expected, results)
     print(file=out)
     print(render_table(results), file=out)
-    failures = render_failures(results.verdicts, with_reproducers=args.print_reproducers, specs=specs)
+    paths = reproducer_paths(args.reproducers, results.verdicts, specs)
+    failures = render_failures(
+        results.verdicts, with_reproducers=args.print_reproducers, specs=specs, reproducer_paths=paths
+    )
     if failures:
         print(file=out)
         print(failures, file=out)
@@ -448,7 +452,7 @@ def _run(args: argparse.Namespace) -> int:
         results.write_json(args.json)
         print(f"results written to {args.json}", file=out)
     _write_reports(args, results)
-    _write_reproducers(args, results.verdicts, specs)
+    _write_reproducers(args, results.verdicts, paths)
     errors = any(v.status == "error" and not v.ok for v in results.verdicts)
     failed = any(v.status in ("fail", "not_exercised") and counts_against(v, fail_on) for v in results.verdicts)
     return EXIT_FAIL if errors or ((args.strict or fail_on is not None) and failed) else EXIT_OK
@@ -602,20 +606,35 @@ def reproducer_path(directory: str, verdict: Verdict, taken: set[str]) -> str:
     return os.path.join(directory, name)
 
 
-def _write_reproducers(args: argparse.Namespace, verdicts: Sequence[Verdict], specs: Sequence[Spec]) -> None:
-    """``--reproducers DIR``: one file per failure group (the reproducer the listing shows)."""
+def reproducer_paths(
+    directory: str | None, verdicts: Sequence[Verdict], specs: Sequence[Spec]
+) -> dict[tuple[str, str], str]:
+    """``--reproducers DIR``: the file each failure group's reproducer goes to (the reproducer the
+    listing would show), by (system id, spec id) of the group's head; none without DIR."""
+    if not directory:
+        return {}
+    heads = [group[0] for group in failure_groups(list(verdicts), specs)]
+    taken: set[str] = set()
+    return {
+        (verdict.system_id, verdict.spec_id): reproducer_path(directory, verdict, taken)
+        for verdict in heads
+        if shows_reproducer(verdict)
+    }
+
+
+def _write_reproducers(
+    args: argparse.Namespace, verdicts: Sequence[Verdict], paths: dict[tuple[str, str], str]
+) -> None:
+    """``--reproducers DIR``: one file per failure group, at ``paths`` (:func:`reproducer_paths`)."""
     if not args.reproducers:
         return
-    heads = [group[0] for group in failure_groups(list(verdicts), specs)]
-    shown = [verdict for verdict in heads if shows_reproducer(verdict)]
-    taken: set[str] = set()
+    scripts = {(verdict.system_id, verdict.spec_id): verdict.reproducer or "" for verdict in verdicts}
     written = []
     try:
         os.makedirs(args.reproducers, exist_ok=True)
-        for verdict in shown:
-            path = reproducer_path(args.reproducers, verdict, taken)
+        for key, path in paths.items():
             with open(path, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(verdict.reproducer or "")
+                handle.write(scripts[key])
             written.append(path)
     except OSError as exc:
         raise BadInput(f"cannot write the reproducers to {args.reproducers}: {exc.strerror or exc}") from None
@@ -693,7 +712,11 @@ def _check(args: argparse.Namespace) -> int:
     _apply_expected(session, expected, results)
     for line in _verdict_lines(results.verdicts, several_systems=len(systems) > 1):
         print(line, file=out)
-    failures = render_failures(results.verdicts, with_reproducers=True, specs=specs)
+    # with --reproducers DIR, each group names the file its reproducer is written to, not the script
+    paths = reproducer_paths(args.reproducers, results.verdicts, specs)
+    failures = render_failures(
+        results.verdicts, with_reproducers=not args.reproducers, specs=specs, reproducer_paths=paths
+    )
     if failures:
         print(file=out)
         print(failures, file=out)
@@ -703,7 +726,7 @@ def _check(args: argparse.Namespace) -> int:
         results.write_json(args.json)
         print(f"results written to {args.json}", file=out)
     _write_reports(args, results)
-    _write_reproducers(args, results.verdicts, specs)
+    _write_reproducers(args, results.verdicts, paths)
     failed = any(counts_against(v, fail_on) for v in results.verdicts if v.system_id == system.id) or any(
         counts_against(v, fail_on) and v.status != "skipped" for v in results.verdicts if v.system_id != system.id
     )

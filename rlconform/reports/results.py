@@ -362,13 +362,20 @@ def failure_groups(verdicts: Sequence[Verdict], specs: Sequence[Spec] | None = N
 
 
 def render_failures(
-    verdicts: Iterable[Verdict], *, with_reproducers: bool = False, specs: Sequence[Spec] | None = None
+    verdicts: Iterable[Verdict],
+    *,
+    with_reproducers: bool = False,
+    specs: Sequence[Spec] | None = None,
+    reproducer_paths: Mapping[tuple[str, str], str] | None = None,
 ) -> str:
     """The failures, errors and unexercised specs: one entry per group, ranked by impact, each
     with its impact class, its signature, the specs that also fail on its minimal case, and (with
     ``with_reproducers``) one reproducer, printed flush-left between blank lines so that it can be
-    pasted as it is (a failure the project expects has none: its entry says why it is excused)."""
+    pasted as it is (a failure the project expects has none: its entry says why it is excused).
+    ``reproducer_paths`` (``--reproducers DIR``: the file each group's reproducer was written to,
+    by (system id, spec id)) puts the path in the entry, one line instead of the script."""
     lines = []
+    paths = reproducer_paths or {}
     for group in failure_groups(list(verdicts), specs):
         verdict = group[0]
         impact = impact_of(verdict)
@@ -388,6 +395,10 @@ def render_failures(
             lines.append(f"    expected by the project: {verdict.expected}")
         if verdict.case is not None:
             lines.append(_case_line(verdict.case))
+        path = paths.get((verdict.system_id, verdict.spec_id))
+        if path is not None:
+            how = "pytest" if path.replace("\\", "/").rsplit("/", 1)[-1].startswith("test_") else "python"
+            lines.append(f"    reproducer: {path} (run it with {how}: it fails while the bug is there)")
         if with_reproducers and shows_reproducer(verdict):
             assert verdict.reproducer is not None
             lines.append(

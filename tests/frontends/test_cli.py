@@ -156,6 +156,10 @@ def test_reproducers_dir_writes_a_regression_test_that_fails_until_the_bug_is_fi
     written = sorted(path.name for path in (tmp_path / "regressions").iterdir())
     assert written == ["test_user_planted_vec_make__terminal_final_obs.py"]
     assert "reproducers written to regressions: 1 file(s)" in result.stdout
+    # the listing names the file, one line, instead of printing the script (issue 25)
+    path = os.path.join("regressions", written[0])
+    assert f"    reproducer: {path} (run it with pytest: it fails while the bug is there)" in result.stdout
+    assert "from planted_vec import make" not in result.stdout and "def test_" not in result.stdout
     test_file = (tmp_path / "regressions" / written[0]).read_text()
     assert "from planted_vec import make" in test_file
     assert "make_reference_env" in test_file and "envs = make(env_fns)" in test_file
