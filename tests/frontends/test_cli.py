@@ -162,6 +162,11 @@ def test_reproducers_dir_writes_a_regression_test_that_fails_until_the_bug_is_fi
     assert "from planted_vec import make" not in result.stdout and "def test_" not in result.stdout
     test_file = (tmp_path / "regressions" / written[0]).read_text()
     assert "from planted_vec import make" in test_file
+    ruff = Path(sys.executable).parent / "ruff"  # the dev extra's; tests/core/test_reproducer_imports.py too
+    if ruff.exists():  # it imports only what it uses (issue 25)
+        lint = [str(ruff), "check", "--isolated", "--no-cache", "--select", "F401,F811", "regressions"]
+        linted = subprocess.run(lint, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert linted.returncode == 0, linted.stdout + linted.stderr
     assert "make_reference_env" in test_file and "envs = make(env_fns)" in test_file
     assert re.search(r"^        envs\.step\(np\.array\(", test_file, re.MULTILINE), test_file
 
