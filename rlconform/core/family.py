@@ -73,6 +73,12 @@ class Family(Protocol):
         calls it."""
         ...
 
+    def claims(self, obj: Any) -> bool:
+        """Whether ``obj`` is, by the library's own base class, the kind of object this family's
+        factories return: a product another family claims and this one does not is a factory
+        given the wrong ``--api`` (rlconform.core.user.spawns_workers)."""
+        ...
+
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         """A user's factory ``fn`` (named ``reference``) as a system of this family."""
         ...
@@ -111,6 +117,12 @@ class ModelMatch:
     reason: str = ""
     time_limit: int | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+def is_instance_of(obj: Any, class_paths: tuple[str, ...]) -> bool:
+    """Whether a class in ``obj``'s MRO is one of ``class_paths`` (``module.QualName``), read from
+    the class names alone: nothing is imported to ask."""
+    return any(f"{cls.__module__}.{cls.__qualname__}" in class_paths for cls in type(obj).__mro__)
 
 
 def layer_chain(obj: Any, attribute: str) -> list[Any]:

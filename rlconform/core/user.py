@@ -59,25 +59,43 @@ def load_callable(reference: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise BadInput(f"module {module_name!r} not found") from None
+            raise BadInput(f"module {module_name!r} not found{_module_did_you_mean(module_name, cwd)}") from None
         raise BadInput(f"importing {module_name!r} failed: {exc}") from None
     except Exception as exc:
         raise BadInput(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
     target: Any = module
     for part in attr_path.split("."):
         if not hasattr(target, part):
-            raise BadInput(f"module {module_name!r} has no attribute {attr_path!r}")
+            names = [n for n in dir(target) if not n.startswith("_") and callable(getattr(target, n, None))]
+            raise BadInput(f"module {module_name!r} has no attribute {attr_path!r}{did_you_mean(part, names)}")
         target = getattr(target, part)
     if not callable(target):
         raise BadInput(f"{reference} is a {type(target).__name__}, not a callable")
     return target  # type: ignore[no-any-return]
 
 
+def _module_did_you_mean(module_name: str, cwd: str) -> str:
+    """The importable modules closest to a mistyped module name: the package's own for a dotted
+    name, else those in the working directory (then the installed top-level ones)."""
+    import pkgutil
+
+    parent = module_name.rpartition(".")[0]
+    if parent:
+        try:
+            package = importlib.import_module(parent)
+        except Exception:
+            return ""
+        names = [f"{parent}.{m.name}" for m in pkgutil.iter_modules(getattr(package, "__path__", []))]
+        return did_you_mean(module_name, names)
+    names = [m.name for m in pkgutil.iter_modules([cwd])] or [m.name for m in pkgutil.iter_modules()]
+    return did_you_mean(module_name, names)
+
+
 def family_for(api: str) -> Family:
     """The family checking factories of ``--api api``; an unknown name is bad input."""
     apis = user_apis()
     if api not in apis:
-        raise BadInput(f"unknown API family {api!r}; known: {', '.join(sorted(apis))}")
+        raise BadInput(f"unknown API family {api!r}{did_you_mean(api, sorted(apis))}; known: {', '.join(sorted(apis))}")
     return apis[api]
 
 
@@ -91,7 +109,31 @@ def check_signature(fn: Callable[..., Any], family: Family, reference: str) -> N
     except TypeError:
         raise BadInput(
             f"{reference} has signature {signature}; family {family.api} expects {family.factory_signature}"
+            + _signature_fits(signature, family)
         ) from None
+
+
+def _signature_fits(signature: inspect.Signature, family: Family) -> str:
+    """The suffix ``; did you mean --api X?`` when another family's factories have ``signature``."""
+    fits = []
+    for other in user_apis().values():
+        if other is family:
+            continue
+        try:
+            other.check_factory(signature)
+        except TypeError:
+            continue
+        fits.append(f"--api {other.api}")
+    return f"; did you mean {' or '.join(fits)}?" if fits else ""
+
+
+def did_you_mean(word: str, candidates: Sequence[str]) -> str:
+    """The suffix ``(did you mean 'x'?)`` naming the candidate closest to a mistyped ``word``, or
+    nothing when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def user_system(reference: str, api: str, **options: Any) -> System:
@@ -196,6 +238,9 @@ def spawns_workers(
     before = child_processes()
     obj = _build(system, build)
     try:
+        wrong_api = _fits_another_api(system, obj, expected)
+        if wrong_api is not None:
+            raise BadInput(wrong_api)
         missing = [name for name in required if not hasattr(obj, name)]
         if missing:
             raise BadInput(
@@ -211,6 +256,24 @@ def spawns_workers(
                 close_within_limit(method)
         reap(before)
     return spawned
+
+
+def _fits_another_api(system: System, obj: Any, expected: str) -> str | None:
+    """Why ``obj`` is the product of a factory given the wrong ``--api``: another family claims
+    it by its library's base class (an SB3 VecEnv checked as ``gymnasium.vector``, a ready-made
+    vector env checked as one ``gymnasium.Env``) and the system's own family does not."""
+    own = get_family(system.family)
+    if own.claims(obj):
+        return None
+    others = [family for family in user_apis().values() if family is not own and family.claims(obj)]
+    if not others:
+        return None
+    other = others[0]
+    return (
+        f"{system.source} returned a {type(obj).__module__}.{type(obj).__qualname__}, "
+        f"which is what --api {other.api} checks, not --api {own.api} (expected {expected}); "
+        f"did you mean --api {other.api}? (its factory: {other.factory_signature})"
+    )
 
 
 def returned_type(signature: str) -> str:

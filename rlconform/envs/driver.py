@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO
 
 from rlconform.core.crashlog import announce
-from rlconform.core.family import ModelMatch, get_family
+from rlconform.core.family import ModelMatch, get_family, is_instance_of
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, get_system
 from rlconform.core.user import BadInput, close_within_limit, returned_type, spawns_workers
 from rlconform.core.watchdog import (
@@ -130,6 +130,9 @@ class ReferenceEnvFamily(ABC):
     plain_object: ClassVar[str] = "envs"
     #: names of rlconform.replay the build statement uses
     plain_imports: ClassVar[tuple[str, ...]] = ()
+    #: the library base classes (``module.QualName``) of what a user's factory returns
+    #: (:meth:`claims`)
+    claimed_classes: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------ the Family protocol
     def run_case(self, system: System, case: Any, *, with_model: bool) -> Run:
@@ -153,6 +156,9 @@ class ReferenceEnvFamily(ABC):
     def check_factory(self, signature: inspect.Signature) -> None:
         """Raise TypeError when a user's factory cannot take ``env_fns`` (the default API)."""
         signature.bind([])
+
+    def claims(self, obj: Any) -> bool:
+        return is_instance_of(obj, self.claimed_classes)
 
     #: what a user's factory is given to build its sub-envs with
     factory_argument: ClassVar[str] = "env_fns"

@@ -225,7 +225,12 @@ def test_no_hypothesis_warning_reaches_the_user(tmp_path: Path) -> None:
             "myvec:no_arguments has signature (); family gymnasium.vector expects (env_fns:",
             id="signature",
         ),
-        pytest.param("myvec:make", "gym.Vector", "unknown API family 'gym.Vector'; known: gymnasium.Env,", id="family"),
+        pytest.param(
+            "myvec:make",
+            "gym.Vector",
+            "unknown API family 'gym.Vector' (did you mean 'gymnasium.vector'?); known: gymnasium.Env,",
+            id="family",
+        ),
     ],
 )
 def test_check_bad_input_exits_2_with_one_line_reason(workdir: Path, target: str, family: str, reason: str) -> None:

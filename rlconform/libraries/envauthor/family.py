@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
+from rlconform.core.family import is_instance_of
 from rlconform.core.hangs import hung_call
 from rlconform.core.system import Capabilities, Probed, System, get_system
 from rlconform.core.user import BadInput, returned_type, spawns_workers
@@ -632,6 +633,9 @@ class EnvAuthorFamily:
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind()
+
+    def claims(self, obj: Any) -> bool:
+        return is_instance_of(obj, ("gymnasium.core.Env",))
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         stacks = tuple(options.get(STACKS_OPTION) or ())

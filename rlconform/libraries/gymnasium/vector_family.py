@@ -74,6 +74,7 @@ def find_wrapper(obj: Any, class_name: str) -> Any | None:
 class GymVectorFamily(ReferenceEnvFamily):
     name = GYMNASIUM_VECTOR
     api = "gymnasium.vector"
+    claimed_classes = ("gymnasium.vector.vector_env.VectorEnv",)
     factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]], **kwargs) -> gymnasium.vector.VectorEnv"
     plain_build = "envs = {factory}(env_fns)"
 

@@ -95,6 +95,10 @@ class TorchTierFamily:
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(1, "cpu")
 
+    def claims(self, obj: Any) -> bool:
+        # DirectRLEnv's contract is duck-typed: a torch-batched env subclasses nothing in common
+        return False
+
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         return torch_system(fn, reference, num_envs=options.get("num_envs"), device=options.get("device"))
 

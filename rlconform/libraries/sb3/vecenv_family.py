@@ -54,6 +54,7 @@ def find_venv_layer(obj: Any, class_name: str) -> Any | None:
 class SB3Family(ReferenceEnvFamily):
     name = SB3_VECENV
     api = "sb3.VecEnv"
+    claimed_classes = ("stable_baselines3.common.vec_env.base_vec_env.VecEnv",)
     factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]]) -> stable_baselines3 VecEnv"
     libraries = ("gymnasium", "stable-baselines3")
     plain_build = "venv = {factory}(env_fns)"

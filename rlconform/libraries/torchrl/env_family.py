@@ -309,6 +309,7 @@ class TorchRLFamily(ReferenceEnvFamily):
     # env_fn's k-th call builds sub-env k; the returned env's batch size is the number of
     # sub-envs (SubEnvFactory)
     factory_signature = "(env_fn: Callable[[], gymnasium.Env]) -> EnvBase"
+    claimed_classes = ("torchrl.envs.common.EnvBase",)
     factory_argument = "env_fn"
     one_env_fn = True
     required_attributes = ("reset", "step", "step_and_maybe_reset", "batch_size")
