@@ -48,12 +48,18 @@ class SpecFailure(AssertionError):
         super().__init__(f"{self.title}: {self.message}")
 
 
+#: the most characters of a build error a verdict's message quotes (a TensorDict's repr is one line)
+NOT_BUILT_REASON_CHARS = 200
+
+
 @dataclass
 class _Tally:
     examples: int = 0
     checked: int = 0
     build_errors: int = 0
     build_error: str = ""
+    #: the first example's build error (``build_error`` is the last one's): what a verdict quotes
+    first_build_error: str = ""
     not_applicable: int = 0
     not_applicable_reason: str = ""
     #: examples run when the first violation was found
@@ -61,8 +67,29 @@ class _Tally:
     #: the specs' notes on what they could not check, in order of first appearance
     notes: list[str] = field(default_factory=list)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # the property of check_spec sets build_error on every example that was not built; the
+        # first one is kept here, without editing the property (derandomization reads its source)
+        if name == "build_error" and value and not getattr(self, "first_build_error", ""):
+            object.__setattr__(self, "first_build_error", value)
+        object.__setattr__(self, name, value)
+
     def note(self, notes: list[str]) -> None:
         self.notes.extend(n for n in notes if n not in self.notes)
+
+    def not_built(self) -> list[str]:
+        """The note saying how many examples were not built and why (the first one's reason):
+        a search that checked the others must not read as if every example was checked."""
+        if not self.build_errors:
+            return []
+        # a KeyError's message is its repr: a TensorDict in it has its newlines escaped
+        reason = " ".join(self.first_build_error.replace("\\n", " ").split())
+        if len(reason) > NOT_BUILT_REASON_CHARS:
+            reason = reason[: NOT_BUILT_REASON_CHARS - 3].rstrip() + "..."
+        return [
+            f"{self.build_errors} of the {self.examples} examples were not built: building the system raised "
+            f"(first: {reason})"
+        ]
 
     def with_notes(self, message: str) -> str:
         return message + "".join(f"; {n}" for n in self.notes)
@@ -221,6 +248,8 @@ def check_spec(
     common: dict[str, Any] = {"examples": tally.examples, "checked": tally.checked, "seconds": elapsed, **base}
     if guarded.hang is not None:
         tally.note([f"{guarded.hung} example(s) set aside: the system hung in them (see {RESPONSIVE})"])
+    if tally.build_errors < tally.examples:
+        tally.notes[:0] = tally.not_built()
     if tally.checked > 0:
         message = f"{tally.checked} facts checked over {tally.examples} examples"
         return Verdict(status="pass", message=tally.with_notes(message), **common)
