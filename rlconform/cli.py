@@ -34,7 +34,7 @@ from rlconform import __version__
 from rlconform.core.catalog import current
 from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
-from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError
+from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError, paste_line, unlisted
 from rlconform.core.family import Family, get_family
 from rlconform.core.impact import IMPACTS, at_least, check_impact
 from rlconform.core.profiles import PROFILES
@@ -447,6 +447,7 @@ def _run(args: argparse.Namespace) -> int:
     if failures:
         print(file=out)
         print(failures, file=out)
+    _print_unlisted(expected, results.verdicts, out)
     print(f"\nsummary: {results.summary_text()}", file=out)
     if args.json:
         results.write_json(args.json)
@@ -515,6 +516,19 @@ def _apply_expected(session: Session, expected: ExpectedFailures | None, results
     for warning in warnings:
         results.notes.append(warning)
         print(f"warning: {warning}", file=sys.stderr)
+
+
+def _print_unlisted(expected: ExpectedFailures | None, verdicts: Sequence[Verdict], out: TextIO) -> None:
+    """With --expected-failures: a paste-ready line for every failure the file does not list
+    (pinned to the failure's signature, so that the same spec failing differently is not excused)."""
+    if expected is None:
+        return
+    lines = [paste_line(verdict) for verdict in unlisted(list(verdicts))]
+    if not lines:
+        return
+    print(f"\nnot in {expected.source}: to expect a failure, add its line there and say why", file=out)
+    for line in lines:
+        print(f"  {line}", file=out)
 
 
 def _write_reports(args: argparse.Namespace, results: Results) -> None:
@@ -720,6 +734,7 @@ def _check(args: argparse.Namespace) -> int:
     if failures:
         print(file=out)
         print(failures, file=out)
+    _print_unlisted(expected, results.verdicts, out)
     caveat = "" if gap is None else f" ({gap.clause()})"
     print(f"\nsummary: {results.summary_text()}{caveat}", file=out)
     if args.json:

@@ -53,6 +53,7 @@ from rlconform.core.expected import (
     Entry,
     ExpectedFailures,
     ExpectedFailuresError,
+    changed_warning,
     unexpected_pass_message,
     unused_warning,
 )
@@ -339,6 +340,8 @@ class ConformanceFailure(AssertionError):
         reproducer: str | None = None,
         details: Sequence[str] = (),
     ) -> None:
+        #: a pinned expected failure that now fails differently (:func:`changed_warning`)
+        self.changed = ""
         self.title = title
         self.message = message
         self.statement = statement
@@ -382,6 +385,8 @@ class ConformanceFailure(AssertionError):
 
     def render(self) -> str:
         lines = [self.title]
+        if self.changed:
+            lines.append(self.changed)
         if self.statement:
             lines.append(f"spec: {self.statement}")
         if self.violations:
@@ -414,8 +419,12 @@ def enforce_verdict(
     marker, so pytest itself reports XFAIL, XPASS and XPASS(strict); here the verdict only notes it.
     """
     expected = item.stash.get(EXPECTED_KEY, None)
+    changed = ""
     if expected is not None and verdict.status in ("fail", "not_exercised", "error") and not verdict.known:
-        verdict.expected = f"{expected.reason} ({expected.origin})"
+        if expected.excuses(verdict.signature):
+            verdict.expected = f"{expected.reason} ({expected.origin})"
+        else:
+            changed = changed_warning(expected, f"{verdict.system_id}-{verdict.spec_id}", verdict.signature)
     elif expected is not None and verdict.status == "pass":
         verdict.message = unexpected_pass_message(expected)
     if plugin is not None:
@@ -445,7 +454,16 @@ def enforce_verdict(
         # system's first error) carries the failure, once; this spec has no verdict to give
         pytest.skip(first_line)
     # "fail", "not_exercised" and "error" all fail the item
-    raise ConformanceFailure.from_verdict(verdict, spec)
+    if expected is not None and expected.pin is not None and verdict.expected:
+        raise PinnedFailure.from_verdict(verdict, spec)
+    failure = ConformanceFailure.from_verdict(verdict, spec)
+    failure.changed = changed
+    raise failure
+
+
+class PinnedFailure(ConformanceFailure):
+    """The failure an expected-failures entry pinned to its signature expects: the item's xfail
+    marker takes only this (``raises=``), so the same spec failing differently fails the item."""
 
 
 class RlconformItem(pytest.Item):
@@ -701,9 +719,13 @@ class RlconformSession:
             entry = self.expected.match(marker.kwargs["system"], marker.kwargs["spec"], item.nodeid)
             if entry is not None:
                 item.stash[EXPECTED_KEY] = entry
+                # pinned to a signature: only that failure is expected (PinnedFailure)
+                raises: type[BaseException] | None = None if entry.pin is None else PinnedFailure
                 item.add_marker(
                     pytest.mark.xfail(
-                        reason=f"expected failure: {entry.reason} ({entry.origin})", strict=self.expected.strict
+                        reason=f"expected failure: {entry.reason} ({entry.origin})",
+                        strict=self.expected.strict,
+                        raises=raises,
                     )
                 )
         workerid = getattr(self.config, "workerinput", {}).get("workerid")

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 #: ("spec", system id, spec index from 1, spec count, spec id): a spec's search starts;
 #: ("examples", system id, examples run so far in the running search);
-#: ("verdict", system id, spec index from 1, spec count, spec id, status, examples, seconds)
+#: ("verdict", system id, spec index from 1, spec count, spec id, status, examples, seconds, signature)
+#: (the failure's signature, or None: what an expected-failures entry pinned to one is matched with)
 Event = tuple[Any, ...]
 Events = Callable[[Event], None]
 
@@ -86,7 +87,7 @@ def system_line(done: int, total: int, system: System, verdicts: Sequence[Verdic
 
 
 def _verdict_line(event: Event) -> str:
-    _, system_id, index, count, spec_id, status, examples, seconds = event
+    _, system_id, index, count, spec_id, status, examples, seconds = event[:8]
     return f"  [{index}/{count}] {system_id} :: {spec_id}: {status} ({examples} examples, {seconds:.1f} s)"
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlconform.core.catalog import Catalog, current
-from rlconform.core.expected import FAILING, ExpectedFailures, unused_warning
+from rlconform.core.expected import FAILING, ExpectedFailures
 from rlconform.core.profiles import Profile, get_profile, session_seed
 from rlconform.core.progress import Event, Progress
 from rlconform.core.runner import RunCache
@@ -203,7 +203,7 @@ class Session:
             if id(verdict) not in self._expected_applied:
                 expected.apply(verdict)
                 self._expected_applied.add(id(verdict))
-        return [unused_warning(entry) for entry in expected.unused()]
+        return expected.warnings()
 
     # -- 5. verdicts of the pairs that never run -------------------------------------------
 
@@ -256,8 +256,11 @@ class _ExpectedProgress(Progress):
         self.progress = progress
 
     def event(self, event: Event) -> None:
-        if event[0] == "verdict" and event[5] in FAILING and self.expected.match(event[1], event[4]) is not None:
-            event = (*event[:5], "known", *event[6:])
+        if event[0] == "verdict" and event[5] in FAILING:
+            entry = self.expected.match(event[1], event[4])
+            # an entry pinned to a signature excuses that failure only
+            if entry is not None and entry.excuses(event[8] if len(event) > 8 else None):
+                event = (*event[:5], "known", *event[6:])
         self.progress.event(event)
 
     def system_started(self, done: int, total: int, system: System) -> None:

@@ -85,7 +85,17 @@ def check_system(
         if keep is not None:
             keep(verdict)
         send(
-            ("verdict", system.id, index, len(specs), spec.id, cell_status(verdict), verdict.examples, verdict.seconds)
+            (
+                "verdict",
+                system.id,
+                index,
+                len(specs),
+                spec.id,
+                cell_status(verdict),
+                verdict.examples,
+                verdict.seconds,
+                verdict.signature,
+            )
         )
     return list(verdicts)
 

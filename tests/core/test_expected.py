@@ -66,3 +66,64 @@ def test_a_known_violation_stays_known() -> None:
     known = Verdict("s", "env.determinism", "fail", "differs", known="documented by the library")
     ExpectedFailures.parse(TEXT).apply(known)
     assert known.expected is None and known.ok
+
+
+# ------------------------------------------------------------------ pinned signatures (issue 25)
+
+PINNED = "user:pkg:make_vec-transitions.exact#1a2b3c4d   reward one step late, upstream (#7)\n"
+
+
+def _failing(signature: str | None, spec: str = "transitions.exact") -> Verdict:
+    return Verdict("user:pkg:make_vec", spec, "fail", "violation", signature=signature)
+
+
+def test_a_pinned_entry_excuses_only_the_failure_with_its_signature() -> None:
+    expected = ExpectedFailures.parse(PINNED, "xf.txt")
+    (entry,) = expected.entries
+    assert entry.pin == "1a2b3c4d" and entry.check_key == "user:pkg:make_vec-transitions.exact"
+    same = _failing("transitions.exact#1a2b3c4d")
+    assert expected.apply(same) is entry and same.ok
+    assert expected.warnings() == []
+    other = _failing("transitions.exact#99999999")
+    assert expected.apply(other) is None and not other.ok and other.expected is None
+    (warning,) = expected.warnings()
+    assert warning.startswith("expected-failure entry 'user:pkg:make_vec-transitions.exact#1a2b3c4d' (xf.txt:1)")
+    assert "failed with signature transitions.exact#99999999: it fails differently, so it is not excused" in warning
+    unexercised = Verdict("user:pkg:make_vec", "transitions.exact", "not_exercised", "no example")
+    assert ExpectedFailures.parse(PINNED).apply(unexercised) is None and not unexercised.ok
+
+
+def test_a_pinned_entry_that_passes_is_an_unexpected_pass_and_a_pin_is_no_glob() -> None:
+    passing = Verdict("user:pkg:make_vec", "transitions.exact", "pass")
+    ExpectedFailures.parse(PINNED, "xf.txt", strict=True).apply(passing)
+    assert passing.status == "fail" and "but passed" in passing.message
+    # only '#' and 8 hex digits pin; any other '#' is part of the key
+    (entry,) = ExpectedFailures.parse("weird#key  why\n").entries
+    assert entry.pin is None and entry.check_key == "weird#key"
+
+
+def test_every_unlisted_failure_gets_a_paste_ready_line_that_expects_it() -> None:
+    from rlconform.core.expected import PASTE_REASON, paste_line, unlisted
+
+    listed = _failing("transitions.exact#1a2b3c4d")
+    new = _failing("flags.truncated#0badc0de", spec="flags.truncated")
+    error = Verdict("user:pkg:make_vec", "api.shape", "error", "the worker died")
+    known = Verdict("user:pkg:make_vec", "env.determinism", "fail", "x", known="documented")
+    verdicts = [listed, new, error, known, Verdict("user:pkg:make_vec", "flags.terminated", "pass")]
+    expected = ExpectedFailures.parse(PINNED, "xf.txt")
+    for verdict in verdicts:
+        expected.apply(verdict)
+    lines = [paste_line(verdict) for verdict in unlisted(verdicts)]
+    assert lines == [
+        f"user:pkg:make_vec-flags.truncated#0badc0de  {PASTE_REASON}",
+        f"user:pkg:make_vec-api.shape  {PASTE_REASON}",  # no signature: not pinned
+    ]
+    # pasted into the file, each line excuses its failure, and only it
+    pasted = ExpectedFailures.parse(PINNED + "\n".join(lines) + "\n", "xf.txt")
+    again = [
+        _failing("flags.truncated#0badc0de", spec="flags.truncated"),
+        _failing("flags.truncated#11111111", spec="flags.truncated"),
+    ]
+    pasted.apply(again[0])
+    pasted.apply(again[1])
+    assert again[0].ok and not again[1].ok

@@ -126,6 +126,36 @@ def test_expected_failure_is_not_counted_as_a_failure_and_prints_no_reproducer(w
     assert "summary: 2 passed, 1 expected failure" in result.stdout
 
 
+def test_an_unlisted_failure_prints_a_pinned_line_to_paste_and_a_changed_failure_is_not_excused(
+    workdir: Path,
+) -> None:
+    """Issue 25: with --expected-failures, every failure the file does not list gets a line to
+    paste into it, pinned to the failure's signature; pasted, it excuses that failure, and a pin
+    the failure no longer has excuses nothing (with a warning naming the signature it has now)."""
+    (workdir / "expected.txt").write_text("# nothing expected yet\n")
+    check = ("check", "myvec:broken", "--api", "gymnasium.vector", *SPECS, "--expected-failures", "expected.txt")
+    first = run(workdir, *check, "--json", "first.json")
+    assert first.returncode == 1, first.stdout + first.stderr
+    signature = next(r for r in json.loads((workdir / "first.json").read_text())["results"] if r["status"] == "fail")[
+        "signature"
+    ]
+    assert signature.startswith("terminal.final_obs#")
+    line = f"user:myvec:broken-terminal.final_obs#{signature.rsplit('#', 1)[1]}  "
+    assert "\nnot in expected.txt: to expect a failure, add its line there and say why\n" in first.stdout
+    pasted = next(text.strip() for text in first.stdout.splitlines() if text.strip().startswith(line))
+    (workdir / "expected.txt").write_text(pasted + "\n")
+    second = run(workdir, *check)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert re.search(r"^\s*EXPECTED\s+terminal\.final_obs:", second.stdout, re.MULTILINE), second.stdout
+    assert "not in expected.txt" not in second.stdout and "warning" not in second.stderr
+    (workdir / "expected.txt").write_text(pasted.replace(signature.rsplit("#", 1)[1], "00000000") + "\n")
+    third = run(workdir, *check)
+    assert third.returncode == 1, third.stdout + third.stderr
+    assert re.search(r"^\s*FAIL\s+terminal\.final_obs:", third.stdout, re.MULTILINE), third.stdout
+    assert f"failed with signature {signature}: it fails differently, so it is not excused" in third.stderr
+    assert line in third.stdout  # the line to paste for the failure as it is now
+
+
 PLANTED_VEC = """
 from rlconform.libraries.gymnasium.planted import WrongFinalObs
 
