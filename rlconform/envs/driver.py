@@ -502,6 +502,14 @@ def env_fns_for(case: Case, sinks: list[LogSink]) -> list[Callable[[], Any]]:
     return [functools.partial(make_reference_env, case.script, i, sinks[i]) for i in range(case.num_envs)]
 
 
+class StackRefusal(Exception):
+    """What a family's ``describe_semantics`` raises when the stack it built cannot take the envs
+    it was given, as the stack's own declaration shows (a TorchRL transform whose observation spec
+    cannot read back a value of its own): the stack's limit, not rlconform's error. The run records
+    it as the system's build error, so that the factory probe names the kind as refused and a
+    search counts the example as not built."""
+
+
 class LiveRun:
     """A system being driven one operation at a time (the state machine tests drive it rule by
     rule); :func:`execute` drives a whole case through it. ``finish`` closes the system, reads
@@ -549,7 +557,17 @@ class LiveRun:
             return
         announce("")
         self.run.call_timeout = self.driver.timeout if deadlines_available() else 0.0
-        self.run.semantics = self.family.describe_semantics(self.obj)
+        try:
+            self.run.semantics = self.family.describe_semantics(self.obj)
+        except StackRefusal as refusal:
+            self.run.build_error = str(refusal)
+            try:
+                self._close(self.run)
+                self.run.orphans = reap(self._children)
+            finally:
+                self._cleanup()
+                self._finished = True
+            return
         if reference_envs:
             self.run.tap = SubEnvTap.attach(self.obj, case.script.max_episode_steps)
         self.family.begin(self.driver, self.obj)
@@ -583,26 +601,7 @@ class LiveRun:
             # driven op by op (state machines): the case is what was actually applied
             run.case = Case(run.case.script, run.case.num_envs, tuple(self._ops))
         try:
-            if self.driver.aborted:
-                # a call already hung: the system is wedged and close() would hang as well; its
-                # workers are terminated below and the hang is the verdict
-                run.close_error = "not attempted: an earlier call hung"
-                _mark_closed(self.obj)
-            else:
-                # a user's stack may start spawned workers, whose shutdown takes seconds; the bundled
-                # stacks' workers are forked or forkserver children and close within a call's deadline
-                limit = close_timeout(self.driver.timeout) if self.system.kind == "user" else self.driver.timeout
-                run.close_timeout = limit if deadlines_available() else 0.0
-                announce("close()", limit)
-                try:
-                    with deadline(limit, watch_deadlock=self.system.kind == "user"), warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        self.family.close(self.obj)
-                except (Exception, CallTimeout) as exc:
-                    run.close_error = f"{type(exc).__name__}: {exc}"
-                    _mark_closed(self.obj)
-                finally:
-                    announce("")
+            self._close(run)
             run.orphans = reap(self._children)
             run.calls = self.driver.calls
             run.truth = build_truth(run.case.script, [sink.read() for sink in self._sinks]) if self._sinks else None
@@ -610,6 +609,29 @@ class LiveRun:
         finally:
             self._cleanup()
         return run
+
+    def _close(self, run: Run) -> None:
+        """Close the built system, under the close deadline; a failure is ``run.close_error``."""
+        if self.driver.aborted:
+            # a call already hung: the system is wedged and close() would hang as well; its
+            # workers are terminated by the caller (reap) and the hang is the verdict
+            run.close_error = "not attempted: an earlier call hung"
+            _mark_closed(self.obj)
+            return
+        # a user's stack may start spawned workers, whose shutdown takes seconds; the bundled
+        # stacks' workers are forked or forkserver children and close within a call's deadline
+        limit = close_timeout(self.driver.timeout) if self.system.kind == "user" else self.driver.timeout
+        run.close_timeout = limit if deadlines_available() else 0.0
+        announce("close()", limit)
+        try:
+            with deadline(limit, watch_deadlock=self.system.kind == "user"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.family.close(self.obj)
+        except (Exception, CallTimeout) as exc:
+            run.close_error = f"{type(exc).__name__}: {exc}"
+            _mark_closed(self.obj)
+        finally:
+            announce("")
 
     def drive(self, ops: Sequence[Op]) -> Run:
         """Apply ``ops`` (stopping early if a call hangs), then finish."""

@@ -18,10 +18,10 @@ import pytest
 
 from rlconform.core.runner import execute
 from rlconform.core.spec import Outcome, get_spec
-from rlconform.core.user import factory_system
+from rlconform.core.user import factory_system, probe
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction
+from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction, MultiDiscreteObs
 
 pytest.importorskip("torchrl")
 
@@ -126,3 +126,32 @@ def test_the_declared_space_is_the_transformed_spec() -> None:
 def test_data_that_does_not_match_the_declared_spec_still_fails(factory: Any, words: str) -> None:
     messages = [v.render() for v in _observations(factory, SCRIPT).violations]
     assert messages and all(words in m for m in messages), messages
+
+
+# --- a spec the stack cannot read back: a refusal, not rlconform's error ----------------------
+
+#: what CatFrames over a one-hot MultiDiscrete leaf is refused with: its MultiOneHot spec is widened
+#: threefold but keeps its categories, so TorchRL cannot convert a value of its own (issue 24)
+UNREADABLE = (
+    "the stack cannot take this observation: the observation_spec['observation'] it declares (MultiOneHot, shape ("
+)
+
+
+def test_a_spec_that_cannot_read_its_own_values_refuses_the_kind_and_is_no_internal_error() -> None:
+    """``CatFrames`` over GymWrapper's one-hot MultiDiscrete observation: the run is not built (the
+    stack's limit, with why), and the probe leaves MultiDiscrete observations out as refused by the
+    stack; before, ``describe_semantics`` raised in rlconform ("internal error in rlconform")."""
+    from rlconform.reports.left_out import left_out
+
+    script = dataclasses.replace(SCRIPT, obs=MultiDiscreteObs())
+    run = execute(factory_system(cat_frames, "torchrl.EnvBase"), Case(script, 1, (Reset(seed=3), Step((0,)))))
+    assert run.build_error is not None and run.build_error.startswith(UNREADABLE), run.build_error
+    assert "to_numpy(spec.zero()) raised TypeError" in run.build_error
+    assert run.calls == [] and not run.usable
+
+    gap = left_out(probe(factory_system(cat_frames, "torchrl.EnvBase")).capabilities.notes)
+    assert gap is not None
+    (line,) = gap.lines()
+    assert line.startswith(f"MultiDiscrete observations: {UNREADABLE}"), line
+    assert "internal error" not in line
+    assert "multidiscrete" not in gap.obs_kinds and "box" in gap.obs_kinds

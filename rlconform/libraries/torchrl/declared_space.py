@@ -16,7 +16,21 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rlconform.envs.driver import StackRefusal
 from rlconform.libraries.torchrl.tensordicts import ObsLayout
+
+
+def unreadable_spec(leaf_spec: Any, key: tuple[str, ...], exc: BaseException) -> str:
+    """Why the stack cannot take the observation it was given: the leaf spec it declares cannot
+    read back a value of its own (TorchRL's ``CatFrames`` over a one-hot MultiDiscrete leaf widens
+    the ``MultiOneHot``'s shape and keeps its categories, so ``to_numpy`` finds no categories to
+    split it into)."""
+    first = str(exc).splitlines()[0] if str(exc) else "(no message)"
+    return (
+        f"the stack cannot take this observation: the observation_spec[{'/'.join(key)!r}] it declares "
+        f"({type(leaf_spec).__name__}, shape {tuple(leaf_spec.shape)}) cannot read back a value of its own "
+        f"(to_numpy(spec.zero()) raised {type(exc).__name__}: {first})"
+    )
 
 
 class DeclaredLeafSpace(spaces.Box):
@@ -28,7 +42,10 @@ class DeclaredLeafSpace(spaces.Box):
     in the TensorDict and read back as indices), and no NaN."""
 
     def __init__(self, leaf_spec: Any, key: tuple[str, ...]) -> None:
-        read = np.asarray(leaf_spec.to_numpy(leaf_spec.zero(), safe=False))
+        try:
+            read = np.asarray(leaf_spec.to_numpy(leaf_spec.zero(), safe=False))
+        except Exception as exc:
+            raise StackRefusal(unreadable_spec(leaf_spec, key, exc)) from exc
         dtype = read.dtype
         if dtype.kind == "f":
             low, high = -np.inf, np.inf
