@@ -47,6 +47,12 @@ table.grid tbody th { text-align: left; white-space: nowrap; font-weight: 500; b
                       position: sticky; left: 0; }
 table.grid td { text-align: center; min-width: 2.2rem; white-space: nowrap; }
 table.grid td a { color: inherit; display: block; }
+table.list th, table.list td { border: 1px solid #e3e3e3; padding: 3px 8px; text-align: left; vertical-align: top; }
+table.list thead th { background: #fafafa; }
+table.list tbody th { font-weight: 500; white-space: nowrap; }
+table.list tbody th a, table.list td a { color: inherit; }
+table.list td[class^="s-"] { white-space: nowrap; }
+table.list td.n { text-align: right; color: #666; }
 .legend { margin: .5rem 0; }
 .legend span { display: inline-block; margin: .15rem .4rem .15rem 0; padding: 0 .4rem; border-radius: 3px; }
 .s-pass { background: #d3f2d3; color: #0f4d0f; }
@@ -197,6 +203,35 @@ def grid(document: ResultsDocument, anchors: _Anchors) -> str:
     )
 
 
+def one_system(document: ResultsDocument, anchors: _Anchors) -> str:
+    """A report of one system: a vertical list, one row per spec (its column number, spec, status,
+    message), instead of a one-row grid as wide as the specs are many. It keeps the grid's anchor, which the
+    failures link back to."""
+    (system,) = document.rows()
+    rows = []
+    for number, spec in zip(document.column_numbers(), document.columns(), strict=True):
+        result = document.result(system.id, spec.id)
+        if result is None:
+            continue
+        status = result.cell
+        word = esc(status.replace("_", " "))
+        target = anchors.get(result)
+        label = f'<a href="#{esc(target)}">{word}</a>' if target else word
+        rows.append(
+            f'<tr><td class="n">{number}</td>'
+            f'<th scope="row"><a href="#{esc(_spec_anchor(spec.id))}">{esc(spec.id)}</a></th>'
+            f'<td class="s-{esc(status)}">{label}</td><td>{esc(result.headline)}</td></tr>'
+        )
+    title = f'<p class="statement">{esc(system.title)}</p>' if system.title else ""
+    return (
+        f'<section id="grid"><h2><code>{esc(system.id)}</code></h2>{title}'
+        '<div class="scroll"><table class="list">'
+        '<thead><tr><th scope="col">#</th><th scope="col">spec</th><th scope="col">status</th>'
+        '<th scope="col">message</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div></section>"
+    )
+
+
 def _also(members: list[Result], document: ResultsDocument, anchors: _Anchors) -> str:
     """The specs that also fail on the group's minimal case: named, each with its headline, its
     own anchor (the grid links to it) and no reproducer of its own."""
@@ -308,7 +343,9 @@ def render_html(document: ResultsDocument) -> str:
             "<main>",
             summary(document),
             left_out(document),
-            grid(document, anchors),
+            one_system(document, anchors)
+            if len(document.rows()) == 1 and document.columns()
+            else grid(document, anchors),
             failures(document, anchors),
             specs(document),
             "</main>",

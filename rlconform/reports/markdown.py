@@ -3,7 +3,8 @@
 GitHub-flavoured Markdown only (no raw HTML, which GitHub partly strips): a header with what the
 run used, the counts, the systems x specs table with numbered spec columns (27 spec ids as column
 heads would make the table unreadably wide; a column's number is its spec's, the same as in the
-tables of ``rlconform run`` and ``check``) and then every failure with its reproducer in a
+tables of ``rlconform run`` and ``check``), or for one system a vertical list (spec, status,
+message), and then every failure with its reproducer in a
 ``python`` block, so that a reader can copy it and run it. The raw text is also what
 ``rlconform report FILE`` prints, so it stays readable in a terminal: little escaping, no markup
 beyond tables, lists and code blocks.
@@ -82,6 +83,29 @@ def left_out(document: ResultsDocument) -> list[str]:
     return ["", "## Left out by the factory probe", *lines] if lines else []
 
 
+def status_word(status: str) -> str:
+    """A status as a word, in bold where it needs attention (the one-system list's column)."""
+    text = status.replace("_", " ")
+    return f"**{text}**" if status in ("fail", "error", "not_exercised") else text
+
+
+def one_system(document: ResultsDocument) -> list[str]:
+    """A report of one system: a vertical list, one row per spec (its column number in the
+    tables of ``run`` and ``check``, spec, status, message), instead of a one-row table as wide as
+    the specs are many."""
+    (system,) = document.rows()
+    lines = [f"## {code(system.id)}", ""]
+    if system.title:
+        lines += [inline(system.title), ""]
+    lines += ["| # | spec | status | message |", "|--:|:--|:--|:--|"]
+    for number, spec in zip(document.column_numbers(), document.columns(), strict=True):
+        result = document.result(system.id, spec.id)
+        if result is None:
+            continue
+        lines.append(f"| {number} | {code(spec.id)} | {status_word(result.cell)} | {inline(result.headline)} |")
+    return lines
+
+
 def table(document: ResultsDocument) -> list[str]:
     columns = document.columns()
     rows = document.rows()
@@ -147,7 +171,10 @@ def section(index: int, result: Result, document: ResultsDocument, also: list[Re
 def render_markdown(document: ResultsDocument) -> str:
     lines = header(document)
     lines += left_out(document)
-    lines += ["", "## Systems x specs", "", *table(document)]
+    if len(document.rows()) == 1 and document.columns():
+        lines += ["", *one_system(document)]
+    else:
+        lines += ["", "## Systems x specs", "", *table(document)]
     reported = document.reported()
     failures = [r for r in reported if r.cell != "known"]
     known = [r for r in reported if r.cell == "known"]

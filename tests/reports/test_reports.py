@@ -427,6 +427,48 @@ def test_html_is_self_contained_escaped_and_links_resolve(
     assert "\x00" not in text and "\ud800" not in text
 
 
+@pytest.fixture(scope="module")
+def one_system(planted_document: dict[str, Any]) -> ResultsDocument:
+    """The planted document cut to one system: what ``rlconform check`` of one factory writes."""
+    document = {**planted_document}
+    document["systems"] = [s for s in planted_document["systems"] if s["id"] == PLANTED]
+    document["results"] = [r for r in planted_document["results"] if r["system"] == PLANTED]
+    return validate(_roundtrip(document))
+
+
+def test_one_system_is_a_vertical_list_in_markdown(one_system: ResultsDocument) -> None:
+    """Issue 25: one system is one row; a table with a column per spec would be one wide row.
+    Each spec gets a row of its own: its number, its id, its status, the first line of its message."""
+    text = render_markdown(one_system)
+    assert "## Systems x specs" not in text and "| system |" not in text
+    assert f"## `{PLANTED}`" in text
+    assert "| # | spec | status | message |\n|--:|:--|:--|:--|\n" in text
+    rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \| `", line)]
+    assert len(rows) == len(one_system.results) == 3
+    fail = next(r for r in one_system.results if r.spec == PLANTED_SPEC)
+    assert f"| {spec_column(PLANTED_SPEC)} | `{PLANTED_SPEC}` | **fail** | " in text
+    assert fail.headline.split()[0] in next(row for row in rows if f"`{PLANTED_SPEC}`" in row)
+    assert f"| {spec_column(KNOWN_SPEC)} | `{KNOWN_SPEC}` | skipped | not installed: somelib |" in text
+    assert "\\<script\\>" in text and "<script>" not in text.split("## Failures", 1)[0]  # hostile text escaped
+    assert "## Failures (" in text  # the failures follow as for several systems
+
+
+def test_one_system_is_a_vertical_list_in_html(one_system: ResultsDocument, planted: ResultsDocument) -> None:
+    text = render_html(one_system)
+    page = _parse(text)
+    assert 'class="grid"' not in text and '<table class="list">' in text
+    rows = [body for body in text.split("<tbody>", 1)[1].split("</tbody>", 1)[0].split("<tr>") if body]
+    assert len(rows) == len(one_system.results) == 3
+    fail_row = next(row for row in rows if f">{PLANTED_SPEC}</a></th>" in row)
+    assert '<td class="s-fail"><a href="#result-' in fail_row
+    assert "&lt;script&gt;" in text and "<script>" not in text
+    ids = {a["id"] for _, a in page.tags if a.get("id")}
+    hrefs = [a["href"] for a in page.attrs("a") if a.get("href")]
+    assert "grid" in ids and all(h and h.startswith("#") and h[1:] in ids for h in hrefs)
+    # several systems keep the grid
+    assert 'class="grid"' in render_html(planted) and "## Systems x specs" in render_markdown(planted)
+
+
 # -- CLI ----------------------------------------------------------------------------------------
 
 
@@ -453,8 +495,8 @@ def test_columns_are_named_alike_in_run_check_and_report(cli_run: Path, cli_docu
     }
     assert {s["id"]: s["column"] for s in cli_document["specs"]} == {spec: int(n) for n, spec in shown.items()}
     markdown = (cli_run / "r.md").read_text()
-    for n, spec in shown.items():
-        assert f"- **{n}** `{spec}` " in markdown
+    for n, spec in shown.items():  # one system: a vertical list, whose rows carry the numbers
+        assert f"| {n} | `{spec}` | " in markdown
     # a check selects other specs than a run: the numbers stay those of the catalog
     assert spec_column(PASSING_SPEC) == 1 + [s.id for s in all_specs()].index(PASSING_SPEC)
 
