@@ -40,6 +40,7 @@ from rlconform.specs.value_changes import (
     frame_skip_change,
     judge,
     judge_truncation,
+    misaligned_rewards,
     observation_change,
     reward_change,
     stack_truncation,
@@ -128,7 +129,13 @@ def transitions_exact(run: Run) -> Outcome:
                 **where,
             )
             reward = expected_reward(m)
-            if slot.reward is not None and not _close(slot.reward, reward, precision):
+            shifted = misaligned_rewards(run, env, precision)
+            if id(m) in shifted:
+                ck.fail(shifted[id(m)], **where)
+            elif slot.reward is not None and not _close(slot.reward, reward, precision) and shifted:
+                # a stack that moves rewards between steps: no declaration is the answer here
+                ck.fail(f"{reward_change(m)}; this env's other rewards are misaligned with their steps", **where)
+            elif slot.reward is not None and not _close(slot.reward, reward, precision):
                 judge(ck, run, "reward", reward_change(m), env=env, agent_step=slot.agent_step)
             else:
                 ck.expect(

@@ -63,6 +63,55 @@ def reward_change(m: Match) -> str:
     )
 
 
+#: how many delivered transitions of one episode must carry the env's reward of the step the same
+#: number of steps away before the rewards are called misaligned: one coincidence is no pattern
+#: (a reward clipped to 1.0 equals the env's reward of a first step, 1 + 2**-30 · salt, wherever
+#: rewards are compared at float32 precision, once per episode)
+MISALIGNED_AT_LEAST = 2
+
+
+def misaligned_rewards(run: Run, env: int, precision: str) -> dict[int, str]:
+    """``env``'s delivered transitions (by ``id`` of their match) whose reward is the env's reward
+    of another step of the same episode, the same number of steps away for at least
+    :data:`MISALIGNED_AT_LEAST` of that episode's: a reward delayed or advanced by the stack. No
+    declaration covers it (a reward transform changes a step's reward, it does not move it to
+    another step), so it fails whatever ``--intended`` says."""
+    from rlconform.specs.helpers import rewards_equal
+
+    key = ("misaligned_rewards", env)
+    if key in run.memo:
+        return run.memo[key]  # type: ignore[no-any-return]
+    assert run.truth is not None
+    matches, _ = match_transitions(run, env)
+    rewards = {(t.episode, t.obs.step): t.reward for t in run.truth.envs[env].transitions}
+    by_offset: dict[tuple[int, int], list[tuple[Match, int]]] = {}
+    for m in matches:
+        t = m.truth
+        if t is None or m.span or m.slot.reward is None or rewards_equal(m.slot.reward, t.reward, precision):
+            continue
+        for offset in (-1, 1, -2, 2):
+            other = rewards.get((t.episode, t.obs.step + offset))
+            if other is not None and rewards_equal(m.slot.reward, other, precision):
+                by_offset.setdefault((t.episode, offset), []).append((m, t.obs.step + offset))
+                break
+    found: dict[int, str] = {}
+    for (_, offset), hits in by_offset.items():
+        if len(hits) < MISALIGNED_AT_LEAST:
+            continue
+        when = f"{abs(offset)} step{'s' if abs(offset) > 1 else ''} {'earlier' if offset < 0 else 'later'}"
+        for m, start in hits:
+            t = m.truth
+            assert t is not None
+            found[id(m)] = (
+                f"reward is {m.slot.reward!r}, the env's reward for episode {t.episode} step {start + 1} ({when}), "
+                f"not this step's {t.reward!r} (episode {t.episode} step {t.obs.step + 1}): the stack delivers "
+                f"rewards misaligned with their steps ({len(hits)} transitions of the episode shifted alike); no "
+                "declaration covers this"
+            )
+    run.memo[key] = found
+    return found
+
+
 def frame_skip_change(m: Match) -> str:
     """Wording of a delivered transition that spans several env steps."""
     assert m.truth is not None and m.span

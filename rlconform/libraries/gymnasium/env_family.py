@@ -9,7 +9,8 @@ step (next-step autoreset, like the vector API) and must be skipped.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.spaces import array_literal
 from rlconform.envs.trace import CallRecord, CallView, Slot
-from rlconform.libraries.gymnasium.model_selection import ModelMatch
+from rlconform.libraries.gymnasium.model_selection import ModelMatch, sub_env_limit
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_ENV
@@ -46,10 +47,50 @@ def wrapper_names(env: Any) -> list[str]:
 
 
 class GymEnvFamily(ReferenceEnvFamily):
+    """Also the family of a user's own wrapper (``--api gymnasium.Wrapper``, a ``make(env) -> Env``
+    factory): built around one decodable reference env, so that every exact spec of a single env
+    (transitions, flags, terminal observations, infos, seeding) applies to the wrapper's outputs,
+    compared with what the env it wraps really returned."""
+
     name = GYMNASIUM_ENV
+    api = "gymnasium.Wrapper"
+    factory_signature = "(env: gymnasium.Env) -> gymnasium.Env"
+    factory_argument = "env"
+    claimed_classes = ("gymnasium.core.Env",)
+    plain_build = "env = {factory}(env_fns[0]())"
+    plain_object = "env"
+    required_attributes = ("reset", "step", "observation_space", "action_space")
     contract = Contract(
         reward_dtype=None, reward_precision="float64", step_arity=5, separate_flags=True, vectorized=False
     )
+
+    def check_factory(self, signature: inspect.Signature) -> None:
+        signature.bind(None)
+
+    def user_capabilities(self) -> Capabilities:
+        return Capabilities(partial_reset=False, max_envs=1)
+
+    def probe_num_envs(self, system: System) -> int:
+        return 1
+
+    def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+        """A user's ``(env) -> Env`` wrapper factory, built around the one reference env."""
+
+        def build(env_fns: Sequence[EnvFn]) -> Any:
+            if len(env_fns) != 1:
+                raise ValueError(f"a wrapper is built around one env, got {len(env_fns)} env factories")
+            return fn(env_fns[0]())
+
+        return System(
+            id=f"user:{reference}",
+            family=self.name,
+            title=f"{reference}(env) (your wrapper)",
+            build=build,
+            source=reference,
+            kind="user",
+            out_of_process=True,
+            capabilities=self.user_capabilities(),
+        )
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
         wrappers = wrapper_names(obj)
@@ -62,7 +103,18 @@ class GymEnvFamily(ReferenceEnvFamily):
         }
 
     def model_match(self, obj: Any) -> Any:
-        return ModelMatch("reference.gymnasium.Env.Autoreset" if has_autoreset(obj) else "reference.gymnasium.Env")
+        """The bare env's model, or the Autoreset wrapper's when that is the outer layer; a time
+        limit a layer adds is applied by the model too; any other layer (a user's wrapper) has
+        no model, and the exact specs compare it with the env it wraps instead."""
+        autoreset = has_autoreset(obj)
+        if autoreset and type(obj).__name__ != "Autoreset":
+            return ModelMatch(None, f"no reference model of its layer {type(obj).__name__} over an Autoreset")
+        limit, problem = sub_env_limit(obj.env if autoreset else obj)
+        if problem is not None:
+            return ModelMatch(None, f"no reference model of its {problem.removeprefix('sub-env ')}")
+        return ModelMatch(
+            "reference.gymnasium.Env.Autoreset" if autoreset else "reference.gymnasium.Env", time_limit=limit
+        )
 
     def begin(self, driver: Any, obj: Any) -> None:
         driver.state["autoreset"] = has_autoreset(obj)

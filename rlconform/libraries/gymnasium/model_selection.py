@@ -19,7 +19,7 @@ from rlconform.core.system import all_systems
 
 #: (top-level package, class name) of the sub-env layers the models assume: the reference env and
 #: the checkers ``gymnasium.make`` adds (they change no output). A TimeLimit is either the
-#: reference env's own or one the stack adds, which the model applies too (:func:`_sub_env_limit`)
+#: reference env's own or one the stack adds, which the model applies too (:func:`sub_env_limit`)
 _SUB_ENV_LAYERS = frozenset(
     {
         ("rlconform", "ReferenceEnv"),
@@ -148,7 +148,7 @@ def _is_reference_envs_own(layer: Any) -> bool:
     )
 
 
-def _sub_env_limit(env: Any) -> tuple[int | None, str | None]:
+def sub_env_limit(env: Any) -> tuple[int | None, str | None]:
     """(the tightest time limit the stack adds around this sub-env or None, the first sub-env
     layer no model has or None)."""
     limits: list[int] = []
@@ -169,7 +169,7 @@ def _unmodelled_sub_env(base: Any) -> tuple[int | None, str | None]:
     sub-env layer (wrappers the user's factory put around each env) no model has)."""
     limits = set()
     for env in getattr(base, "envs", None) or []:
-        limit, problem = _sub_env_limit(env)
+        limit, problem = sub_env_limit(env)
         if problem is not None:
             return None, problem
         limits.add(limit)
