@@ -88,6 +88,16 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
     ),
+    ("gym_flatten_observation_per_env", "aliasing.caller_arguments"): Judgement(
+        "true positive",
+        "G1",
+        "SyncVectorEnv.reset pops reset_mask from the caller's options (gymnasium/vector/sync_vector_env.py:221)",
+    ),
+    ("gym_flatten_observation_per_env", "api.failed_call_no_side_effect"): Judgement(
+        "true positive",
+        "G2",
+        "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
+    ),
     ("gym_frame_stack_per_env", "aliasing.caller_arguments"): Judgement(
         "true positive",
         "G1",

@@ -129,6 +129,14 @@ def gym_frame_stack_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
     return SyncVectorEnv(_thunks(env_fns, lambda env: FrameStackObservation(env, stack_size=3)), **kwargs)
 
 
+def gym_flatten_observation_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
+    """FlattenObservation around each sub-env: a Discrete observation becomes a one-hot vector."""
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers import FlattenObservation
+
+    return SyncVectorEnv(_thunks(env_fns, FlattenObservation), **kwargs)
+
+
 def gym_normalize_observation_per_env(env_fns: EnvFns, **kwargs: Any) -> Any:
     from gymnasium.vector import SyncVectorEnv
     from gymnasium.wrappers import NormalizeObservation
@@ -488,6 +496,13 @@ CORPUS: tuple[Entry, ...] = (
         "gymnasium.vector",
         "gymnasium",
         "episode statistics added by each sub-env (CleanRL's ppo.py)",
+    ),
+    Entry(
+        "gym_flatten_observation_per_env",
+        "gymnasium.vector",
+        "gymnasium",
+        "a one-hot wrapper in each sub-env: small Discrete observations one-hot encoded",
+        ("observation",),
     ),
     Entry("gym_clip_reward_per_env", "gymnasium.vector", "gymnasium", "reward clipped in each sub-env", ("reward",)),
     Entry(

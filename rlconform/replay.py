@@ -35,6 +35,7 @@ from rlconform.envs.spaces import (
     MultiBinaryObs,
     MultiDiscreteAction,
     MultiDiscreteObs,
+    SmallDiscreteObs,
     TupleObs,
 )
 
@@ -64,6 +65,7 @@ __all__ = [
     "MultiDiscreteAction",
     "MultiDiscreteObs",
     "Reset",
+    "SmallDiscreteObs",
     "Step",
     "TupleObs",
     "replay",

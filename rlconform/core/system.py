@@ -93,7 +93,9 @@ class Capabilities:
         elif obs.kind == "tuple":
             leaves = list(obs.elements)  # type: ignore[union-attr]
         for leaf in leaves:
-            if self.composite_box_leaves_only and leaf.kind != "box":
+            # the small Discrete is only ever a whole observation, never a composite's leaf: a
+            # stack that refused a Dict of mixed leaves may still take it (a one-hot wrapper)
+            if self.composite_box_leaves_only and leaf.kind not in ("box", "small_discrete"):
                 return False
             if leaf.kind == "box" and leaf.dtype not in self.box_dtypes:
                 return False

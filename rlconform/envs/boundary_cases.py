@@ -29,6 +29,7 @@ from rlconform.envs.spaces import (
     MultiDiscreteAction,
     MultiDiscreteObs,
     ObsSpec,
+    SmallDiscreteObs,
 )
 
 #: observations tried in this order: the first the system accepts is used
@@ -38,6 +39,8 @@ _OBSERVATIONS: tuple[ObsSpec, ...] = (
     MultiDiscreteObs(),
     MultiBinaryObs(),
     DiscreteObs(),
+    # only a system that refused the stamp-packing Discrete takes it (strategies.small_discrete)
+    SmallDiscreteObs(),
 )
 #: actions tried in this order, with the value each step sends
 _ACTIONS: tuple[tuple[ActSpec, ActionValue], ...] = (

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlconform.envs.layouts import decode_flattened, decode_transposed
-from rlconform.envs.spaces import BoxObs, Decoded, DictObs, Garbage
+from rlconform.envs.calllog import ResetRecord, StepRecord
+from rlconform.envs.layouts import decode_flattened, decode_one_hot, decode_transposed
+from rlconform.envs.spaces import BoxObs, Decoded, DictObs, Garbage, SmallDiscreteObs
 from rlconform.envs.stamp import Stamp
 
 if TYPE_CHECKING:
@@ -34,7 +35,10 @@ def decode(run: Run, value: Any) -> Decoded:
     if hit is not None and hit[0] is value:
         return hit[1]  # type: ignore[no-any-return]
     decoded = _decode(run, value)
-    run.memo[key] = (value, decoded)
+    if run.truth is not None or not isinstance(run.case.script.obs, SmallDiscreteObs):
+        # a small Discrete code read before the run's logs were (a run driven op by op) is
+        # decoded again once they are
+        run.memo[key] = (value, decoded)
     return decoded
 
 
@@ -45,6 +49,8 @@ def _decode(run: Run, value: Any) -> Decoded:
             padding = run.semantics.get("frame_stack_padding") or "zeros"
             padding_value = float(run.semantics.get("frame_stack_padding_value") or 0.0)
             return decode_stacked(run.case.script.obs, value, int(n_stack), padding, padding_value)
+        if isinstance(run.case.script.obs, SmallDiscreteObs):
+            return _decode_small(run, run.case.script.obs, value)
         decoded = run.case.script.obs.decode(value)
         if isinstance(decoded, Garbage):
             # a stack that flattened the observation kept its stamp: identify it, and let the
@@ -62,6 +68,55 @@ def _decode(run: Run, value: Any) -> Decoded:
         return decoded
     except Exception as exc:  # malformed structures decode to a reason, never to a crash
         return Garbage(f"undecodable {type(value).__name__}: {exc}")
+
+
+def _decode_small(run: Run, spec: SmallDiscreteObs, value: Any) -> Decoded:
+    """The stamp of a small Discrete observation: its code (the integer, or its one-hot vector,
+    read like a flattened layout) looked up among the codes of the observations the run's envs
+    logged (:class:`rlconform.envs.spaces.SmallDiscreteObs`)."""
+    code = spec.read_code(value)
+    one_hot = False
+    if isinstance(code, Garbage):
+        read = decode_one_hot(spec, value)
+        if read is None:
+            return _through_sub_env_layers(run, value, code)
+        if isinstance(read, Garbage):
+            return read
+        code, one_hot = read, True
+    decoded = logged_stamp(run, spec, code)
+    if one_hot and not isinstance(decoded, Garbage):
+        # a changed layout, reported by the spec that owns observations like a flattened one
+        run.memo[("flattened", id(value))] = tuple(np.shape(value))
+    return decoded
+
+
+def logged_stamp(run: Run, spec: SmallDiscreteObs, code: int) -> Decoded:
+    """The stamp of the logged observation whose code is ``code``: Garbage when none has it, and
+    ambiguous (never a guess) when several have it."""
+    if run.truth is None:
+        return Garbage(
+            f"Discrete code {code}: the run's env logs are not read yet, and a small Discrete code names its "
+            "step only through them",
+            ambiguous=True,
+        )
+    table = run.memo.get(("small_discrete_codes",))
+    if table is None:
+        table = {}
+        for env in run.truth.envs:
+            for record in env.records:
+                if isinstance(record, (ResetRecord, StepRecord)):
+                    table.setdefault(spec.code(record.stamp.env, record.seq), []).append(record.stamp)
+        run.memo[("small_discrete_codes",)] = table
+    stamps = sorted(set(table.get(code, ())))
+    if not stamps:
+        return Garbage(f"Discrete code {code}: no env of this run returned an observation with this code")
+    if len(stamps) > 1:
+        shared = ", ".join(stamp.describe() for stamp in stamps[:3])
+        return Garbage(
+            f"Discrete code {code} is shared by {len(stamps)} logged observations ({shared}): which one cannot be told",
+            ambiguous=True,
+        )
+    return stamps[0]
 
 
 def _through_sub_env_layers(run: Run, value: Any, undecoded: Garbage) -> Decoded:

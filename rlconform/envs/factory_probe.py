@@ -44,12 +44,14 @@ from rlconform.envs.spaces import (
     MultiDiscreteAction,
     MultiDiscreteObs,
     ObsSpec,
+    SmallDiscreteObs,
     TupleObs,
     image_obs,
 )
 
 #: one candidate per observation kind, the simplest first (the base of the other trials); the
-#: image kinds last, tried only where a flat Box was refused (:func:`_eligible`)
+#: image kinds, tried only where a flat Box was refused, and the small Discrete, tried only where
+#: the stamp-packing Discrete was refused (a one-hot wrapper), last (:func:`_eligible`)
 OBS_CANDIDATES: tuple[ObsSpec, ...] = (
     BoxObs(),
     DiscreteObs(),
@@ -58,6 +60,7 @@ OBS_CANDIDATES: tuple[ObsSpec, ...] = (
     DictObs((("state", BoxObs()),)),
     TupleObs((BoxObs(),)),
     *(image_obs(kind) for kind in IMAGE_KINDS.values()),
+    SmallDiscreteObs(),
 )
 #: one candidate per action kind
 ACTION_CANDIDATES: tuple[ActSpec, ...] = (DiscreteAction(), BoxAction(), MultiDiscreteAction())
@@ -127,8 +130,14 @@ class Acceptance:
         return readings.pop() if len(readings) == 1 else None
 
     def refusals(self) -> list[str]:
-        """The kinds refused, one line each, for the report."""
-        return [f"{t.label()}: {t.reason}" for t in self.trials if t.outcome in ("refused", "unbuilt", "internal")]
+        """The kinds refused, one line each, for the report. The small Discrete, tried because the
+        stamp-packing Discrete was refused, is not named again when it was refused too: the
+        Discrete line already says that no Discrete observation was exercised."""
+        refused = [t for t in self.trials if t.outcome in ("refused", "unbuilt", "internal")]
+        discrete = any(t.script.obs.kind == DiscreteObs.kind for t in refused)
+        return [
+            f"{t.label()}: {t.reason}" for t in refused if not (discrete and isinstance(t.script.obs, SmallDiscreteObs))
+        ]
 
     def restrict(self, caps: Capabilities) -> Capabilities:
         """``caps`` narrowed to the accepted kinds, with a note saying which were exercised."""
@@ -228,7 +237,10 @@ def run_trial(
 
 def _eligible(obs: ObsSpec, caps: Capabilities) -> bool:
     """Whether the probe may try ``obs`` on a system of ``caps``: an image is a uint8 Box, so a
-    family that takes uint8 Boxes is tried with images (its capabilities name no image kind)."""
+    family that takes uint8 Boxes is tried with images (its capabilities name no image kind); a
+    small Discrete is a Discrete, so a family that takes Discrete is tried with it."""
+    if isinstance(obs, SmallDiscreteObs):
+        return obs.kind in caps.obs_kinds or DiscreteObs.kind in caps.obs_kinds
     if obs.kind in IMAGE_KINDS.values():
         return obs.kind in caps.obs_kinds or ("box" in caps.obs_kinds and "uint8" in caps.box_dtypes)
     return obs.kind in caps.obs_kinds
@@ -240,7 +252,9 @@ def accepted_kinds(system: System, family: ReferenceEnvFamily, num_envs: int) ->
     Images are tried only when the factory refused a flat Box (a stack that takes images only,
     VecTransposeImage or GrayscaleObservation): one that accepts Box is probed, and so drawn,
     exactly as before image kinds existed, and images are drawn only where Box is not
-    (``strategies.image_kinds``)."""
+    (``strategies.image_kinds``). The small Discrete is tried, and drawn, only where the
+    stamp-packing Discrete was refused (``strategies.small_discrete``): a one-hot wrapper
+    (FlattenObservation) cannot build a vector of its ``n`` (about 2**40)."""
     caps = system.capabilities
     obs_options = [o for o in OBS_CANDIDATES if _eligible(o, caps)]
     action_options = [a for a in ACTION_CANDIDATES if a.kind in caps.action_kinds]
@@ -277,6 +291,8 @@ def accepted_kinds(system: System, family: ReferenceEnvFamily, num_envs: int) ->
             action_kinds.add(action.kind)
     for obs in obs_options:
         if obs.kind in IMAGE_KINDS.values() and "box" in obs_kinds:
+            continue
+        if isinstance(obs, SmallDiscreteObs) and DiscreteObs.kind in obs_kinds:
             continue
         if (obs, base[1]) not in tried and attempt(obs, base[1]).ok:
             obs_kinds.add(obs.kind)

@@ -25,6 +25,7 @@ from rlconform.envs.calllog import (
     describe_action,
 )
 from rlconform.envs.script import EnvScript, EpisodePlan, reward_for
+from rlconform.envs.spaces import observation
 from rlconform.envs.stamp import MAX_STEPS, STAMP_INFO_KEY, Stamp
 
 REGISTERED_ID = "rlconform/Reference-v0"
@@ -70,9 +71,10 @@ class ReferenceEnv(gymnasium.Env[Any, Any]):
         self._plan = self.script.plan_for(self.index, self._epoch_seed, self._episode_in_epoch)
         self._salt = self.script.salt_for(self._epoch_seed, self._episode_in_epoch)
         stamp = self._stamp()
+        seq = self._next_seq()
         self._log(
             ResetRecord(
-                seq=self._next_seq(),
+                seq=seq,
                 seed=None if seed is None else int(seed),
                 options=None if options is None else repr(options),
                 episode=self._episode,
@@ -82,7 +84,7 @@ class ReferenceEnv(gymnasium.Env[Any, Any]):
                 t_ns=time.monotonic_ns(),
             )
         )
-        return self.script.obs.encode(stamp), {STAMP_INFO_KEY: stamp_info(stamp)}
+        return observation(self.script.obs, stamp, seq), {STAMP_INFO_KEY: stamp_info(stamp)}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         receipt = self._receipt(action)
@@ -97,9 +99,10 @@ class ReferenceEnv(gymnasium.Env[Any, Any]):
         self._ended = self._ended or terminated or truncated
         reward = reward_for(self._step, receipt.code, self._salt)
         stamp = self._stamp()
+        seq = self._next_seq()
         self._log(
             StepRecord(
-                seq=self._next_seq(),
+                seq=seq,
                 action=receipt,
                 episode=self._episode,
                 step_after=self._step,
@@ -114,7 +117,7 @@ class ReferenceEnv(gymnasium.Env[Any, Any]):
         info: dict[str, Any] = {STAMP_INFO_KEY: stamp_info(stamp)}
         if terminated or truncated:
             info[END_INFO_KEY] = "both" if terminated and truncated else ("terminated" if terminated else "truncated")
-        return self.script.obs.encode(stamp), reward, terminated, truncated, info
+        return observation(self.script.obs, stamp, seq), reward, terminated, truncated, info
 
     def close(self) -> None:
         close = getattr(self.sink, "close", None)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 #: the names rlconform.replay gives every reproducer of a call sequence
 REPLAY_NAMES = (
     "BadStep, BoxAction, BoxObs, Case, DictObs, DiscreteAction, DiscreteObs, EnvScript, EpisodePlan,\n"
-    "    MultiBinaryObs, MultiDiscreteAction, MultiDiscreteObs, Reset, Step, TupleObs"
+    "    MultiBinaryObs, MultiDiscreteAction, MultiDiscreteObs, Reset, SmallDiscreteObs, Step, TupleObs"
 )
 
 
@@ -225,7 +225,7 @@ import numpy as np  # noqa: F401  (reprs of actions may use it)
 
 from rlconform.replay import (
     BadStep, BoxAction, BoxObs, Case, DictObs, DiscreteAction, DiscreteObs, EnvScript, EpisodePlan,
-    MultiBinaryObs, MultiDiscreteAction, MultiDiscreteObs, Reset, Step, TupleObs, replay,
+    MultiBinaryObs, MultiDiscreteAction, MultiDiscreteObs, Reset, SmallDiscreteObs, Step, TupleObs, replay,
 )
 {extra_import}
 script = {case.script!r}

@@ -219,6 +219,84 @@ class DiscreteObs:
         return Stamp(env, episode, step, salt)
 
 
+#: the sub-env slots and call serials a :class:`SmallDiscreteObs` code holds: sub-envs 0..3 (the
+#: strategies draw at most 4) and 256 calls per sub-env (a drawn case makes at most 223: 111
+#: operations, two env calls each where a step autoresets on the same call)
+SMALL_ENV_SLOTS = 4
+SMALL_SERIALS = 256
+
+
+@dataclass(frozen=True)
+class SmallDiscreteObs:
+    """A Discrete observation small enough for one-hot wrappers (Gymnasium's ``FlattenObservation``
+    turns ``Discrete(n)`` into ``n`` entries): ``Discrete(1025)``, too small for a whole stamp.
+
+    Its code names the observation by the sub-env that made it and the serial of the env call
+    that returned it (``seq`` of the call's log record): ``1 + (env % 4) * 256 + seq % 256``, never
+    0, so that a zero-filled buffer is no observation. Within the strategies' bounds (at most 4
+    sub-envs, fewer than 256 calls per sub-env) every observation of one run has its own code, and
+    :func:`rlconform.envs.decode.decode` reads it back into the full stamp from the run's env logs;
+    a code two logged observations share decodes as ambiguous, never as either. Drawn only for a
+    system that refused the stamp-packing :class:`DiscreteObs` (``strategies.small_discrete``), as
+    a top-level observation, never a Dict or Tuple leaf."""
+
+    kind = "small_discrete"
+
+    @property
+    def n(self) -> int:
+        return 1 + SMALL_ENV_SLOTS * SMALL_SERIALS
+
+    def build(self) -> gymnasium.spaces.Discrete:
+        from gymnasium import spaces
+
+        return spaces.Discrete(self.n)
+
+    def code(self, env: int, serial: int) -> int:
+        """The code of the observation sub-env ``env`` returned from its call of serial ``serial``."""
+        return 1 + (env % SMALL_ENV_SLOTS) * SMALL_SERIALS + serial % SMALL_SERIALS
+
+    def encode(self, stamp: Stamp, serial: int | None = None) -> np.int64:
+        """The observation of ``stamp`` made by the env call of serial ``serial``: the code is no
+        function of the stamp alone (see the class docstring), so the serial is required."""
+        if serial is None:
+            raise TypeError("a SmallDiscreteObs code is made from the env call's serial: encode(stamp, serial)")
+        return np.int64(self.code(stamp.env, serial))
+
+    def read_code(self, obs: Any) -> int | Garbage:
+        """The code ``obs`` holds, or why it holds none (not an integer scalar of the space)."""
+        array = np.asarray(obs)
+        if array.shape != ():
+            return Garbage(f"shape {array.shape}, expected a scalar")
+        if not np.issubdtype(array.dtype, np.integer):
+            return Garbage(f"dtype {array.dtype}, expected an integer")
+        code = int(array)
+        if code == 0:
+            return Garbage("all zeros: a zero-filled or uninitialised buffer (code 0 is never written)")
+        if not 0 < code < self.n:
+            return Garbage(f"value {code} outside Discrete({self.n})")
+        return code
+
+    def decode(self, obs: Any) -> Decoded:
+        """Without the run's env logs a code names no stamp: a valid one decodes as ambiguous
+        (a real observation whose step cannot be told here), never as a guess. The decoding
+        every spec and reproducer uses reads the logs (:func:`rlconform.envs.decode.decode`)."""
+        code = self.read_code(obs)
+        if isinstance(code, Garbage):
+            return code
+        return Garbage(
+            f"Discrete code {code}: a small Discrete observation names its step only through the run's env logs",
+            ambiguous=True,
+        )
+
+
+def observation(spec: ObsSpec, stamp: Stamp, serial: int) -> Any:
+    """What a reference env returns for ``stamp`` from its call of serial ``serial``: the codec's
+    encoding of the stamp (a :class:`SmallDiscreteObs` code is made from the serial)."""
+    if isinstance(spec, SmallDiscreteObs):
+        return spec.encode(stamp, serial)
+    return spec.encode(stamp)
+
+
 @dataclass(frozen=True)
 class MultiDiscreteObs:
     """One MultiDiscrete component per stamp field, plus a checksum."""
@@ -344,7 +422,7 @@ def _consistent(parts: list[tuple[str, Decoded]]) -> Decoded:
     return first
 
 
-ObsSpec = BoxObs | DiscreteObs | MultiDiscreteObs | MultiBinaryObs | DictObs | TupleObs
+ObsSpec = BoxObs | DiscreteObs | SmallDiscreteObs | MultiDiscreteObs | MultiBinaryObs | DictObs | TupleObs
 
 
 # --------------------------------------------------------------------------------------- actions

@@ -28,6 +28,7 @@ from rlconform.envs.spaces import (
     MultiDiscreteAction,
     MultiDiscreteObs,
     ObsSpec,
+    SmallDiscreteObs,
     TupleObs,
     image_obs,
 )
@@ -60,6 +61,14 @@ def image_kinds(caps: Capabilities) -> list[str]:
     return [kind for kind in IMAGE_KINDS.values() if kind in caps.obs_kinds]
 
 
+def small_discrete(caps: Capabilities) -> bool:
+    """Whether cases of ``caps`` draw the small Discrete observation (:class:`SmallDiscreteObs`):
+    only for a system that takes it but not the stamp-packing Discrete (the factory probe tries
+    it only where that was refused: a one-hot wrapper), so that every system accepting Discrete
+    draws exactly what it drew before the small kind existed."""
+    return SmallDiscreteObs.kind in caps.obs_kinds and DiscreteObs.kind not in caps.obs_kinds
+
+
 @functools.cache
 def leaf_obs(caps: Capabilities, *, in_composite: bool = False) -> st.SearchStrategy[LeafObs]:
     options: list[st.SearchStrategy[LeafObs]] = []
@@ -81,6 +90,10 @@ def leaf_obs(caps: Capabilities, *, in_composite: bool = False) -> st.SearchStra
 @functools.cache
 def obs_specs(caps: Capabilities) -> st.SearchStrategy[ObsSpec]:
     options: list[st.SearchStrategy[ObsSpec]] = [leaf_obs(caps)]  # type: ignore[list-item]
+    if small_discrete(caps):
+        # a separate branch, never taken by a system accepting Discrete: their draws stay as they
+        # were; a top-level observation only, never a Dict or Tuple leaf
+        options.append(st.just(SmallDiscreteObs()))
     keys = ("state", "tag", "extra")
     if "dict" in caps.obs_kinds:
         options.append(

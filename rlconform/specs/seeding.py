@@ -16,6 +16,7 @@ from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
 from rlconform.envs.decode import decode
 from rlconform.envs.plan import Reset
+from rlconform.envs.spaces import SmallDiscreteObs
 from rlconform.envs.stamp import Stamp
 from rlconform.specs.families import TRANSITION_FAMILIES, VECTOR_FAMILIES
 from rlconform.specs.helpers import events_by_call, resets_in, rewards_equal
@@ -147,6 +148,10 @@ def _same_transform(run: Run, shown: Stamp, hidden: Stamp, hidden_obs: Any) -> b
     stateful one (a running normaliser) does not. Observations of another layout are not
     compared (True)."""
     codec = run.case.script.obs
+    if isinstance(codec, SmallDiscreteObs):
+        # its code is the env call's serial, no function of the stamp: nothing of the shown
+        # observation's value survives in a hidden one, which is then no transform of it
+        return False
     before, after, got = _leaves(codec.encode(shown)), _leaves(codec.encode(hidden)), _leaves(hidden_obs)
     if before is None or after is None or got is None or not before.shape == after.shape == got.shape:
         return True
