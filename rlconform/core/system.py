@@ -34,10 +34,11 @@ class Script(Protocol):
 SystemKind = Literal["library", "reference", "planted", "user"]
 
 #: the keys of a built object's semantics (``Family.describe_semantics``) that describe the stack
-#: itself (its autoreset mode, whether it keeps episode statistics, its running normalizers), not
+#: itself (its autoreset mode, whether it keeps episode statistics, its running normalizers, the
+#: vectorizer whose sub-envs run in worker processes, whose layers cannot be read in-process), not
 #: the case it was built for: every build of one factory reads the same, so what the probe reads
 #: holds for every example, and specs that apply only to some stacks can be decided before any runs
-STACK_KEYS = ("autoreset_mode", "episode_statistics", "normalizers")
+STACK_KEYS = ("autoreset_mode", "episode_statistics", "normalizers", "sub_env_workers")
 
 #: a stack's :data:`STACK_KEYS` as the probe read them: (key, value) pairs of plain values
 StackSemantics = tuple[tuple[str, Any], ...]

@@ -22,7 +22,18 @@ RMS_EPSILON = 1e-4
 
 
 def _keeps_no_statistics(semantics: Mapping[str, Any]) -> str | None:
-    return None if semantics.get("episode_statistics") else "the system keeps no episode statistics"
+    if semantics.get("episode_statistics"):
+        return None
+    workers = semantics.get("sub_env_workers")
+    if workers:
+        # the sub-envs' layers are in other processes: a recorder there may well exist, and its
+        # statistics arrive in the infos, but nothing says which key and over which rewards
+        return (
+            f"the stack keeps no episode statistics outside its sub-envs, and they run in {workers}'s worker "
+            "processes: statistics kept inside them (a RecordEpisodeStatistics or Monitor around each sub-env, whose "
+            "statistics arrive in the infos) cannot be read from this process, so they are not checked"
+        )
+    return "the system keeps no episode statistics"
 
 
 #: the documented settings that freeze a running normalizer's statistics: SB3's
@@ -49,6 +60,13 @@ def _has_no_normalizer(semantics: Mapping[str, Any]) -> str | None:
     that "not exercised" would fail a correct evaluation stack."""
     normalizers = list(semantics.get("normalizers") or ())
     if not normalizers:
+        workers = semantics.get("sub_env_workers")
+        if workers:
+            return (
+                f"the stack has no running normalizer outside its sub-envs, and they run in {workers}'s worker "
+                "processes: a normalizer inside them (NormalizeObservation or NormalizeReward around each sub-env) cannot "
+                "be read from this process, so it is not checked"
+            )
         return "the system has no running normalizer"
     frozen = [n for n in normalizers if _is_frozen(n)]
     if len(frozen) == len(normalizers):

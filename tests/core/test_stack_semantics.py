@@ -80,6 +80,7 @@ def test_reading_keeps_plain_values_and_refuses_anything_else() -> None:
         ("autoreset_mode", "SameStep"),
         ("episode_statistics", None),
         ("normalizers", ("VecNormalize",)),
+        ("sub_env_workers", None),
     )
     assert stack_reading({**semantics, "autoreset_mode": object()}) is None
     assert stack_reading({**semantics, "normalizers": [object()]}) is None
@@ -140,11 +141,13 @@ def test_probe_reads_the_stack_of_a_real_factory() -> None:
         "autoreset_mode": "SameStep",
         "episode_statistics": None,
         "normalizers": (),
+        "sub_env_workers": None,
     }
     assert dict(probe(factory_system(normalized_next_step, "gymnasium.vector")).stack_semantics or ()) == {
         "autoreset_mode": "NextStep",
         "episode_statistics": "episode",
         "normalizers": ("NormalizeReward",),
+        "sub_env_workers": None,
     }
 
 

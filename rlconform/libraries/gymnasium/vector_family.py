@@ -105,6 +105,8 @@ class GymVectorFamily(ReferenceEnvFamily):
             "episode_statistics": "episode" if find_wrapper(obj, "RecordEpisodeStatistics") is not None else None,
             "normalizers": normalizers,
             "normalizer_gamma": getattr(reward_norm, "gamma", None),
+            # its sub-envs' layers (a recorder or normalizer around each) are in worker processes
+            "sub_env_workers": "AsyncVectorEnv" if find_wrapper(obj, "AsyncVectorEnv") is not None else None,
         }
         sub_env = _sub_env_semantics(obj, mode, vector_statistics=semantics["episode_statistics"] is not None)
         semantics["normalizers"] = normalizers + sub_env.pop("normalizers", [])

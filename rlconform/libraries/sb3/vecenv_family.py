@@ -92,6 +92,8 @@ class SB3Family(ReferenceEnvFamily):
             "normalizer_gamma": getattr(normalize, "gamma", None),
             "frame_stack": n_stack,
             "layers": [type(layer).__name__ for layer in venv_chain(obj)],
+            # its envs' layers (a Monitor around each) are in worker processes
+            "sub_env_workers": "SubprocVecEnv" if find_venv_layer(obj, "SubprocVecEnv") is not None else None,
         }
         if semantics["episode_statistics"] is None:
             # a Monitor inside each env (make_vec_env's): its info["episode"] is the step info
