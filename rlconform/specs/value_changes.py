@@ -15,7 +15,7 @@ from rlconform.core.intents import hint
 from rlconform.core.spec import Checker
 from rlconform.envs.decode import flattened_shape, read_through_layers, transposed_shape
 from rlconform.envs.spaces import ambiguous, values_changed
-from rlconform.specs.helpers import Match, match_transitions
+from rlconform.specs.helpers import Match, match_transitions, rewards_equal
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
@@ -76,8 +76,6 @@ def misaligned_rewards(run: Run, env: int, precision: str) -> dict[int, str]:
     :data:`MISALIGNED_AT_LEAST` of that episode's: a reward delayed or advanced by the stack. No
     declaration covers it (a reward transform changes a step's reward, it does not move it to
     another step), so it fails whatever ``--intended`` says."""
-    from rlconform.specs.helpers import rewards_equal
-
     key = ("misaligned_rewards", env)
     if key in run.memo:
         return run.memo[key]  # type: ignore[no-any-return]

@@ -324,4 +324,11 @@ def test_every_family_implements_the_protocol_and_api_names_are_unique() -> None
         assert isinstance(family, Family), name
         assert family.name == name
     apis = [family.api for family in families.values() if family.api is not None]
-    assert sorted(apis) == ["gymnasium.Env", "gymnasium.vector", "isaaclab", "sb3.VecEnv", "torchrl.EnvBase"]
+    assert sorted(apis) == [
+        "gymnasium.Env",
+        "gymnasium.Wrapper",
+        "gymnasium.vector",
+        "isaaclab",
+        "sb3.VecEnv",
+        "torchrl.EnvBase",
+    ]

@@ -59,6 +59,10 @@ ALLOWED: dict[tuple[str, str], str] = {
         "TorchRL's GymWrapper and GymEnv wrap Gymnasium envs and vector envs: the TorchRL env family "
         "reads the Gymnasium families' autoreset modes and action rendering (torchrl/env_family.py)"
     ),
+    ("envauthor", "gymnasium"): (
+        "env-author mode's sample envs put the counter env under the Gymnasium package's sample user "
+        "wrappers, the ones --api gymnasium.Wrapper is shown on (envauthor/sample_envs.py)"
+    ),
     ("envauthor", "torchrl"): (
         "env-author mode runs the user's env through every installed stack, TorchRL's among them "
         "(GymWrapper, torch-native stacks, TorchRL's unsupported spaces: envauthor/family.py)"

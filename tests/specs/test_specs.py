@@ -104,6 +104,8 @@ WITNESSES = {
         ),
         "rlconform.libraries.envauthor.sample_envs:counter",
     ),
+    # the bare counter has no layers: gymnasium.make's are compared with the env they wrap
+    "env.wrapper_layers": "rlconform.libraries.envauthor.sample_envs:cartpole",
 }
 #: the env-author specs, each run on each correct user env as a test of its own (one spec costs
 #: seconds on every installed stack; split, they spread over the workers)
@@ -135,7 +137,10 @@ def test_correct_user_env_passes_every_env_spec(reference, spec_id):
         assert WITNESSES.get(spec_id) != reference, f"{spec_id} does not apply to its witness {reference}"
         return
     verdict = check_spec(system, spec, "ci")
-    assert verdict.status == "pass", f"{spec.id}: {verdict.status}: {verdict.message}"
+    # a spec may not apply to one correct env (env.wrapper_layers to an env without layers), but
+    # it must pass on its witness
+    wanted = ("pass",) if WITNESSES.get(spec_id) == reference else ("pass", "not_applicable")
+    assert verdict.status in wanted, f"{spec.id}: {verdict.status}: {verdict.message}"
 
 
 @pytest.mark.parametrize("spec_id", sorted(LIBRARY_CONTROLS))

@@ -40,6 +40,7 @@ from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.reproducer import import_factory, print_run, test_name
 from rlconform.envs.script import EnvScript
 from rlconform.envs.trace import Slot
+from rlconform.libraries.envauthor.layers import LayerRun, drive_layers
 from rlconform.libraries.envauthor.torch_envs import (
     to_env_action,
     torch_device,
@@ -133,6 +134,7 @@ class EnvRun:
     second: Run | None = None
     after_end: dict[str, Any] = field(default_factory=dict)
     _stacks: list[StackResult] | None = None
+    _layers: tuple[LayerRun | None] | None = None
     actions: list[list[Any]] = field(default_factory=list)
     observation_space: Any = None
     action_space: Any = None
@@ -142,6 +144,15 @@ class EnvRun:
     @property
     def usable(self) -> bool:
         return self.build_error is None and self.first is not None
+
+    def layers(self) -> LayerRun | None:
+        """The env's wrapper layers driven once with the first copy's actions (None: no layers)."""
+        if self._layers is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                actions = [to_env_action(a, self.torch_device) for a in self.actions[0]] if self.actions else []
+                self._layers = (drive_layers(_factory(self.system), self.case.seed, actions),)
+        return self._layers[0]
 
     def stacks(self) -> list[StackResult]:
         if self._stacks is None and hung_call(self) is not None:

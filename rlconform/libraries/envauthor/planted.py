@@ -29,6 +29,9 @@ def _register_user_envs() -> None:
         "four_tuple": ("env.api_shape",),
         "leaky": ("env.step_after_end",),
         "shared_state": ("env.stack_equivalence",),
+        "with_terminating_limit": ("env.wrapper_layers",),
+        "with_reset_info_dropper": ("env.wrapper_layers",),
+        "with_delayed_reward": ("env.wrapper_layers",),
     }
     for name, plants in bugs.items():
         factory = getattr(user_envs, name)
@@ -72,5 +75,9 @@ MUST_FAIL: dict[str, frozenset[str]] = {
         "user_env.four_tuple": ("env.api_shape", "env.stack_equivalence", "env.step_after_end"),
         "user_env.leaky": ("env.step_after_end",),
         "user_env.shared_state": ("env.stack_equivalence",),
+        # a layer compared with the env it wraps: each bug shows only there
+        "user_env.with_terminating_limit": ("env.wrapper_layers",),
+        "user_env.with_reset_info_dropper": ("env.wrapper_layers",),
+        "user_env.with_delayed_reward": ("env.wrapper_layers",),
     }.items()
 }

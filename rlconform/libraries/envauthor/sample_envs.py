@@ -12,6 +12,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from rlconform.libraries.gymnasium import sample_wrappers
+
 
 class CounterEnv(gymnasium.Env[np.ndarray, np.int64]):
     """A correct little env: a seeded random walk that ends at +-3 or after 8 steps."""
@@ -332,3 +334,32 @@ class MissionEnv(CounterEnv):
 
 def mission() -> gymnasium.Env[Any, Any]:
     return MissionEnv()
+
+
+def _wrapped(name: str) -> gymnasium.Env[Any, Any]:
+    return getattr(sample_wrappers, name)(CounterEnv())  # type: ignore[no-any-return]
+
+
+def with_step_limit() -> gymnasium.Env[Any, Any]:
+    """Correct: the counter under a hand-written time limit that truncates."""
+    return _wrapped("step_limit")
+
+
+def with_terminating_limit() -> gymnasium.Env[Any, Any]:
+    """Bug: the counter under a time limit that sets terminated."""
+    return _wrapped("terminating_limit")
+
+
+def with_reset_info_dropper() -> gymnasium.Env[Any, Any]:
+    """Bug: the counter under a wrapper that drops the reset info."""
+    return _wrapped("reset_info_dropper")
+
+
+def with_delayed_reward() -> gymnasium.Env[Any, Any]:
+    """Bug: the counter under a wrapper that delivers each reward a step late."""
+    return _wrapped("delayed_reward")
+
+
+def with_gymnasium_time_limit() -> gymnasium.Env[Any, Any]:
+    """Correct: the counter under Gymnasium's own TimeLimit."""
+    return _wrapped("gymnasium_time_limit")

@@ -13,6 +13,7 @@ from rlconform.envs.driver import Run, reference_family
 from rlconform.envs.plan import Reset, Step
 from rlconform.envs.trace import CallRecord
 from rlconform.libraries.envauthor.family import EnvRun, StackResult, stacks_not_run
+from rlconform.libraries.envauthor.layers import layer_problems
 from rlconform.libraries.envauthor.torch_envs import (
     is_scalar_tensor,
     is_tensor,
@@ -327,3 +328,26 @@ def _stack_difference(ck: Checker, result: StackResult) -> str | None:
             if problems:
                 return f"{result.stack}: " + "; ".join(problems) + f" (env {env}, agent step {slot.agent_step})"
     return None
+
+
+@spec(
+    "env.wrapper_layers",
+    impact="training-data",
+    statement="Each wrapper layer of the env (each object reached through .env) answers every reset and step consistently with the layer it wraps, during that call: it keeps the info keys that layer returned, never hides an episode end, sets terminated only where that layer did (except layers documented to, such as EpisodicLifeEnv), truncates at one step count (its limit, when it keeps one in max_episode_steps or a similar attribute) and returns each step's own reward, not the previous step's.",
+    rationale="A hand-written time limit that sets terminated makes a learner bootstrap nothing from states that are not terminal; a wrapper that drops the reset info or delays the reward corrupts what the agent learns from, and a check of the whole env alone compares it with nothing.",
+    families=FAMILIES,
+)
+def env_wrapper_layers(run: EnvRun) -> Outcome:
+    ck = Checker()
+    if not run.usable:
+        return ck.done()
+    layers = run.layers()
+    if layers is None:
+        return ck.not_applicable("the env has no wrapper layers (nothing with .env around it)")
+    problems, compared = layer_problems(layers)
+    ck.outcome.checked += compared
+    for problem in problems:
+        ck.fail(problem)
+    if not problems:
+        ck.note(f"layers {' over '.join(layers.names)} compared over {compared} calls")
+    return ck.done()
