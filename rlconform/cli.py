@@ -6,7 +6,7 @@
   spec passes, 1 when any does not, 2 for bad input.
 * ``--fail-on CLASS`` (run and check): only a failure whose spec's impact class (rlconform.core.impact)
   is CLASS or more severe exits 1; errors always do. Failures are listed by impact, those sharing
-  a minimal case once, under their most specific spec (rlconform.core.grouping).
+  a minimal case once, under their root cause: a crash or hang first, else the most specific spec (rlconform.core.grouping).
 * ``rlconform list [--family F] [--specs | --systems]``: the bundled systems and the specs.
 * ``rlconform report FILE.json``: a saved results file as Markdown (stdout), HTML or JUnit XML.
 * ``rlconform diff OLD.json NEW.json``: the verdicts that changed, regressions first, then the

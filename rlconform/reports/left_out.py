@@ -39,6 +39,9 @@ SPACE_NAMES = {
     # (rlconform.envs.spaces.IMAGE_KINDS)
     "image": "RGB image",
     "gray_image": "grayscale image",
+    # a Discrete(1025), tried only on a factory that refused the stamp-packing Discrete (a one-hot
+    # encoder: rlconform.envs.spaces.SmallDiscreteObs)
+    "small_discrete": "small Discrete (one-hot sized)",
 }
 
 
