@@ -36,7 +36,7 @@ from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
 from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError, paste_line, unlisted
 from rlconform.core.family import Family, get_family
-from rlconform.core.impact import IMPACTS, at_least, check_impact
+from rlconform.core.impact import IMPACTS, at_least, check_fail_on, fail_on_class, fail_on_own
 from rlconform.core.profiles import PROFILES
 from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
 from rlconform.core.session import Session
@@ -115,7 +115,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"exit 1 only for a failure of impact class CLASS or a more severe one ({', '.join(IMPACTS)}, most "
         "severe first; default: any failure, as without it); errors always count. On run it implies --strict "
-        "at that class",
+        "at that class. 'own' (alone or as own,CLASS) leaves out the failures inherited from the library under "
+        "your code (it fails the same way on its own)",
     )
     parser.add_argument(
         "--strict-expected",
@@ -385,7 +386,7 @@ def _fail_on(args: argparse.Namespace) -> str | None:
     if args.fail_on is None:
         return None
     try:
-        return check_impact(args.fail_on)
+        return check_fail_on(args.fail_on)
     except ValueError as exc:
         raise BadInput(f"--fail-on: {exc}") from None
 
@@ -396,8 +397,10 @@ def counts_against(verdict: Verdict, fail_on: str | None) -> bool:
     skip of the user's own system always does."""
     if verdict.ok:
         return False
+    if verdict.status == "fail" and verdict.inherited and fail_on_own(fail_on):
+        return False  # --fail-on own: the library under the user's code fails the same way alone
     if verdict.status in ("fail", "not_exercised"):
-        return at_least(impact_of(verdict), fail_on)
+        return at_least(impact_of(verdict), fail_on_class(fail_on))
     return True
 
 

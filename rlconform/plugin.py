@@ -59,7 +59,7 @@ from rlconform.core.expected import (
 )
 from rlconform.core.family import get_family
 from rlconform.core.grouping import annotate, failing_from_json, groups
-from rlconform.core.impact import IMPACTS, UNCLASSIFIED, at_least, check_impact
+from rlconform.core.impact import IMPACTS, UNCLASSIFIED, at_least, check_fail_on, fail_on_class, fail_on_own
 from rlconform.core.impact import title as impact_title
 from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
 from rlconform.core.spec import Spec, get_spec
@@ -207,7 +207,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_impact_option,
         help="fail only the checks whose spec's impact class is CLASS or more severe (training-data, "
         "reproducibility, api-contract, robustness; default: every failure fails); the others are reported "
-        "as xfail with their class",
+        "as xfail with their class. 'own' (alone or as own,CLASS) reports the failures inherited from the "
+        "library under your code as xfail",
     )
     parser.addini("rlconform_profile", "rlconform's Hypothesis profile: fast, ci or thorough", default="")
     parser.addini("rlconform_xfail", "path of the expected-failures file (relative to the ini file)", default="")
@@ -217,7 +218,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _impact_option(value: str) -> str:
     """--rlconform-fail-on's value, checked when the command line is parsed (a usage error)."""
     try:
-        return check_impact(value)
+        return check_fail_on(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -439,11 +440,13 @@ def enforce_verdict(
     if verdict.status == "fail" and verdict.known:
         pytest.xfail(f"known violation: {verdict.known}")
     fail_on = item.config.getoption("rlconform_fail_on", None)
+    if verdict.status == "fail" and verdict.inherited and not verdict.expected and fail_on_own(fail_on):
+        pytest.xfail(f"inherited: {verdict.inherited} (--rlconform-fail-on {fail_on}): {first_line}")
     if verdict.status in ("fail", "not_exercised") and not verdict.expected:
         from rlconform.reports.results import impact_of  # pulls Hypothesis: only once a check failed
 
         impact = impact_of(verdict)
-        if not at_least(impact, fail_on):
+        if not at_least(impact, fail_on_class(fail_on)):
             pytest.xfail(f"{impact_title(impact)} ({impact}) is below --rlconform-fail-on {fail_on}: {first_line}")
     if verdict.status == "not_applicable":
         pytest.skip(f"not applicable: {first_line}")

@@ -73,6 +73,16 @@ class Family(Protocol):
         calls it."""
         ...
 
+    def library_systems(self, run: Any) -> list[str]:
+        """The bundled systems that are the library part of the stack a user's ``run`` built (the
+        vectorizer or wrapper under the user's own code), which a failure of the user's may be
+        inherited from (rlconform.core.inherited); empty for a family of the user's own objects."""
+        ...
+
+    def findings_row(self, system_id: str, spec_id: str) -> str | None:
+        """The FINDINGS.md row of the library defect bundled ``system_id`` shows on ``spec_id``."""
+        ...
+
     def claims(self, obj: Any) -> bool:
         """Whether ``obj`` is, by the library's own base class, the kind of object this family's
         factories return: a product another family claims and this one does not is a factory

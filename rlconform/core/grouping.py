@@ -5,7 +5,8 @@ A planted bug that steps an env twice fails ``counts.env_steps``, ``transitions.
 same two calls. Listed one by one that is five failures and five identical reproducers for one
 defect. So the failures of one system whose minimal cases are equal (their ``repr``: what the JSON
 document stores) form a group, printed once, with one reproducer, under its head; the others are
-listed as "also fails". Failures excused (known or expected) are grouped apart from the others,
+listed as "also fails". Failures excused (known or expected), and those a user's stack inherits
+from the library under it, are grouped apart from the others,
 so that a group is either counted against the system or not.
 
 The head is the group's root cause, then its most specific member, by this rule (in order):
@@ -74,6 +75,9 @@ class Failing:
     system_order: int
     #: the failure reports a crash or a hang (:func:`reports_crash`): it heads its group (rule 1)
     crash: bool = False
+    #: the library under the user's code fails the same way (rlconform.core.inherited): grouped
+    #: apart from the user's own failures, and listed after them
+    inherited: bool = False
 
     def head_key(self) -> tuple[int, int, int, int, str]:
         return (0 if self.crash else 1, rank(self.impact), self.violations, self.spec_order, self.spec)
@@ -88,7 +92,11 @@ def groups(failures: Iterable[Failing]) -> list[list[Failing]]:
     """The groups, each head first then its members by the same rule, in listing order."""
     buckets: dict[tuple[Any, ...], list[Failing]] = {}
     for failure in failures:
-        key = (failure.system, failure.excused, failure.case) if failure.case is not None else (id(failure),)
+        key = (
+            (failure.system, failure.excused, failure.inherited, failure.case)
+            if failure.case is not None
+            else (id(failure),)
+        )
         buckets.setdefault(key, []).append(failure)
     found = [sorted(members, key=Failing.head_key) for members in buckets.values()]
     return sorted(found, key=lambda g: (group_rank(g), g[0].spec, g[0].system_order, g[0].system))
@@ -119,6 +127,7 @@ def failing_from_json(results: Sequence[dict[str, Any]], spec_ids: Sequence[str]
                 spec_order=spec_order.get(result["spec"], len(spec_order)),
                 system_order=system_order[result["system"]],
                 crash=reports_crash(result["spec"], result.get("violation_kinds") or result.get("violations") or ()),
+                inherited=bool(result.get("inherited")),
             )
         )
     return found

@@ -62,3 +62,32 @@ def check_impact(value: str) -> Impact:
         if value == impact:
             return impact
     raise ValueError(f"unknown impact class {value!r}; one of: {', '.join(IMPACTS)} (most severe first)")
+
+
+#: the ``--fail-on`` word that leaves out the failures a user's stack inherits from the library
+#: under it (rlconform.core.inherited), alone or with a class: ``own``, ``own,training-data``
+OWN = "own"
+
+
+def check_fail_on(value: str) -> str:
+    """A ``--fail-on`` value (a class, ``own``, or both joined by a comma), normalised to
+    ``own,CLASS`` / ``own`` / ``CLASS``; ValueError with a one-line reason otherwise."""
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    classes = [part for part in parts if part != OWN]
+    if not parts or len(classes) > 1 or parts.count(OWN) > 1:
+        raise ValueError(f"{value!r}: expected an impact class, {OWN!r}, or both ({OWN},CLASS)")
+    chosen: list[str] = [check_impact(classes[0])] if classes else []
+    return ",".join([OWN] * (OWN in parts) + chosen)
+
+
+def fail_on_class(fail_on: str | None) -> str | None:
+    """The impact class of a ``--fail-on`` value checked by :func:`check_fail_on` (None: any class)."""
+    if fail_on is None:
+        return None
+    classes = [part for part in fail_on.split(",") if part != OWN]
+    return classes[0] if classes else None
+
+
+def fail_on_own(fail_on: str | None) -> bool:
+    """Whether a ``--fail-on`` value leaves out the failures inherited from the library."""
+    return fail_on is not None and OWN in fail_on.split(",")

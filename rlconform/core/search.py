@@ -27,6 +27,7 @@ from rlconform.core.config import validate as validate_config
 from rlconform.core.family import get_family
 from rlconform.core.hangs import RESPONSIVE, Hang, SystemHung, budget_spent, hang_in
 from rlconform.core.hypothesis_isolation import without_local_constants
+from rlconform.core.inherited import inherited_from
 from rlconform.core.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
 from rlconform.core.reproducer import reproducer_source
 from rlconform.core.runner import RUN_CACHE, RunCache
@@ -113,6 +114,8 @@ def _fail_verdict(
     """The verdict of a search that found ``failure`` (``stopped``: why it could not shrink it further)."""
     kinds = sorted({v.kind for v in failure.violations})
     message = failure.message if stopped is None else f"{failure.message} (search stopped early: {stopped})"
+    known = failure.system.known_violation(failure.spec.id)
+    inherited = None if known else inherited_from(failure.system, failure.spec, failure.case, failure.run, kinds)
     return Verdict(
         status="fail",
         message=message,
@@ -122,9 +125,10 @@ def _fail_verdict(
         examples=tally.examples,
         checked=tally.checked,
         seconds=time.perf_counter() - start,
-        known=failure.system.known_violation(failure.spec.id),
+        known=known,
         signature=signature(failure.spec.id, kinds),
         violation_kinds=kinds,
+        inherited=inherited,
         **base,
     )
 

@@ -45,6 +45,9 @@ class Verdict:
     signature: str | None = None
     #: the distinct kinds of violation of a failure, sorted (what its signature hashes)
     violation_kinds: list[str] = field(default_factory=list)
+    #: a user's failure that the library under the user's code shows on its own, the same way:
+    #: which library system, and its FINDINGS row (rlconform.core.inherited)
+    inherited: str | None = None
 
     @property
     def internal_error(self) -> bool:
@@ -70,15 +73,18 @@ def internal_error_message(exc: BaseException) -> str:
     return f"{INTERNAL_ERROR}: {summary}\nTraceback (innermost {len(frames)} frames):\n{trace.rstrip()}"
 
 
-def table_status(status: str, known: str | None, expected: str | None) -> str:
+def table_status(status: str, known: str | None, expected: str | None, inherited: str | None = None) -> str:
     """The status a verdict shows in tables and counts: a failure documented by rlconform (known)
-    or expected by the project is "known"; everything else shows its own status. One rule for
-    the run table, the plugin's summary and every report format."""
+    or expected by the project is "known"; a failure the library under the user's code shows on
+    its own is "inherited"; everything else shows its own status. One rule for the run table, the
+    plugin's summary and every report format."""
     if (status == "fail" and known) or expected:
         return "known"
+    if status == "fail" and inherited:
+        return "inherited"
     return status
 
 
 def cell_status(verdict: Verdict) -> str:
     """:func:`table_status` of a live verdict."""
-    return table_status(verdict.status, verdict.known, verdict.expected)
+    return table_status(verdict.status, verdict.known, verdict.expected, verdict.inherited)

@@ -133,6 +133,9 @@ class ReferenceEnvFamily(ABC):
     #: the library base classes (``module.QualName``) of what a user's factory returns
     #: (:meth:`claims`)
     claimed_classes: ClassVar[tuple[str, ...]] = ()
+    #: (bundled system id pattern, spec id) -> the FINDINGS.md row of the defect it shows there
+    #: (:meth:`findings_row`)
+    findings: ClassVar[dict[tuple[str, str], str]] = {}
 
     # ------------------------------------------------------------ the Family protocol
     def run_case(self, system: System, case: Any, *, with_model: bool) -> Run:
@@ -159,6 +162,22 @@ class ReferenceEnvFamily(ABC):
 
     def claims(self, obj: Any) -> bool:
         return is_instance_of(obj, self.claimed_classes)
+
+    def library_layers(self, obj: Any) -> list[str]:
+        """The bundled systems that are the library part of the built stack ``obj`` (read while it
+        is alive, kept in the run's semantics as ``library_systems``); none by default."""
+        return []
+
+    def library_systems(self, run: Any) -> list[str]:
+        return list(getattr(run, "semantics", {}).get("library_systems") or [])
+
+    def findings_row(self, system_id: str, spec_id: str) -> str | None:
+        import fnmatch
+
+        for (pattern, spec), row in self.findings.items():
+            if spec == spec_id and fnmatch.fnmatchcase(system_id, pattern):
+                return row
+        return None
 
     #: what a user's factory is given to build its sub-envs with
     factory_argument: ClassVar[str] = "env_fns"
@@ -559,6 +578,8 @@ class LiveRun:
         self.run.call_timeout = self.driver.timeout if deadlines_available() else 0.0
         try:
             self.run.semantics = self.family.describe_semantics(self.obj)
+            if self.system.kind == "user":
+                self.run.semantics["library_systems"] = self.family.library_layers(self.obj)
         except StackRefusal as refusal:
             self.run.build_error = str(refusal)
             try:

@@ -18,11 +18,12 @@ from rlconform.core.verdict import table_status
 from rlconform.reports.left_out import LeftOut, left_out
 
 #: table statuses in report order; "known" is a failure that is known (documented) or expected
-STATUSES = ("pass", "fail", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error")
+STATUSES = ("pass", "fail", "inherited", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error")
 #: the symbols of the text table printed by ``rlconform run`` (rlconform.reports.results uses these)
 SYMBOLS = {
     "pass": "ok",
     "fail": "FAIL",
+    "inherited": "inh",
     "known": "known",
     "not_applicable": ".",
     "not_exercised": "n/e",
@@ -35,6 +36,7 @@ SYMBOLS = {
 LABELS = {
     "pass": "pass",
     "fail": "violation found",
+    "inherited": "violation found that the library under the system shows on its own (inherited)",
     "known": "documented or expected failure",
     "not_applicable": "not applicable",
     "not_exercised": "not exercised by any example",
@@ -95,10 +97,12 @@ class Result:
     #: document that predates signatures (never compared as a change)
     signature: str | None = None
     violation_kinds: tuple[str, ...] = ()
+    #: why a user's failure is the library's (rlconform.core.inherited); None: the user's own
+    inherited: str | None = None
 
     @property
     def cell(self) -> str:
-        return table_status(self.status, self.known, self.expected)
+        return table_status(self.status, self.known, self.expected, self.inherited)
 
     @property
     def reported(self) -> bool:
@@ -149,6 +153,7 @@ class ResultsDocument:
                 "case": r.case,
                 "known": r.known,
                 "expected": r.expected,
+                "inherited": r.inherited,
                 "impact": self.impact_of(r),
                 "violations": r.violations,
             }
@@ -194,6 +199,7 @@ class ResultsDocument:
                     impact=r.get("impact"),
                     signature=r.get("signature"),
                     violation_kinds=tuple(r.get("violation_kinds") or ()),
+                    inherited=r.get("inherited"),
                 )
                 for r in data["results"]
             ],

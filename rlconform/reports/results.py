@@ -146,6 +146,7 @@ def spec_column(spec_id: str) -> int | None:
 SUMMARY_WORDS = {
     "pass": ("passed", "passed"),
     "fail": ("failed", "failed"),
+    "inherited": ("inherited failure", "inherited failures"),
     "known": ("known (documented) failure", "known (documented) failures"),
     "expected": ("expected failure", "expected failures"),
     "not_applicable": ("not applicable", "not applicable"),
@@ -156,16 +157,16 @@ SUMMARY_WORDS = {
 }
 
 
-def summary_status(status: str, known: str | None, expected: str | None) -> str:
+def summary_status(status: str, known: str | None, expected: str | None, inherited: str | None = None) -> str:
     """A verdict's status in the summary sentence: the table's status, with the failures the
     project expects apart from those rlconform documents (both are "known" in the table)."""
     if expected:
         return "expected"
-    return table_status(status, known, expected)
+    return table_status(status, known, expected, inherited)
 
 
 def summary_counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
-    return dict(Counter(summary_status(v.status, v.known, v.expected) for v in verdicts))
+    return dict(Counter(summary_status(v.status, v.known, v.expected, v.inherited) for v in verdicts))
 
 
 def summary_sentence(counts: Mapping[str, int]) -> str:
@@ -207,6 +208,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         "status": verdict.status,
         "known": verdict.known,
         "expected": verdict.expected,
+        "inherited": verdict.inherited,
         "message": verdict.message,
         "violations": verdict.violations,
         "reproducer": verdict.reproducer,
@@ -305,7 +307,11 @@ def column_numbers(spec_ids: Sequence[str]) -> list[int]:
 
 
 def _label(verdict: Verdict) -> str:
-    return "KNOWN" if verdict.known else "EXPECTED" if verdict.expected else verdict.status.upper()
+    if verdict.known:
+        return "KNOWN"
+    if verdict.expected:
+        return "EXPECTED"
+    return "INHERITED" if verdict.status == "fail" and verdict.inherited else verdict.status.upper()
 
 
 def _case_line(case: Any) -> str:
@@ -322,7 +328,8 @@ def failure_groups(verdicts: Sequence[Verdict], specs: Sequence[Spec] | None = N
 
     Order: failures that count, by the most severe impact class of their group, then spec id; then
     errors and unexercised specs (no verdict on the system: they are not ranked below any
-    failure they might hide); then the known and expected ones, grouped the same way.
+    failure they might hide); then the failures a user's stack inherits from the library under it;
+    then the known and expected ones, grouped the same way.
     """
     spec_order = {spec.id: i for i, spec in enumerate(specs or ())}
     for verdict in verdicts:
@@ -338,6 +345,7 @@ def failure_groups(verdicts: Sequence[Verdict], specs: Sequence[Spec] | None = N
             spec=v.spec_id,
             case=None if v.case is None else repr(v.case),
             excused=bool(v.known or v.expected),
+            inherited=bool(v.inherited),
             impact=impact_of(v),
             violations=len(v.violations),
             spec_order=spec_order[v.spec_id],
@@ -354,7 +362,9 @@ def failure_groups(verdicts: Sequence[Verdict], specs: Sequence[Spec] | None = N
 
     def key(group: list[Verdict]) -> tuple[int, int, str, int]:
         head = group[0]
-        category = 3 if head.known or head.expected else {"fail": 0, "error": 1}.get(head.status, 2)
+        category = (
+            4 if head.known or head.expected else 3 if head.inherited else {"fail": 0, "error": 1}.get(head.status, 2)
+        )
         severity = worst.get((head.system_id, head.spec_id), rank(impact_of(head)))
         return (category, severity, head.spec_id, system_order[head.system_id])
 
@@ -389,6 +399,8 @@ def render_failures(
             lines.append(f"    also fails on the same minimal case: {also}")
         if verdict.signature:
             lines.append(f"    signature: {verdict.signature}")
+        if verdict.inherited:
+            lines.append(f"    inherited: {verdict.inherited}")
         if verdict.known:
             lines.append(f"    known because: {verdict.known}")
         if verdict.expected:

@@ -648,6 +648,12 @@ class EnvAuthorFamily:
     def claims(self, obj: Any) -> bool:
         return is_instance_of(obj, ("gymnasium.core.Env",))
 
+    def library_systems(self, run: Any) -> list[str]:
+        return []  # the user's own object: no library under it to inherit from
+
+    def findings_row(self, system_id: str, spec_id: str) -> str | None:
+        return None
+
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         stacks = tuple(options.get(STACKS_OPTION) or ())
         for pattern in stacks:

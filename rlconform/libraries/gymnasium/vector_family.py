@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.family import find_layer
+from rlconform.core.family import find_layer, layer_chain
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
@@ -47,6 +47,14 @@ from rlconform.specs.statistics import (
 SYSTEMS = SystemTable()
 
 MODES = ("NextStep", "SameStep", "Disabled")
+#: the specs AsyncVectorEnv(shared_memory=False) fails in NEXT_STEP mode (FINDINGS G4)
+_G4_SPECS = (
+    "continuity.no_discarded_episode",
+    "transitions.exact",
+    "counts.env_steps",
+    "seeding.reset_determinism",
+    "model.outputs_match",
+)
 
 #: the Gymnasium layers that change the rewards they pass up (TransformReward and ClipReward are
 #: RewardWrappers): an episode recorder or a reward normalizer above one sums changed rewards
@@ -75,6 +83,40 @@ class GymVectorFamily(ReferenceEnvFamily):
     name = GYMNASIUM_VECTOR
     api = "gymnasium.vector"
     claimed_classes = ("gymnasium.vector.vector_env.VectorEnv",)
+    #: the Gymnasium defects the bundled systems show (FINDINGS.md), for failures a user's stack
+    #: inherits from them (rlconform.core.inherited)
+    findings = {
+        ("gymnasium.*VectorEnv.*", "aliasing.caller_arguments"): "G1",
+        ("gymnasium.*VectorEnv.*", "api.failed_call_no_side_effect"): "G2",
+        ("gymnasium.AsyncVectorEnv.*", "lifecycle.responsive"): "G3",
+        **{("gymnasium.AsyncVectorEnv.NextStep.noshm*", spec): "G4" for spec in _G4_SPECS},
+        ("gymnasium.RecordEpisodeStatistics.SyncVectorEnv.*", "statistics.episode"): "G5",
+        ("gymnasium.NormalizeReward.SyncVectorEnv.*", "statistics.normalizer"): "G6",
+        ("gymnasium.NormalizeReward.SyncVectorEnv.*", "model.outputs_match"): "G6",
+        ("gymnasium.*VectorEnv.*nocopy", "aliasing.returned_objects"): "G7",
+    }
+
+    def library_layers(self, obj: Any) -> list[str]:
+        """The bundled Gymnasium systems under a user's stack: the vectorizer, in its autoreset mode
+        and configuration, then the statistics wrapper or normalizer over it."""
+        mode = autoreset_mode_of(obj)[0]
+        if mode not in MODES:
+            return []
+        bases = []
+        for layer in layer_chain(obj, "env"):
+            name = type(layer).__name__
+            if name in ("SyncVectorEnv", "AsyncVectorEnv") and type(layer).__module__.startswith("gymnasium."):
+                suffix = ".noshm" if name == "AsyncVectorEnv" and not getattr(layer, "shared_memory", True) else ""
+                suffix += "" if getattr(layer, "copy", True) else ".nocopy"
+                bases.append(f"gymnasium.{name}.{mode}{suffix}")
+        wrappers = [
+            f"gymnasium.{name}.SyncVectorEnv.{mode}"
+            for name in ("RecordEpisodeStatistics", "NormalizeReward")
+            if bases == [f"gymnasium.SyncVectorEnv.{mode}"] and find_wrapper(obj, name) is not None
+        ]
+        # the vectorizer first: a defect of its own (G1) is named there, not on a wrapper over it
+        return bases + wrappers
+
     factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]], **kwargs) -> gymnasium.vector.VectorEnv"
     plain_build = "envs = {factory}(env_fns)"
 

@@ -99,6 +99,12 @@ class TorchTierFamily:
         # DirectRLEnv's contract is duck-typed: a torch-batched env subclasses nothing in common
         return False
 
+    def library_systems(self, run: Any) -> list[str]:
+        return []  # the user's own object: no library under it to inherit from
+
+    def findings_row(self, system_id: str, spec_id: str) -> str | None:
+        return None
+
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         return torch_system(fn, reference, num_envs=options.get("num_envs"), device=options.get("device"))
 

@@ -55,6 +55,38 @@ class SB3Family(ReferenceEnvFamily):
     name = SB3_VECENV
     api = "sb3.VecEnv"
     claimed_classes = ("stable_baselines3.common.vec_env.base_vec_env.VecEnv",)
+    #: the SB3 defects the bundled systems show (FINDINGS.md), for failures a user's stack inherits
+    #: from them (rlconform.core.inherited)
+    findings = {
+        ("sb3.DummyVecEnv", "api.wrong_size_batch_rejected"): "S1",
+        ("sb3.DummyVecEnv", "api.failed_call_no_side_effect"): "S1",
+        ("sb3.SubprocVecEnv", "api.failed_call_no_side_effect"): "S2",
+        ("sb3.VecNormalize.DummyVecEnv", "terminal.final_obs"): "S3",
+        ("sb3.VecNormalize.DummyVecEnv", "transitions.exact"): "S3",
+        ("sb3.VecNormalize.DummyVecEnv", "dtype.observations"): "S4",
+        ("sb3.Vec*.DummyVecEnv", "infos.aligned"): "S5",
+        ("sb3.VecFrameStack.DummyVecEnv", "aliasing.returned_objects"): "S6",
+    }
+
+    def library_layers(self, obj: Any) -> list[str]:
+        """The bundled SB3 systems under a user's stack: for each VecEnvWrapper layer over a
+        DummyVecEnv, the bundled wrapper of that class (a user's own VecEnvWrapper subclass inherits
+        the base class's reset-info defect, which VecMonitor shows: S5), after the base VecEnv."""
+        chain = venv_chain(obj)
+        base = type(chain[-1]).__name__
+        if base not in ("DummyVecEnv", "SubprocVecEnv") or not type(chain[-1]).__module__.startswith(
+            "stable_baselines3"
+        ):
+            return []
+        found = []
+        for layer in chain[:-1]:
+            library = type(layer).__module__.startswith("stable_baselines3")
+            name = type(layer).__name__ if library else "VecMonitor"
+            if base == "DummyVecEnv" and name in ("VecNormalize", "VecFrameStack", "VecMonitor"):
+                found.append(f"sb3.{name}.DummyVecEnv")
+        # the base first: a defect of the base (S1) is named there, not on a wrapper that shows it too
+        return [f"sb3.{base}", *dict.fromkeys(found)]
+
     factory_signature = "(env_fns: list[Callable[[], gymnasium.Env]]) -> stable_baselines3 VecEnv"
     libraries = ("gymnasium", "stable-baselines3")
     plain_build = "venv = {factory}(env_fns)"

@@ -310,6 +310,29 @@ class TorchRLFamily(ReferenceEnvFamily):
     # sub-envs (SubEnvFactory)
     factory_signature = "(env_fn: Callable[[], gymnasium.Env]) -> EnvBase"
     claimed_classes = ("torchrl.envs.common.EnvBase",)
+    #: the TorchRL defects the bundled systems show (FINDINGS.md), for failures a user's stack
+    #: inherits from them (rlconform.core.inherited)
+    findings = {
+        ("torchrl.GymWrapper", "api.wrong_size_batch_rejected"): "E1",
+        ("torchrl.GymWrapper", "dtype.actions_received"): "E1",
+        ("torchrl.*GymWrapper", "api.valid_calls_succeed"): "E2",
+        ("torchrl.ParallelEnv.GymWrapper", "lifecycle.responsive"): "E2",
+    }
+
+    def library_layers(self, obj: Any) -> list[str]:
+        """The bundled TorchRL system under a user's stack: the batched env of GymWrappers, or
+        the one GymWrapper (over a single env), that the user's transforms wrap."""
+        from torchrl.envs import GymWrapper, ParallelEnv, SerialEnv
+
+        base = _base(obj)
+        if isinstance(base, ParallelEnv):
+            return ["torchrl.ParallelEnv.GymWrapper"]
+        if isinstance(base, SerialEnv):
+            return ["torchrl.SerialEnv.GymWrapper"]
+        if isinstance(base, GymWrapper) and not hasattr(getattr(base, "_env", None), "num_envs"):
+            return ["torchrl.GymWrapper"]
+        return []
+
     factory_argument = "env_fn"
     one_env_fn = True
     required_attributes = ("reset", "step", "step_and_maybe_reset", "batch_size")

@@ -1,0 +1,138 @@
+"""A user's failure that the library under the user's code shows on its own is named inherited.
+
+Before, 7 of the first 10 failures a user saw belonged to Gymnasium's SyncVectorEnv or SB3's
+DummyVecEnv/VecEnvWrapper under the user's factory (FINDINGS G1, G2, S1, S5), unlabelled and
+listed before the user's own. Each failure of a user's system is now replayed, with its minimal
+case, on the bundled library system under the user's code (rlconform.core.inherited): where the
+library alone fails the same way, the verdict says so, has its own table status, is listed after
+the user's own, and ``--fail-on own`` leaves it out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import VectorWrapper
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
+
+from rlconform.core.impact import check_fail_on, fail_on_class, fail_on_own
+from rlconform.core.search import Verdict, check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.user import factory_system, probe
+from rlconform.reports.results import failure_groups
+
+
+def passthrough(env_fns: list[Any]) -> Any:
+    """Correct: the user's vector wrapper passes everything through."""
+    return VectorWrapper(gymnasium.vector.SyncVectorEnv(env_fns))
+
+
+class ZeroesActions(VectorWrapper):
+    """Bug of the user's own: writes into the caller's action array."""
+
+    def step(self, actions: Any) -> Any:
+        result = self.env.step(actions)
+        if isinstance(actions, np.ndarray):
+            actions[...] = 0
+        return result
+
+
+def zeroes_actions(env_fns: list[Any]) -> Any:
+    return ZeroesActions(gymnasium.vector.SyncVectorEnv(env_fns))
+
+
+class Passthrough(VecEnvWrapper):
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        return self.venv.step_wait()
+
+
+def sb3_passthrough(env_fns: list[Any]) -> Any:
+    """Correct: the user's VecEnvWrapper passes everything through."""
+    return Passthrough(DummyVecEnv(env_fns))
+
+
+def _verdict(factory: Any, api: str, spec_id: str) -> Verdict:
+    return check_spec(probe(factory_system(factory, api)), get_spec(spec_id), "ci")
+
+
+@pytest.mark.parametrize(
+    ("factory", "api", "spec_id", "library", "row"),
+    [
+        (passthrough, "gymnasium.vector", "aliasing.caller_arguments", "gymnasium.SyncVectorEnv.NextStep", "G1"),
+        (passthrough, "gymnasium.vector", "api.failed_call_no_side_effect", "gymnasium.SyncVectorEnv.NextStep", "G2"),
+        (sb3_passthrough, "sb3.VecEnv", "api.wrong_size_batch_rejected", "sb3.DummyVecEnv", "S1"),
+        (sb3_passthrough, "sb3.VecEnv", "infos.aligned", "sb3.VecMonitor.DummyVecEnv", "S5"),
+    ],
+)
+def test_a_library_defect_under_the_users_code_is_inherited(
+    factory: Any, api: str, spec_id: str, library: str, row: str
+) -> None:
+    verdict = _verdict(factory, api, spec_id)
+    assert verdict.status == "fail", verdict.message
+    assert verdict.inherited == f"{library} fails it the same way on its own (FINDINGS {row})"
+
+
+def test_a_failure_the_library_does_not_show_the_same_way_stays_the_users() -> None:
+    # SyncVectorEnv fails aliasing.caller_arguments too (G1, the reset options), but not by
+    # writing into the actions: the user's own defect is not excused by the library's
+    verdict = _verdict(zeroes_actions, "gymnasium.vector", "aliasing.caller_arguments")
+    assert verdict.status == "fail"
+    assert verdict.inherited is None, verdict.inherited
+
+
+def test_inherited_failures_are_listed_after_the_users_own() -> None:
+    own = Verdict("user:x", "terminal.final_obs", "fail", "lost", case="a", impact="training-data")
+    inherited = Verdict(
+        "user:x", "aliasing.caller_arguments", "fail", "popped", case="b", impact="training-data", inherited="G1"
+    )
+    groups = failure_groups([inherited, own])
+    assert [g[0].spec_id for g in groups] == ["terminal.final_obs", "aliasing.caller_arguments"]
+
+
+def test_fail_on_own_parses_alone_and_with_a_class() -> None:
+    assert check_fail_on("own") == "own"
+    assert check_fail_on("training-data,own") == "own,training-data"
+    assert fail_on_class("own,training-data") == "training-data" and fail_on_own("own,training-data")
+    assert fail_on_class("robustness") == "robustness" and not fail_on_own("robustness")
+    with pytest.raises(ValueError, match="expected an impact class"):
+        check_fail_on("own,robustness,training-data")
+
+
+@pytest.mark.slow
+def test_the_cli_reports_inherited_failures_and_fail_on_own_leaves_them_out(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    module = tmp_path / "mystack.py"
+    module.write_text(
+        "import gymnasium\nfrom gymnasium.vector import VectorWrapper\n\n"
+        "def make(env_fns):\n    return VectorWrapper(gymnasium.vector.SyncVectorEnv(env_fns))\n"
+    )
+
+    def check(*extra: str) -> subprocess.CompletedProcess[str]:
+        executable = str(Path(sys.executable).with_name("rlconform"))
+        command = [executable, "check", "mystack:make", "--api", "gymnasium.vector", *extra]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+    plain = check("--json", "out.json")
+    assert plain.returncode == 1, plain.stdout + plain.stderr
+    assert "INHERITED [" in plain.stdout and "(FINDINGS G1)" in plain.stdout
+    document = json.loads((tmp_path / "out.json").read_text())
+    assert document["summary"].get("inherited") == 2, document["summary"]
+    assert {r["spec"] for r in document["results"] if r.get("inherited")} == {
+        "aliasing.caller_arguments",
+        "api.failed_call_no_side_effect",
+    }
+    own = check("--fail-on", "own")
+    assert own.returncode == 0, own.stdout + own.stderr
