@@ -791,14 +791,19 @@ class RlconformSession:
     def summary(self) -> dict[str, int]:
         from rlconform.reports.document import STATUSES
 
-        counts = Counter(table_status(r["status"], r["known"], r.get("expected")) for r in self.verdicts.values())
+        counts = Counter(
+            table_status(r["status"], r["known"], r.get("expected"), r.get("inherited")) for r in self.verdicts.values()
+        )
         return {status: counts[status] for status in (*STATUSES, *sorted(counts)) if counts[status]}
 
     def summary_text(self) -> str:
         """The verdicts as a sentence, as ``rlconform check`` ends: '7 passed, 1 failed'."""
         from rlconform.reports.results import summary_sentence, summary_status
 
-        counts = Counter(summary_status(r["status"], r["known"], r.get("expected")) for r in self.verdicts.values())
+        counts = Counter(
+            summary_status(r["status"], r["known"], r.get("expected"), r.get("inherited"))
+            for r in self.verdicts.values()
+        )
         return summary_sentence(counts)
 
     def not_applicable_lines(self) -> list[str]:

@@ -136,3 +136,23 @@ def test_the_cli_reports_inherited_failures_and_fail_on_own_leaves_them_out(tmp_
     }
     own = check("--fail-on", "own")
     assert own.returncode == 0, own.stdout + own.stderr
+
+
+def test_the_plugin_reports_an_inherited_failure_as_xfail_under_fail_on_own(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
+    pytester.makepyfile(
+        mystack="import gymnasium\nfrom gymnasium.vector import VectorWrapper\n\n"
+        "def make(env_fns):\n    return VectorWrapper(gymnasium.vector.SyncVectorEnv(env_fns))\n"
+    )
+    args = ["--rlconform-api", "gymnasium.vector", "--rlconform-check", "mystack:make"]
+    args += ["--rlconform-specs", "aliasing.caller_arguments"]
+    # in subprocesses: a second in-process run of the same failing search in one pytester session
+    # hits an internal error in the replay of the first one's cases (noted in the closing note)
+    pytester.runpytest_subprocess(*args).assert_outcomes(failed=1)
+    own = pytester.runpytest_subprocess(*args, "--rlconform-fail-on", "own", "-rx")
+    own.assert_outcomes(xfailed=1)
+    own.stdout.fnmatch_lines(
+        ["*inherited: gymnasium.SyncVectorEnv.NextStep fails it the same way on its own (FINDINGS G1)*"]
+    )
