@@ -66,6 +66,14 @@ def check(entry: Entry, profile: str, out: Path) -> dict[str, str]:
     return {r["spec"]: r["status"] for r in document["results"] if r["system"].startswith("user:")}
 
 
+def inherited_specs(document_path: Path) -> set[str]:
+    """The specs whose failure the results document names inherited (none if it has no document)."""
+    if not document_path.exists():
+        return set()
+    document = json.loads(document_path.read_text(encoding="utf-8"))
+    return {r["spec"] for r in document["results"] if r["system"].startswith("user:") and r.get("inherited")}
+
+
 def unjudged(name: str, verdicts: dict[str, str]) -> list[str]:
     return [spec for spec, status in verdicts.items() if status == "fail" and (name, spec) not in JUDGEMENTS]
 
@@ -91,10 +99,16 @@ def main(argv: list[str] | None = None) -> int:
             zip([e.name for e in entries], pool.map(lambda e: check(e, args.profile, out), entries), strict=True)
         )
     problems: list[str] = []
+    fail_total = inherited_total = 0
     for entry in entries:
         verdicts = found[entry.name]
         fails = sorted(s for s, v in verdicts.items() if v == "fail")
-        print(f"{entry.name:34s} {entry.api:18s} " + (f"FAIL {', '.join(fails)}" if fails else "no FAIL"))
+        # a FAIL the library under the stack shows on its own (rlconform.core.inherited) is marked
+        inherited = inherited_specs(out / f"{entry.name}.json")
+        shown = [f"{spec} (inherited)" if spec in inherited else spec for spec in fails]
+        print(f"{entry.name:34s} {entry.api:18s} " + (f"FAIL {', '.join(shown)}" if fails else "no FAIL"))
+        inherited_total += len(inherited & set(fails))
+        fail_total += len(fails)
         if "*" in verdicts:
             problems.append(f"{entry.name}: {verdicts['*']}")
             continue
@@ -111,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                     if pinned.get(spec) != verdicts.get(spec):
                         problems.append(f"{entry.name}: {spec} was {pinned.get(spec)}, now {verdicts.get(spec)}")
     print(f"corpus: {len(entries)} entries in {time.perf_counter() - start:.0f} s under profile {args.profile}")
+    print(f"corpus: {fail_total} FAIL verdicts, {inherited_total} of them inherited from the library under the stack")
     if args.update:
         pins.update({name: dict(sorted(v.items())) for name, v in found.items() if "*" not in v})
         PINS.write_text(json.dumps(dict(sorted(pins.items())), indent=1) + "\n", encoding="utf-8")
