@@ -21,6 +21,68 @@ if TYPE_CHECKING:
 RMS_EPSILON = 1e-4
 
 
+#: the info key a recorder reports an ended episode's statistics under, in both documented layouts:
+#: Gymnasium's ``info["episode"] = {"r", "l", "t"}`` (batched under the mask ``info["_episode"]`` by a
+#: vector env) and SB3's ``infos[i]["episode"]``
+EPISODE_KEY = "episode"
+
+#: the ``episode_statistics`` reading of a stack with a layer of the user's own (its class defined
+#: outside the libraries and rlconform): such a layer may record episodes, and whether it does is
+#: read from what the stack reports (:func:`reported_statistics`), not from its class name
+BY_OUTPUT = "episode (if reported)"
+
+#: the top-level packages whose classes rlconform knows by name; a layer of any other package is
+#: the user's own
+KNOWN_PACKAGES = frozenset({"gymnasium", "gym", "stable_baselines3", "torchrl", "shimmy", "rlconform", "builtins"})
+
+NOTHING_REPORTED = (
+    "the system keeps no episode statistics: no layer is a recorder rlconform knows, and no call reported "
+    "info['episode'] with 'r' and 'l' (the documented layouts of Gymnasium and SB3)"
+)
+
+
+def episode_statistics_reading(chain: Sequence[Any], recorder: str) -> str | None:
+    """What a family's ``describe_semantics`` says of a stack's episode statistics, ``chain`` being
+    its layers from the outside in (``core.family.layer_chain``): ``"episode"`` when a layer is
+    the library's ``recorder`` (``RecordEpisodeStatistics``, ``VecMonitor``) or its reference
+    model; :data:`BY_OUTPUT` when a layer is the user's own (:data:`KNOWN_PACKAGES`), whose
+    statistics, if it reports any, ``statistics.episode`` checks by what it reports; None when
+    the stack is made of known layers only and none records episodes. A user's class and the
+    library's class that report the same statistics then get the same verdict."""
+    if any(is_a(layer, recorder, f"Model{recorder}") for layer in chain):
+        return EPISODE_KEY
+    if any(user_layer(layer) for layer in chain):
+        return BY_OUTPUT
+    return None
+
+
+def user_layer(layer: Any) -> bool:
+    """Whether ``layer``'s class is the user's own: defined outside :data:`KNOWN_PACKAGES`."""
+    module = getattr(type(layer), "__module__", "") or ""
+    return module.split(".")[0] not in KNOWN_PACKAGES
+
+
+def reported_statistics(run: Run) -> tuple[str, str] | None:
+    """(key, place) of the episode statistics the stack reported in this run, read off its outputs
+    in the documented layouts: an info's :data:`EPISODE_KEY` holding ``r`` and ``l``, in a step's
+    info (``"info"``) or only ever in a same-step vectorizer's ``final_info`` (``"final_info"``,
+    a recorder around each sub-env); None when no call reported any."""
+    in_final = False
+    for call in run.calls:
+        view = call.view
+        if view is None or call.failed:
+            continue
+        for infos, final in ((view.infos, False), (view.final_infos, True)):
+            for info in infos or ():
+                stats = info.get(EPISODE_KEY) if isinstance(info, Mapping) else None
+                if stats is None or _get(stats, "r") is None or _get(stats, "l") is None:
+                    continue
+                if not final:
+                    return EPISODE_KEY, "info"
+                in_final = True
+    return (EPISODE_KEY, "final_info") if in_final else None
+
+
 def _keeps_no_statistics(semantics: Mapping[str, Any]) -> str | None:
     if semantics.get("episode_statistics"):
         return None
@@ -161,6 +223,17 @@ def episode_statistics(run: Run) -> Outcome:
     envs = run.semantics.get("episode_statistics_envs")
     per_env = envs is not None
     place = run.semantics.get("episode_statistics_in") or "info"
+    if key == BY_OUTPUT:
+        # a layer of the user's own: a recorder is whatever reports statistics in the documented
+        # layout, and it is held to what the library's recorders are held to
+        reported = reported_statistics(run)
+        if reported is None:
+            return ck.not_applicable(NOTHING_REPORTED)
+        key, place = reported
+        ck.note(
+            "episode statistics reported by a layer of the user's own (info['episode'] with 'r' and 'l') are "
+            "checked as the library's recorders are"
+        )
     decimals = run.semantics.get("episode_statistics_decimals")
     changed_by: Mapping[int, list[str]] = run.semantics.get("episode_statistics_rewards_changed_by") or {}
     rel = 1e-5 if reward_precision(run) == "float32" and not per_env else 1e-9
@@ -178,6 +251,7 @@ def episode_statistics(run: Run) -> Outcome:
                 "its returns are not compared with the env's"
             )
         matches, _ = match_transitions(run, env)
+        delivered = _delivered_returns(run, env, matches)
         for m in matches:
             t = m.truth
             call = run.calls[m.slot.call]
@@ -208,10 +282,25 @@ def episode_statistics(run: Run) -> Outcome:
                 rounding = (
                     "" if decimals is None else f" (rounded to {decimals} decimals: {round(true_return, decimals)!r})"
                 )
+                # a recorder above a layer that changes rewards sums the changed rewards: the
+                # rewards the stack delivered for the episode, when every one of them was delivered
+                agent_return = delivered.get(t.episode)
+                as_delivered = (
+                    got_r is not None
+                    and agent_return is not None
+                    and not _same_return(agent_return, true_return, rel, decimals)
+                    and _same_return(float(got_r), agent_return, rel, decimals)
+                )
+                if as_delivered:
+                    ck.note(
+                        "a recorder above a layer that changes rewards reports the sum of the rewards the stack "
+                        "delivered: compared with that sum"
+                    )
                 ck.expect(
-                    got_r is not None and _same_return(float(got_r), true_return, rel, decimals),
+                    got_r is not None and (as_delivered or _same_return(float(got_r), true_return, rel, decimals)),
                     f"episode {t.episode} is reported with return {got_r!r}; its {true_length} real transitions "
-                    f"sum to {true_return!r}{rounding}",
+                    f"sum to {true_return!r}{rounding}"
+                    + ("" if agent_return is None else f" and the stack delivered rewards summing to {agent_return!r}"),
                     **where,
                 )
             ck.expect(
@@ -230,6 +319,25 @@ def episode_statistics(run: Run) -> Outcome:
                     agent_step=slot.agent_step,
                 )
     return ck.done()
+
+
+def _delivered_returns(run: Run, env: int, matches: Sequence[Any]) -> dict[int, float]:
+    """Per episode of ``env``, the sum of the rewards the stack delivered for its transitions, for
+    the episodes all of whose real transitions were delivered one by one (no frame skip)."""
+    assert run.truth is not None
+    rewards: dict[int, list[float]] = {}
+    for m in matches:
+        t = m.truth
+        view = run.calls[m.slot.call].view
+        if t is None or m.span or view is None or view.rewards is None:
+            continue
+        rewards.setdefault(t.episode, []).append(float(view.rewards[env]))
+    sums: dict[int, float] = {}
+    for episode, values in rewards.items():
+        truth = run.truth.envs[env].episode(episode)
+        if truth is not None and len(values) == len(truth.transitions):
+            sums[episode] = math.fsum(values)
+    return sums
 
 
 def _statistics_at(view: Any, env: int, key: str, place: str) -> Any:
