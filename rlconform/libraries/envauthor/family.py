@@ -41,6 +41,7 @@ from rlconform.envs.reproducer import import_factory, print_run, test_name
 from rlconform.envs.script import EnvScript
 from rlconform.envs.trace import Slot
 from rlconform.libraries.envauthor.layers import LayerRun, drive_layers
+from rlconform.libraries.envauthor.probes import edge_actions, probe_edges, probe_stream
 from rlconform.libraries.envauthor.torch_envs import (
     to_env_action,
     torch_device,
@@ -140,10 +141,49 @@ class EnvRun:
     action_space: Any = None
     #: a torch-native env's device (its reset returned tensors there); None for a NumPy env
     torch_device: str | None = None
+    #: the steps each copy is driven: the case's, or more, to one step past the first episode end
+    #: of every copy and on into the next episodes (see :func:`_horizon`)
+    horizon: int = 0
+    #: per copy: the step of its first episode end in the bare env (None: none was reached)
+    first_ends: list[int | None] = field(default_factory=list)
+    #: why the episodes were not driven to their end (no end within the time budget, too long)
+    ends_missed: str | None = None
+    #: bytes of one observation (the first reset's), bounding how long an example may be
+    observation_bytes: int = 0
+    _edges: dict[str, Any] | None = None
+    _stream: dict[str, Any] | None = None
 
     @property
     def usable(self) -> bool:
         return self.build_error is None and self.first is not None
+
+    def edges(self) -> dict[str, Any]:
+        """The env stepped once with each action at the edges of its action space
+        (:func:`rlconform.libraries.envauthor.probes.probe_edges`); ``edges`` lists them."""
+        if self._edges is None:
+            edges = edge_actions(self.action_space)
+            self._edges = {"edges": edges}
+            if edges:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self._edges |= probe_edges(_factory(self.system), self.case.seed, edges, self.torch_device)
+        return self._edges
+
+    def stream(self) -> dict[str, Any]:
+        """Episodes after seeded and unseeded resets (:func:`rlconform.libraries.envauthor.probes.probe_stream`)."""
+        if self._stream is None:
+            if self.system.id in _NO_END:
+                self._stream = {"no_end": _NO_END[self.system.id]}
+            else:
+                device, space, action_seed = self.torch_device, self.action_space, self.case.action_seed
+
+                def actions() -> Iterator[Any]:
+                    return (to_env_action(a, device) for a in _action_stream(space, action_seed))
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self._stream = probe_stream(_factory(self.system), self.case.seed, actions, 2 * episode_seconds())
+        return self._stream
 
     def layers(self) -> LayerRun | None:
         """The env's wrapper layers driven once with the first copy's actions (None: no layers)."""
@@ -233,39 +273,154 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
     try:
         probe = factory()
         run.observation_space, run.action_space = probe.observation_space, probe.action_space
-        run.torch_device = _returns_tensors_on(probe, case.seed)
+        run.torch_device, run.observation_bytes = _returns_tensors_on(probe, case.seed)
         probe.close()
     except Exception as exc:
         run.build_error = f"{type(exc).__name__}: {exc}"
         return run
-    for i in range(case.num_envs):
-        space = _fresh_space(run.action_space)
-        space.seed(case.action_seed + i)
-        run.actions.append([space.sample() for _ in range(case.steps)])
     device = run.torch_device
     codec = ActionCodec(
         single=lambda value: to_env_action(value, device), batch=functools.partial(_batch, run.action_space)
     )
     bare = _bare_system(system)
-    steps = [Step((a,)) for a in run.actions[0]]
-    ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps, Reset(seed=case.seed), *steps)
-    run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
+
+    def drive_bare(horizon: int) -> None:
+        run.horizon = horizon
+        run.actions = [_sampled(run.action_space, case.action_seed + i, horizon) for i in range(case.num_envs)]
+        steps = [Step((a,)) for a in run.actions[0]]
+        ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps, Reset(seed=case.seed), *steps)
+        run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
+
+    drive_bare(case.steps)
     if hung_call(run.first) is not None:
         return run  # the env hung: driving it again would only wait for the deadline again
-    run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [factory], codec)
     actions = (to_env_action(a, device) for a in _action_stream(run.action_space, case.action_seed))
     run.after_end = _probe_after_end(system.id, factory, case.seed, actions, episode_seconds())
+    horizon = _horizon(run, factory)
+    if horizon > case.steps:
+        drive_bare(horizon)  # the same actions, continued: every copy reaches its episode end
+        if hung_call(run.first) is not None:
+            return run
+    steps = [Step((a,)) for a in run.actions[0]]
+    run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [factory], codec)
     return run
 
 
-def _returns_tensors_on(env: Any, seed: int) -> str | None:
+def _sampled(action_space: Any, seed: int, count: int) -> list[Any]:
+    """The first ``count`` actions of the action space seeded with ``seed`` (a longer list starts
+    with a shorter one's actions)."""
+    space = _fresh_space(action_space)
+    space.seed(seed)
+    return [space.sample() for _ in range(count)]
+
+
+#: the most steps an example drives each copy to reach its episode ends
+MAX_HORIZON = 5000
+#: the most bytes of observations an example records per copy and run (a long episode of images
+#: is driven only as far as this allows: every stack's run of an example is kept while it is searched)
+MAX_RECORDED_BYTES = 4 * 2**20
+#: steps driven past the last copy's first episode end, at most: copies a stack seeds otherwise than
+#: the bare env (TorchRL) end elsewhere, and the next episodes' first steps cross the stack too
+PAST_THE_END = 40
+
+
+def _horizon(run: EnvRun, factory: Callable[[], Any]) -> int:
+    """The steps each copy of ``run``'s case is driven: the case's, or, where the bare env's first
+    episodes end later, one step past the last copy's first end plus up to ``PAST_THE_END`` more
+    (as many as that episode's length, when shorter). The ends are found as
+    :func:`_probe_after_end` finds them (the copy's seed and action stream, for at most
+    ``episode_seconds()``); ``run.ends_missed`` says why the episodes were not driven to their end."""
+    case = run.case
+    after_end = run.after_end
+    if not after_end.get("ended"):
+        if "no_end" in after_end:
+            run.ends_missed = (
+                f"no episode ended within {after_end['no_end']:g} s of random actions (RLCONFORM_EPISODE_SECONDS)"
+            )
+        elif "error" in after_end:
+            run.ends_missed = f"driving an episode to its end failed ({after_end['error']})"
+        return case.steps
+    run.first_ends = [int(after_end["steps"])]
+    for i in range(1, case.num_envs):
+        actions = (to_env_action(a, run.torch_device) for a in _action_stream(run.action_space, case.action_seed + i))
+        run.first_ends.append(_first_end(run.system.id, factory, case.seed + i, actions, episode_seconds()))
+    ends = [end for end in run.first_ends if end is not None]
+    if len(ends) < len(run.first_ends):
+        run.ends_missed = f"a copy's episode did not end within {episode_seconds():g} s of random actions"
+    last = max(ends)
+    limit = min(MAX_HORIZON, MAX_RECORDED_BYTES // max(1, run.observation_bytes))
+    if last + 1 > limit:
+        run.ends_missed = (
+            f"the first episode ended after {last} steps, past the {limit} steps an example records "
+            f"({run.observation_bytes} bytes per observation)"
+        )
+        return case.steps
+    return max(case.steps, min(limit, last + 1 + min(last, PAST_THE_END)))
+
+
+def _first_end(
+    system_id: str, factory: Callable[[], Any], seed: int, actions: Iterator[Any], budget: float
+) -> int | None:
+    """The step at which the first episode after ``reset(seed=seed)`` ends under ``actions``
+    (None: none within ``budget`` seconds, or the env raised)."""
+    if system_id in _NO_END:
+        return None
+    try:
+        with deadline(budget + call_timeout(user_envs=True) * 4):
+            env = factory()
+            try:
+                env.reset(seed=seed)
+                start = time.monotonic()
+                steps = 0
+                while time.monotonic() - start < budget:
+                    result = env.step(next(actions))
+                    steps += 1
+                    if result[2] or result[3]:
+                        return steps
+            finally:
+                env.close()
+    except (Exception, CallTimeout):
+        return None
+    return None
+
+
+def episode_ends(run: Run) -> int:
+    """The episode ends (terminated or truncated) the bare env's steps of ``run`` returned."""
+    ends = 0
+    for call in run.calls:
+        if isinstance(call.op, Step) and not call.failed and isinstance(call.result_snapshot, tuple):
+            result = call.result_snapshot
+            if len(result) == 5 and (bool(result[2]) or bool(result[3])):
+                ends += 1
+    return ends
+
+
+def _returns_tensors_on(env: Any, seed: int) -> tuple[str | None, int]:
     """The device of the torch tensors the env's reset returns (a torch-native env), or None (a
-    NumPy env, or a reset that fails: the api spec reports that one)."""
+    NumPy env, or a reset that fails: the api spec reports that one); and the observation's size
+    in bytes."""
     try:
         obs, _ = env.reset(seed=seed)
     except Exception:
-        return None
-    return torch_device(obs)
+        return None, 0
+    return torch_device(obs), _size(obs)
+
+
+def _size(value: Any) -> int:
+    """Bytes of an observation's leaves (arrays, tensors, strings, numbers)."""
+    if isinstance(value, dict):
+        return sum(_size(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(_size(v) for v in value)
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    element_size = getattr(value, "element_size", None)
+    if callable(element_size):
+        return int(element_size() * value.numel())
+    return 8
 
 
 def _fresh_space(space: Any) -> Any:
@@ -361,7 +516,7 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     # a single-env stack (TorchRL's GymWrapper) runs one copy
     n = min(run.case.num_envs, stack.capabilities.max_envs)
     codec = ActionCodec(single=lambda value: value, batch=functools.partial(_batch, run.action_space))
-    steps = [Step(tuple(run.actions[i][t] for i in range(n))) for t in range(run.case.steps)]
+    steps = [Step(tuple(run.actions[i][t] for i in range(n))) for t in range(run.horizon)]
     result = StackResult(stack_id)
     try:
         stack_run = _drive(stack, Case(EnvScript(), n, (Reset(seed=run.case.seed), *steps)), [factory] * n, codec)
@@ -523,6 +678,19 @@ def _stacks_argument(system: System) -> str:
     return f", stacks={tuple(stacks)!r}" if stacks else ""
 
 
+def _steps_driven(case: EnvCase, run: Any) -> int:
+    """The steps the case drove each copy: its own, or more to reach the episode ends (a replay
+    of the case drives as many again)."""
+    horizon = getattr(run, "horizon", 0)
+    return horizon if isinstance(horizon, int) and horizon > case.steps else case.steps
+
+
+def _steps_phrase(case: EnvCase, steps: int, same: str | None = None) -> str:
+    if steps == case.steps:
+        return same or str(case.steps)
+    return f"{steps} (the case's {case.steps}, continued past the first episode ends)"
+
+
 def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = None) -> str | None:
     """The reproducer as a pytest regression test the env's author can keep: it imports the env
     factory, makes the case's bare run as plain ``reset``/``step`` calls (a NumPy env's: a
@@ -534,6 +702,7 @@ def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = No
         return None
     imported, factory = found
     plain = run is not None and getattr(run, "torch_device", None) is None and hung_call(run) is None
+    steps = _steps_driven(case, run)
     body = []
     if plain:
         body = [
@@ -542,7 +711,7 @@ def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = No
             "actions.seed(case.action_seed)",
             "try:",
             "    env.reset(seed=case.seed)",
-            "    for _ in range(case.steps):",
+            f"    for _ in range({steps}):" if steps != case.steps else "    for _ in range(case.steps):",
             "        _, _, terminated, truncated, _ = env.step(actions.sample())",
             "        if terminated or truncated:",
             "            env.reset()",
@@ -551,7 +720,7 @@ def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = No
         ]
         what = (
             f"The minimal case's bare run as plain calls on {system.source}: reset with the case's seed, then\n"
-            "    case.steps actions sampled from the env's action space seeded with case.action_seed (a reset\n"
+            f"    {_steps_phrase(case, steps, 'case.steps')} actions sampled from the env's action space seeded with case.action_seed (a reset\n"
             "    after each episode end); then rlconform replays the case, the bare env and every installed\n"
             f"    stack, and {spec.id} must hold."
         )
@@ -566,7 +735,7 @@ def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = No
 
 {spec.statement}
 
-The env is reset with seed {case.seed}, stepped {case.steps} times with actions sampled from its
+The env is reset with seed {case.seed}, stepped {_steps_phrase(case, _steps_driven(case, run))} times with actions sampled from its
 action space seeded with {case.action_seed} (+ i for copy i), and run through {case.num_envs}
 copies in each installed stack.
 
@@ -600,7 +769,7 @@ def env_reproducer(system: System, spec: Spec, case: EnvCase, run: Any = None) -
 
 {spec.statement}
 
-The env is reset with seed {case.seed}, stepped {case.steps} times with actions sampled from its
+The env is reset with seed {case.seed}, stepped {_steps_phrase(case, _steps_driven(case, run))} times with actions sampled from its
 action space seeded with {case.action_seed} (+ i for copy i), and run through {case.num_envs}
 copies in each installed stack.
 """

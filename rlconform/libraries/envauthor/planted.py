@@ -32,6 +32,9 @@ def _register_user_envs() -> None:
         "with_terminating_limit": ("env.wrapper_layers",),
         "with_reset_info_dropper": ("env.wrapper_layers",),
         "with_delayed_reward": ("env.wrapper_layers",),
+        "last_step_out_of_space": ("env.observations_in_space",),
+        "edge_rejecting": ("env.edge_actions",),
+        "constant_reseed": ("env.seed_stream",),
     }
     for name, plants in bugs.items():
         factory = getattr(user_envs, name)
@@ -79,5 +82,12 @@ MUST_FAIL: dict[str, frozenset[str]] = {
         "user_env.with_terminating_limit": ("env.wrapper_layers",),
         "user_env.with_reset_info_dropper": ("env.wrapper_layers",),
         "user_env.with_delayed_reward": ("env.wrapper_layers",),
+        # 200-step episodes: the bad observation comes only on the last step, which every example
+        # now reaches (it drives each copy past its first episode end)
+        "user_env.last_step_out_of_space": ("env.observations_in_space",),
+        # sampled Box actions never land on a bound: only the edges show it
+        "user_env.edge_rejecting": ("env.edge_actions",),
+        # the same env after every reset without a seed: one seed's run cannot show it
+        "user_env.constant_reseed": ("env.seed_stream",),
     }.items()
 }

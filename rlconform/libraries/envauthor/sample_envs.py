@@ -363,3 +363,147 @@ def with_delayed_reward() -> gymnasium.Env[Any, Any]:
 def with_gymnasium_time_limit() -> gymnasium.Env[Any, Any]:
     """Correct: the counter under Gymnasium's own TimeLimit."""
     return _wrapped("gymnasium_time_limit")
+
+
+# --------------------------------------------------- long episodes, edges of the action space, seeding
+
+
+class SwingEnv(gymnasium.Env[np.ndarray, np.ndarray]):
+    """Correct: a Pendulum-like swing, Box actions in [-2, 2], episodes of 200 steps ended only by
+    truncation (no episode ends within the 40 steps an example used to drive)."""
+
+    metadata = {"render_modes": []}
+    #: steps of an episode (all end by truncation, as Pendulum's TimeLimit)
+    LENGTH = 200
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+        self.action_space = spaces.Box(-2.0, 2.0, (1,), np.float32)
+        self._angle = 0.0
+        self._speed = 0.0
+        self._steps = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([np.cos(self._angle), np.sin(self._angle), self._speed / 8.0], dtype=np.float32)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._angle = float(self.np_random.uniform(-np.pi, np.pi))
+        self._speed = float(self.np_random.uniform(-1.0, 1.0))
+        self._steps = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        torque = float(np.clip(np.asarray(action, dtype=np.float64).reshape(-1)[0], -2.0, 2.0))
+        self._speed = float(np.clip(self._speed + 0.05 * (torque - 3.0 * np.sin(self._angle)), -8.0, 8.0))
+        self._angle = float((self._angle + 0.05 * self._speed + np.pi) % (2 * np.pi) - np.pi)
+        self._steps += 1
+        reward = -(self._angle**2 + 0.1 * self._speed**2 + 0.001 * torque**2)
+        return self._obs(), float(reward), False, self._steps >= self.LENGTH, {}
+
+
+class LastStepOutOfSpaceEnv(SwingEnv):
+    """Bug: on the last step of its 200-step episodes, the observation leaves its space (the
+    speed is reported unscaled)."""
+
+    def _obs(self) -> np.ndarray:
+        obs = super()._obs()
+        if self._steps >= self.LENGTH:
+            obs[2] = np.float32(8.0 + abs(self._speed))
+        return obs
+
+
+class EdgeRejectingEnv(SwingEnv):
+    """Bug: rejects a torque at the bounds of its own action space (an open interval where the
+    space declares a closed one)."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        torque = float(np.asarray(action).reshape(-1)[0])
+        if not -2.0 < torque < 2.0:
+            raise ValueError(f"torque {torque} out of range")
+        return super().step(action)
+
+
+class GridMovesEnv(CounterEnv):
+    """Correct: MultiDiscrete actions (a move on each axis, and a speed from 1 to 3), every value
+    accepted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action_space = spaces.MultiDiscrete([3, 3, 3], start=[0, 0, 1])  # type: ignore[assignment]
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        dx, dy, speed = (int(a) for a in action)
+        if not (0 <= dx <= 2 and 0 <= dy <= 2 and 1 <= speed <= 3):
+            raise ValueError(f"move {action} out of range")
+        return super().step(dx)
+
+
+class ConstantReseedEnv(CounterEnv):
+    """Bug: reseeds itself with a constant on every reset without a seed, so every episode after
+    the first is the same episode whatever seed the run started with."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        return super().reset(seed=0 if seed is None else seed, options=options)
+
+
+class StreamReseedEnv(CounterEnv):
+    """Correct: on a reset without a seed, reseeds itself with a seed drawn from its own RNG (the
+    stream a seeded reset started continues through every later episode)."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        if seed is None and hasattr(self, "_np_random") and self._np_random is not None:
+            seed = int(self.np_random.integers(2**31))
+        return super().reset(seed=seed, options=options)
+
+
+class ClockworkEnv(CounterEnv):
+    """Correct: no randomness at all (every episode starts at 0 and moves by the action), so a
+    seed changes nothing and a constant reseed could not be told apart."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._position = 0.0
+        self._steps = 0
+        return self._obs(), {"start": self._position}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self._position += float(int(action) - 1)
+        self._steps += 1
+        return self._obs(), float(self._position), abs(self._position) >= 3, self._steps >= 8, {}
+
+
+def swing() -> gymnasium.Env[Any, Any]:
+    return SwingEnv()
+
+
+def last_step_out_of_space() -> gymnasium.Env[Any, Any]:
+    return LastStepOutOfSpaceEnv()
+
+
+def edge_rejecting() -> gymnasium.Env[Any, Any]:
+    return EdgeRejectingEnv()
+
+
+def grid_moves() -> gymnasium.Env[Any, Any]:
+    return GridMovesEnv()
+
+
+def constant_reseed() -> gymnasium.Env[Any, Any]:
+    return ConstantReseedEnv()
+
+
+def stream_reseed() -> gymnasium.Env[Any, Any]:
+    return StreamReseedEnv()
+
+
+def clockwork() -> gymnasium.Env[Any, Any]:
+    return ClockworkEnv()

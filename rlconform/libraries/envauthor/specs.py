@@ -12,8 +12,9 @@ from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.driver import Run, reference_family
 from rlconform.envs.plan import Reset, Step
 from rlconform.envs.trace import CallRecord
-from rlconform.libraries.envauthor.family import EnvRun, StackResult, stacks_not_run
+from rlconform.libraries.envauthor.family import EnvRun, StackResult, episode_ends, stacks_not_run
 from rlconform.libraries.envauthor.layers import layer_problems
+from rlconform.libraries.envauthor.probes import STREAM_PREFIX, STREAM_SEEDS, distinct
 from rlconform.libraries.envauthor.torch_envs import (
     is_scalar_tensor,
     is_tensor,
@@ -37,6 +38,16 @@ def _outputs(call: CallRecord) -> tuple[Any, ...]:
     if isinstance(result, tuple) and len(result) == 2:
         return (result[0],)
     return (result,)
+
+
+def _note_ends(ck: Checker, run: EnvRun) -> None:
+    """Say whether the bare env's run crossed episode ends: each example drives the env one step
+    past the first episode end (within the time budget), so a defect of the last step is seen."""
+    assert run.first is not None
+    if episode_ends(run.first):
+        ck.note("the bare env's runs crossed episode ends (driven one step past the first end, and on)")
+    elif run.ends_missed is not None:
+        ck.note(f"episode ends not exercised in an example: {run.ends_missed}")
 
 
 def _segments(run: Run) -> list[list[CallRecord]]:
@@ -80,6 +91,7 @@ def env_api_shape(run: EnvRun) -> Outcome:
         if not problems and native:
             problems += _tensor_drift(call, run.torch_device, first_seen)
         ck.expect(not problems, f"{call.source}: " + "; ".join(problems), call=call.position)
+    _note_ends(ck, run)
     return ck.done()
 
 
@@ -135,6 +147,7 @@ def env_observations_in_space(run: EnvRun) -> Outcome:
         ck.expect(
             problem is None, f"the observation returned by {call.source}{as_numpy} is {problem}", call=call.position
         )
+    _note_ends(ck, run)
     return ck.done()
 
 
@@ -156,6 +169,7 @@ def env_determinism(run: EnvRun) -> Outcome:
         _segments(run.second)[0],
         lambda call, diff: f"{call.source}: a second instance with the same seed returned something else ({diff})",
     )
+    _note_ends(ck, run)
     return ck.done()
 
 
@@ -196,6 +210,7 @@ def env_reset_reproducible(run: EnvRun) -> Outcome:
             f"{call.source} after the second reset(seed={run.case.seed}) differs from the first time ({diff})"
         ),
     )
+    _note_ends(ck, run)
     return ck.done()
 
 
@@ -270,6 +285,8 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
         return ck.done()
     agreed: list[str] = []
     disagreed: list[str] = []
+    #: stacks that agreed, with a copy through which no episode ended in this example
+    no_end: list[str] = []
     not_exercised = stacks_not_run(run.system)
     for result in run.stacks():
         if result.incompatible is not None:
@@ -286,8 +303,18 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
         else:
             problem = _stack_difference(ck, result)
             (agreed if problem is None else disagreed).append(problem or result.stack)
+            if problem is None and not all(_ends(slots) for slots, _ in result.pairs):
+                no_end.append(result.stack)
     for line in not_exercised:
         ck.note(line)
+    if no_end:
+        why = f" ({run.ends_missed})" if run.ends_missed else ""
+        ck.note(
+            f"not exercised: no episode end crossed a copy of {', '.join(no_end)} in an example of "
+            f"{run.horizon} steps{why}"
+        )
+    elif agreed:
+        ck.note("each copy crossed an episode end through every stack that agreed")
     if disagreed:
         exercised = len(agreed) + len(disagreed)
         others = [f"agree: {', '.join(agreed)}" if agreed else "", *not_exercised]
@@ -299,6 +326,10 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
     elif agreed:
         ck.note(f"the same transitions as the bare env through {', '.join(agreed)}")
     return ck.done()
+
+
+def _ends(slots: list[Any]) -> int:
+    return sum(1 for slot in slots if slot.terminated or slot.truncated)
 
 
 def _stack_difference(ck: Checker, result: StackResult) -> str | None:
@@ -350,4 +381,93 @@ def env_wrapper_layers(run: EnvRun) -> Outcome:
         ck.fail(problem)
     if not problems:
         ck.note(f"layers {' over '.join(layers.names)} compared over {compared} calls")
+    return ck.done()
+
+
+@spec(
+    "env.edge_actions",
+    impact="api-contract",
+    statement="The env accepts every action at the edges of its own action space: a Box's low and high bounds (each alone and alternating, a large finite value standing for an infinite bound) and the midpoint, every Discrete value (from its start; the first and last 32 of a larger space), each MultiDiscrete component's least and greatest value, MultiBinary's all zeros and all ones, and Dict and Tuple spaces combined leaf by leaf: each step with one returns instead of raising.",
+    rationale="Policies squash and clip to the bounds (a tanh policy saturates at high, a clipped Gaussian lands on it) and a categorical policy picks the last value; sampled actions almost never hit a Box bound, so an env that rejects its space's own edges (an open interval, an off-by-one range check) passes a random test and crashes in training.",
+    families=FAMILIES,
+)
+def env_edge_actions(run: EnvRun) -> Outcome:
+    ck = Checker()
+    if not run.usable:
+        return ck.done()
+    probe = run.edges()
+    if not probe["edges"]:
+        return ck.not_applicable(
+            f"rlconform knows no edges of the action space {run.action_space!r} "
+            "(Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of them)"
+        )
+    if "error" in probe:
+        ck.note(f"edge actions not exercised in an example: building or resetting the env failed ({probe['error']})")
+        return ck.done()
+    rejected = {label: (action, error) for label, action, error in probe["rejected"]}
+    for label, _ in probe["edges"][: probe["tried"]]:
+        if label in rejected:
+            action, error = rejected[label]
+            ck.fail(f"env.step({_short(action)}), {label} of {run.action_space}, {error}")
+        else:
+            ck.expect(True, "")
+    return ck.done()
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+@spec(
+    "env.seed_stream",
+    impact="reproducibility",
+    statement=f"After reset(seed=s), a reset without a seed continues the random stream s started instead of reseeding: on a fresh env, the episode after reset(seed=s) run to its end and a reset without a seed is the same for the same s and, when the first episodes of {STREAM_SEEDS} seeds all differ (in their reset observation and first {STREAM_PREFIX} steps under the same actions), not the same episode for all of them. An env whose seed changes nothing observable cannot be told from one that reseeds with a constant, and passes.",
+    rationale="Training seeds an env once and resets it without a seed ever after; an env that reseeds itself with a constant on those resets (super().reset(seed=0) when seed is None) replays one episode forever, whatever seed the run was given, and a seed sweep trains every seed on the same data.",
+    families=FAMILIES,
+    expensive=True,
+)
+def env_seed_stream(run: EnvRun) -> Outcome:
+    ck = Checker()
+    if not run.usable:
+        return ck.done()
+    probe = run.stream()
+    if "error" in probe:
+        ck.note(f"seed stream not exercised in an example: driving the env failed ({probe['error']})")
+        return ck.done()
+    if "no_end" in probe:
+        ck.note(
+            f"not exercised: no episode ended within {probe['no_end']:g} s of random actions (RLCONFORM_EPISODE_SECONDS)"
+        )
+        return ck.done()
+    firsts, seconds = probe["firsts"], probe["seconds"]
+    seeds = probe["seeds"]
+    again_first, again_second = probe["again"]
+    if first_difference(again_first, firsts[0]) is None:
+        diff = first_difference(again_second, seconds[0])
+        ck.expect(
+            diff is None,
+            lambda: (
+                f"after reset(seed={seeds[0]}), its first episode and a reset without a seed, a second fresh env "
+                f"began another second episode than the first env ({diff}): the stream seed {seeds[0]} started "
+                "was not continued"
+            ),
+        )
+    if distinct(firsts) < len(firsts):
+        ck.expect(True, "")
+        ck.note(
+            f"the first episodes after {len(seeds)} seeds are not all different: too little randomness to tell a "
+            "reset that continues the stream from one that reseeds with a constant"
+        )
+        return ck.done()
+    ck.expect(
+        distinct(seconds) > 1,
+        lambda: (
+            f"after reset(seed=s) for s in {seeds}, whose first episodes all differ, each first episode run to its "
+            f"end and a reset without a seed, every second episode was the same (reset observation "
+            f"{_short(seconds[0][0])}, and its first {len(seconds[0]) - 1} steps under the same actions): the env "
+            "reseeds itself with a constant on a reset without a seed, instead of continuing the stream "
+            "reset(seed=s) started"
+        ),
+    )
     return ck.done()
