@@ -198,7 +198,8 @@ def test_torch_native_stacks_hand_the_env_tensor_actions() -> None:
         result = results[stack_id]
         assert result.error is None and result.cannot_wrap is None, (stack_id, result.error, result.cannot_wrap)
         assert result.run is not None and "convert_actions_to_numpy=False" in result.run.system.id
-        assert all(len(slots) == 6 for slots, _ in result.pairs)
+        # the case's 6 steps, continued past each copy's first episode end (issue 25)
+        assert run.horizon >= 6 and all(len(slots) == run.horizon for slots, _ in result.pairs)
 
 
 @pytest.mark.parametrize(
@@ -219,7 +220,21 @@ def test_torch_native_env_with_a_real_bug_still_fails(name: str, spec_id: str, w
 
 
 @pytest.mark.parametrize(
-    "name", ["float64_declared", "dict_obs", "offset_discrete", "copying", "tuple_discrete", "word", "mission"]
+    "name",
+    [
+        "float64_declared",
+        "dict_obs",
+        "offset_discrete",
+        "copying",
+        "tuple_discrete",
+        "word",
+        "mission",
+        # issue 25: long episodes, MultiDiscrete actions with a start, streams reseeded or without randomness
+        "swing",
+        "grid_moves",
+        "stream_reseed",
+        "clockwork",
+    ],
 )
 def test_correct_unusual_env_gets_no_failure(name: str) -> None:
     verdicts = _check_all(user_system(_fixture(name), "gymnasium.Env"))

@@ -26,6 +26,22 @@ CORRECT_USER_ENVS = [
 ]
 #: real library systems that conform to a spec no reference model covers (their family has none)
 LIBRARY_CONTROLS = {
+    # a ready-made vector env (family gymnasium.VectorEnv): the correct NumPy-batched walk, NEXT_STEP,
+    # with the single env it must equal
+    **dict.fromkeys(
+        (
+            "vector.api_shape",
+            "vector.observations_in_space",
+            "vector.autoreset_mode",
+            "vector.reset_step_action_ignored",
+            "vector.time_limit",
+            "vector.determinism",
+            "vector.subenv_independence",
+            "vector.no_aliasing",
+            "vector.single_env_match",
+        ),
+        "reference.native_vector.NextStep",
+    ),
     "torchrl.actions_reach_env_natively": "torchrl.GymWrapper.TorchNative.categorical",
     "aliasing.torchrl_returned_data": "torchrl.GymWrapper",
     "torchrl.device": "torchrl.GymWrapper",
@@ -96,9 +112,11 @@ WITNESSES = {
         (
             "env.api_shape",
             "env.determinism",
+            "env.edge_actions",
             "env.no_aliasing",
             "env.observations_in_space",
             "env.reset_reproducible",
+            "env.seed_stream",
             "env.stack_equivalence",
             "env.step_after_end",
         ),

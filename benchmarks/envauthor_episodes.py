@@ -1,0 +1,81 @@
+"""What driving every example to its episode ends costs env-author mode (issue 25, single envs).
+
+Run ``python benchmarks/envauthor_episodes.py [--baseline ROOT] [--repeats N]``. For each target,
+``rlconform check MODULE:FACTORY --api gymnasium.Env --json FILE`` runs in a fresh process, timed
+from outside, as a user runs it; with ``--baseline`` the other checkout's check runs just before
+each of this checkout's (the same interpreter, ``PYTHONPATH`` set to each checkout), so that the
+ratio compares two measurements taken back to back. Reported: the median wall seconds of each,
+their ratio, the number of specs and the statuses of each run (a status that differs between the
+two checkouts is listed).
+
+Targets: ``counter`` (a small env, episodes of at most 8 steps: the "under 20 s" target) and
+``swing`` (a Pendulum-like env whose episodes all last 200 steps, which every example now drives to
+their end through every stack).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = {
+    "counter": "rlconform.libraries.envauthor.sample_envs:counter",
+    "swing": "rlconform.libraries.envauthor.sample_envs:swing",
+}
+
+
+def check(root: Path, reference: str, out: Path) -> tuple[float, dict[str, str]]:
+    """Wall seconds of one ``rlconform check`` of ``reference`` from checkout ``root``, and its statuses."""
+    env = dict(os.environ, PYTHONPATH=str(root))
+    command = [sys.executable, "-m", "rlconform.cli", "check", reference, "--api", "gymnasium.Env", "--json", str(out)]
+    start = time.perf_counter()
+    subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    seconds = time.perf_counter() - start
+    try:
+        results = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return seconds, {}
+    return seconds, {v["spec"]: v["status"] for v in results.get("results", []) if isinstance(v, dict)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="another checkout to time alternately")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    args = parser.parse_args()
+    print(f"{'target':8} {'wall s':>7} {'specs':>5}", end="")
+    print(f" {'baseline s':>10} {'specs':>5} {'ratio':>6}  statuses changed" if args.baseline else "")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.targets:
+            now: list[float] = []
+            base: list[float] = []
+            statuses: dict[str, str] = {}
+            before: dict[str, str] = {}
+            for i in range(args.repeats):
+                if args.baseline:
+                    seconds, before = check(args.baseline.resolve(), TARGETS[name], Path(tmp) / f"b{name}{i}.json")
+                    base.append(seconds)
+                seconds, statuses = check(ROOT, TARGETS[name], Path(tmp) / f"n{name}{i}.json")
+                now.append(seconds)
+                print(f"  {name} round {i + 1}: {seconds:.1f} s", file=sys.stderr)
+            line = f"{name:8} {statistics.median(now):7.1f} {len(statuses):5}"
+            if args.baseline:
+                changed = [f"{k}: {before.get(k)} -> {v}" for k, v in sorted(statuses.items()) if before.get(k) != v]
+                ratio = statistics.median(now) / statistics.median(base)
+                line += (
+                    f" {statistics.median(base):10.1f} {len(before):5} {ratio:5.2f}x  {'; '.join(changed) or 'none'}"
+                )
+            print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Single envs (issue 25): episode ends however long the episodes, actions at the edges of the
+action space, and the random stream across resets without a seed.
+
+Before, env-author mode drove each copy at most 40 steps per example: a 200-step episode never
+ended inside a stack, and an observation that leaves its space only on the last step passed every
+spec. Its actions were ``action_space.sample()``, which never lands on a Box bound; and it reset
+with one seed, so an env that reseeds itself with a constant on every reset without a seed passed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gymnasium")
+
+from gymnasium import spaces
+
+from rlconform.core.profiles import get_profile
+from rlconform.core.runner import RunCache
+from rlconform.core.search import Verdict, check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.user import user_system
+from rlconform.libraries.envauthor import family as envcheck
+from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
+from rlconform.libraries.envauthor.probes import edge_actions
+
+#: stacks that run the env in this process: enough to see the ends cross a stack, and cheap
+IN_PROCESS = ("gymnasium.SyncVectorEnv.NextStep", "gymnasium.SyncVectorEnv.SameStep", "sb3.DummyVecEnv")
+
+
+def _verdict(name: str, spec_id: str) -> Verdict:
+    system = user_system(f"rlconform.libraries.envauthor.sample_envs:{name}", "gymnasium.Env")
+    return check_spec(system, get_spec(spec_id), get_profile("ci"), cache=RunCache())
+
+
+# ------------------------------------------------------------------------------ long episodes
+
+
+def test_an_observation_out_of_space_on_the_last_of_200_steps_fails() -> None:
+    verdict = _verdict("last_step_out_of_space", "env.observations_in_space")
+    assert verdict.status == "fail", verdict.message
+    assert "call 200: the observation returned by env.step(" in verdict.message, verdict.message
+    assert "is outside Box(-1.0, 1.0, (3,), float32)" in verdict.message
+
+
+def test_a_short_case_is_driven_past_every_copy_s_first_episode_end() -> None:
+    system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
+    run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2))
+    assert run.first_ends == [200, 200]
+    assert run.horizon == 200 + 1 + envcheck.PAST_THE_END
+    assert len(run.actions[0]) == run.horizon
+    assert envcheck.episode_ends(run.first) == 2  # each of the two seeded runs ends once
+    assert run.second is not None and envcheck.episode_ends(run.second) == 1
+
+
+def test_every_stack_crosses_the_episode_end_of_a_long_episode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(envcheck, "STACKS", IN_PROCESS)
+    verdict = _verdict("swing", "env.stack_equivalence")
+    assert verdict.status == "pass", verdict.message
+    assert "each copy crossed an episode end through every stack that agreed" in verdict.message
+    assert "not exercised" not in verdict.message
+
+
+def test_episodes_that_never_end_are_named_not_exercised_in_the_stacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLCONFORM_EPISODE_SECONDS", "0.25")
+    monkeypatch.setattr(envcheck, "_NO_END", {})
+    monkeypatch.setattr(envcheck, "STACKS", IN_PROCESS[:1])
+    verdict = _verdict("endless", "env.stack_equivalence")
+    assert verdict.status == "pass", verdict.message
+    assert "not exercised: no episode end crossed a copy of gymnasium.SyncVectorEnv.NextStep" in verdict.message
+    assert "no episode ended within 0.25 s of random actions" in verdict.message
+    bare = _verdict("endless", "env.observations_in_space")
+    assert "episode ends not exercised in an example: no episode ended within 0.25 s" in bare.message
+
+
+def test_an_example_of_images_records_a_bounded_number_of_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(envcheck, "MAX_RECORDED_BYTES", 12 * 150)  # 150 observations of 3 float32
+    system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
+    run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=1))
+    assert run.horizon == 5
+    assert run.ends_missed is not None and "past the 150 steps an example records" in run.ends_missed
+
+
+# ------------------------------------------------------------------------------ edge actions
+
+
+def test_the_edges_of_each_kind_of_space() -> None:
+    discrete = edge_actions(spaces.Discrete(3, start=-1))
+    assert [int(a) for _, a in discrete] == [-1, 0, 1]
+    large = edge_actions(spaces.Discrete(1000))
+    assert len(large) == 64 and int(large[-1][1]) == 999
+    multi = dict(edge_actions(spaces.MultiDiscrete([3, 4], start=[0, 1])))
+    assert multi["each component's least value"].tolist() == [0, 1]
+    assert multi["each component's greatest value"].tolist() == [2, 4]
+    box = dict(edge_actions(spaces.Box(np.array([-2.0, -np.inf]), np.array([2.0, 0.0]), dtype=np.float32)))
+    assert box["the high bound"].tolist() == [2.0, 0.0]
+    assert box["the low bound"].tolist() == [-2.0, -1e6]
+    assert box["the low bound and the high bound alternating"].tolist() == [-2.0, 0.0]
+    combined = edge_actions(spaces.Dict({"move": spaces.Discrete(2), "push": spaces.MultiBinary(2)}))
+    assert len(combined) == 4 and all(
+        spaces.Dict({"move": spaces.Discrete(2), "push": spaces.MultiBinary(2)}).contains(a) for _, a in combined
+    )
+    assert edge_actions(spaces.Text(5)) == []
+
+
+def test_an_env_that_rejects_its_own_bounds_fails_edge_actions() -> None:
+    verdict = _verdict("edge_rejecting", "env.edge_actions")
+    assert verdict.status == "fail", verdict.message
+    assert "the low bound of Box(-2.0, 2.0, (1,), float32), raised ValueError: torque -2.0 out of range" in (
+        verdict.message
+    )
+
+
+@pytest.mark.parametrize("name", ["counter", "swing", "grid_moves", "offset_discrete", "dict_obs"])
+def test_correct_envs_accept_every_edge(name: str) -> None:
+    verdict = _verdict(name, "env.edge_actions")
+    assert verdict.status == "pass", verdict.message
+
+
+# ------------------------------------------------------------------------------ seeding streams
+
+
+def test_an_env_that_reseeds_with_a_constant_fails_seed_stream() -> None:
+    verdict = _verdict("constant_reseed", "env.seed_stream")
+    assert verdict.status == "fail", verdict.message
+    assert "every second episode was the same" in verdict.message
+    assert "reseeds itself with a constant on a reset without a seed" in verdict.message
+
+
+@pytest.mark.parametrize("name", ["counter", "stream_reseed", "swing"])
+def test_envs_that_continue_their_stream_pass_seed_stream(name: str) -> None:
+    verdict = _verdict(name, "env.seed_stream")
+    assert verdict.status == "pass", verdict.message
+    assert "too little randomness" not in verdict.message
+
+
+def test_an_env_without_randomness_passes_seed_stream_saying_why_it_cannot_tell() -> None:
+    verdict = _verdict("clockwork", "env.seed_stream")
+    assert verdict.status == "pass", verdict.message
+    assert "too little randomness to tell" in verdict.message
