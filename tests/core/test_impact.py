@@ -93,8 +93,8 @@ def test_every_registered_spec_declares_an_impact_class() -> None:
 
 
 def test_isaaclab_specs_declare_impact_classes_too() -> None:
-    """The Isaac Lab specs are in the catalog only where isaaclab is installed; their modules import
-    without it, and a catalog reading them (whatever is installed) gives each its impact class."""
+    """The Isaac Lab specs are in the catalog only where torch is installed; their modules import
+    without Isaac Lab, and a catalog reading them (whatever is installed) gives each its impact class."""
     from rlconform.core.catalog import specs_of
 
     specs = [
@@ -103,7 +103,7 @@ def test_isaaclab_specs_declare_impact_classes_too() -> None:
         for s in specs_of(import_module(f"rlconform.libraries.isaaclab.{name}"))
     ]
     impacts = {s.id: s.impact for s in specs}
-    assert len(impacts) == 14 and set(impacts.values()) <= set(IMPACTS)
+    assert len(impacts) == 16 and set(impacts.values()) <= set(IMPACTS)
     assert impacts["isaaclab.final_obs"] == "training-data" and impacts["isaaclab.api"] == "api-contract"
 
 

@@ -296,4 +296,4 @@ def test_plugin_checks_an_isaaclab_factory(tmp_path: object) -> None:
         check=False,
     )
     assert f"FAILED rlconform::user:{FACTORY}-isaaclab.returned_data_stable" in done.stdout
-    assert "1 failed, 6 passed" in done.stdout, done.stdout[-2000:]
+    assert "1 failed, 8 passed" in done.stdout, done.stdout[-2000:]

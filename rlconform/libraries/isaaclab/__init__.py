@@ -18,13 +18,14 @@ LIBRARY = Library(
         "rlconform.libraries.isaaclab.wrapper_systems",
         "rlconform.libraries.isaaclab.torch_tier",
     ),
-    # the torch tier's systems subclass isaaclab's own classes, and its specs read them: without
-    # isaaclab the trace-based rows above already say "not installed: isaaclab"
+    # the torch tier's specs need torch only: a user's torch-batched env following DirectRLEnv's
+    # contract is checked without Isaac Lab (--api isaaclab). The bundled systems subclass Isaac
+    # Lab's DirectRLEnv: without isaaclab the trace-based rows above already say "not installed"
     modules_when_importable={
-        "isaaclab": (
+        "torch": (
             "rlconform.libraries.isaaclab.torch_specs",
             "rlconform.libraries.isaaclab.device_specs",
-            "rlconform.libraries.isaaclab.bundled",
-        )
+        ),
+        "isaaclab": ("rlconform.libraries.isaaclab.bundled",),
     },
 )

@@ -29,7 +29,7 @@ The script (all float32, every value exactly representable):
 
 :class:`BatchStampModel` checks every ``reset``/``step`` exactly with the same closed forms, in
 pure torch, and reports :class:`~rlconform.libraries.isaaclab.findings.Finding` s whose ``bad`` mask names
-the offending sub-envs. Three planted variants (:data:`VARIANTS`) show what it catches.
+the offending sub-envs. The planted variants (:data:`VARIANTS`) show what it catches.
 """
 
 from __future__ import annotations
@@ -260,6 +260,41 @@ class FourTuple(BatchStampEnv):
         return obs, reward, terminated | time_outs, extras
 
 
+class TimeOutAsTermination(BatchStampEnv):
+    """Planted bug: the time-out is reported as a termination (``terminated=True``,
+    ``time_outs=False`` at ``max_episode_length``)."""
+
+    def _get_dones(self) -> tuple[torch.Tensor, torch.Tensor]:
+        terminated, time_outs = super()._get_dones()
+        return terminated | time_outs, torch.zeros_like(time_outs)
+
+
+class RewardAfterReset(BatchStampEnv):
+    """Planted bug: the rewards are recomputed after the ending sub-envs are reset, so an ending
+    sub-env's last reward scores the next episode's first state."""
+
+    def _reset_envs_from_buffer(self) -> Any:
+        reset_env_ids = super()._reset_envs_from_buffer()
+        if reset_env_ids is not None and len(reset_env_ids) > 0:
+            self.reward_buf = self._get_rewards()
+        return reset_env_ids
+
+
+class StaleResetObs(BatchStampEnv):
+    """Planted bug: an ending sub-env's returned row is its observation from before the reset
+    (the ended episode's last), not the next episode's first."""
+
+    def _reset_envs_from_buffer(self) -> Any:
+        self._pre_reset = self._get_observations()["policy"].clone()
+        return super()._reset_envs_from_buffer()
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, time_outs, extras = super().step(action)
+        done = (terminated | time_outs).unsqueeze(1)
+        obs["policy"] = torch.where(done, self._pre_reset, obs["policy"])
+        return obs, reward, terminated, time_outs, extras
+
+
 VARIANTS: dict[str, type[BatchStampEnv]] = {
     "reference": BatchStampEnv,
     "early_time_out": EarlyTimeOut,
@@ -270,6 +305,9 @@ VARIANTS: dict[str, type[BatchStampEnv]] = {
     "no_time_limit": NoTimeLimit,
     "kept_episode_length": KeptEpisodeLength,
     "four_tuple": FourTuple,
+    "time_out_as_termination": TimeOutAsTermination,
+    "reward_after_reset": RewardAfterReset,
+    "stale_reset_obs": StaleResetObs,
 }
 
 

@@ -150,6 +150,9 @@ def _add_bundled() -> None:
         ("no_time_limit", (mon.TIME_LIMIT,), "never times out"),
         ("kept_episode_length", (mon.AUTORESET,), "keeps episode_length_buf over an autoreset"),
         ("four_tuple", (mon.API,), "returns Gym's old four-tuple from step"),
+        ("time_out_as_termination", (mon.TIME_OUTS,), "reports its time-outs as terminations"),
+        ("reward_after_reset", (mon.REWARD_ORDER,), "computes an ending sub-env's reward after its reset"),
+        ("stale_reset_obs", (mon.AUTORESET,), "returns an ending sub-env's pre-reset observation"),
     ):
         _add(
             f"planted.isaaclab.torch.{variant}",

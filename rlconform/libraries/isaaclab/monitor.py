@@ -19,8 +19,18 @@ to learn which checks failed:
 * ``isaaclab.time_limit``: no episode runs past ``env.max_episode_length`` steps without ending
   (a task may truncate earlier for its own reasons; the reference env's exact model checks the
   step it times out at).
+* ``isaaclab.time_outs``: an episode that ends when its ``episode_length_buf`` reaches
+  ``max_episode_length`` is reported in ``time_outs`` (terminated too where it also terminated):
+  Isaac Lab's time-out rule is ``episode_length_buf >= max_episode_length``, computed apart from
+  the termination. A task that times out one step earlier (``max_episode_length - 1``, as some
+  contributed tasks do) is not judged there: a termination one step before the limit may be real.
 * ``isaaclab.autoreset``: a sub-env that ends is reset in the same step (its
-  ``episode_length_buf`` is 0 after the step), one that does not end keeps counting.
+  ``episode_length_buf`` is 0 after the step), one that does not end keeps counting, and the
+  observation returned for an ending sub-env was computed after its reset, not before
+  (:mod:`~rlconform.libraries.isaaclab.order`: read from the task hooks, so any env with
+  ``_reset_idx`` and ``_get_observations`` is judged, decodable or not).
+* ``isaaclab.reward_before_reset``: the reward returned for an ending sub-env was computed (by
+  ``_get_rewards``) before its reset, from the state its last step reached.
 * ``isaaclab.final_obs``: a step in which some sub-env ends returns its terminal observation in
   ``extras["final_obs"]["policy"]``, written in that step (not left from an earlier one).
 * ``isaaclab.returned_data_stable``: what a call returned does not change afterwards (a caller
@@ -42,17 +52,20 @@ from typing import Any, Protocol
 import torch
 
 from rlconform.libraries.isaaclab.findings import Finding, hits
+from rlconform.libraries.isaaclab.order import StepOrder
 from rlconform.libraries.isaaclab.probe import ActionProbe, ActionReceipt
 
 API = "isaaclab.api"
 OUTPUTS = "isaaclab.outputs_on_device"
 ACTIONS = "isaaclab.actions_on_device"
 TIME_LIMIT = "isaaclab.time_limit"
+TIME_OUTS = "isaaclab.time_outs"
 AUTORESET = "isaaclab.autoreset"
+REWARD_ORDER = "isaaclab.reward_before_reset"
 FINAL_OBS = "isaaclab.final_obs"
 STABLE = "isaaclab.returned_data_stable"
 #: the checks the monitor itself makes, in report order
-MONITOR_SPECS = (API, OUTPUTS, ACTIONS, TIME_LIMIT, AUTORESET, FINAL_OBS, STABLE)
+MONITOR_SPECS = (API, OUTPUTS, ACTIONS, TIME_LIMIT, TIME_OUTS, AUTORESET, REWARD_ORDER, FINAL_OBS, STABLE)
 REWARD_DTYPE = torch.float32
 FLAG_DTYPE = torch.bool
 #: findings kept per spec (the count of all of them is kept too)
@@ -156,7 +169,12 @@ class ContractMonitor:
         self.num_envs = int(u.num_envs)
         self.device = torch.device(u.device)
         cfg = getattr(u, "cfg", None)
-        self.compute_final_obs = bool(getattr(cfg, "compute_final_obs", False))
+        # DirectRLEnv's switch; an env following the contract without a cfg promises terminal
+        # observations like one with compute_final_obs=True (a missing one fails either way, with
+        # its own message)
+        declared = getattr(cfg, "compute_final_obs", None)
+        self.has_final_obs_switch = declared is not None
+        self.compute_final_obs = bool(declared) if declared is not None else True
         self.action_noise = getattr(cfg, "action_noise_model", None) is not None
         limit = getattr(u, "max_episode_length", None)
         self.max_episode_length = None if limit is None else int(limit)
@@ -180,11 +198,28 @@ class ContractMonitor:
         self.last: StepTruth | None = None
         self._held: list[tuple[str, int, Any, torch.Tensor]] = []
         self._last_final: Any = None
+        self.order = StepOrder(u, self.num_envs, self.device)
         self._orig_step = u.step
         self._orig_reset = u.reset
         u.step = self.step
         u.reset = self.reset
         self.notes: list[str] = []
+        #: notes that concern one spec only
+        self.spec_notes: dict[str, list[str]] = {}
+        if not self.order.has_reset:
+            for spec_id in (AUTORESET, REWARD_ORDER):
+                self.spec_notes.setdefault(spec_id, []).append(
+                    "the env has no _reset_idx: whether its rewards and observations were computed before or "
+                    "after an ending sub-env's reset was not seen"
+                )
+        elif not self.order.has_rewards:
+            self.spec_notes.setdefault(REWARD_ORDER, []).append(
+                "the env has no _get_rewards: when its rewards were computed was not seen"
+            )
+        elif not self.order.has_observations:
+            self.spec_notes.setdefault(AUTORESET, []).append(
+                "the env has no _get_observations: when its observations were computed was not seen"
+            )
         if self.probe.where is None:
             self.notes.append(
                 "the env has neither _pre_physics_step nor action_manager.process_action: "
@@ -227,8 +262,18 @@ class ContractMonitor:
         source = f"env.step(actions #{self.steps_checked + 1})"
         self.probe.take()
         self._check_held(source)
-        with self._sync_watch():
-            result = self._orig_step(action)
+        length = getattr(self.unwrapped, "episode_length_buf", None)
+        length_before = (
+            length.detach().clone()
+            if isinstance(length, torch.Tensor) and tuple(length.shape) == (self.num_envs,)
+            else None
+        )
+        self.order.begin()
+        try:
+            with self._sync_watch():
+                result = self._orig_step(action)
+        finally:
+            self.order.end()
         receipts = self.probe.take()
         findings: list[Finding] = []
         if not (isinstance(result, tuple) and len(result) == 5):
@@ -265,6 +310,18 @@ class ContractMonitor:
                     (self.episode_steps >= self.max_episode_length) & ~done,
                 )
             )
+            # the step each episode reached, by the env's own count where it keeps one
+            reached = self.episode_steps if length_before is None else length_before.to(self.device) + 1
+            findings.append(
+                Finding(
+                    TIME_OUTS,
+                    f"ended when its episode_length_buf reached max_episode_length={self.max_episode_length}, "
+                    "with time_outs False (terminated True): a time-out reported as a termination, which a "
+                    "learner does not bootstrap (Isaac Lab's rule: time_outs = episode_length_buf >= "
+                    "max_episode_length, set also where the episode terminates on that step)",
+                    done & ~trunc & (reached >= self.max_episode_length),
+                )
+            )
         length = getattr(self.unwrapped, "episode_length_buf", None)
         if isinstance(length, torch.Tensor) and tuple(length.shape) == n:
             findings.append(
@@ -277,6 +334,7 @@ class ContractMonitor:
                     ~done & (length != self.episode_steps),
                 )
             )
+        findings += self.order.findings(REWARD_ORDER, AUTORESET, rew, obs, done)
         final = self._final_obs(extras, done, findings)
         if self.model is not None and self.prev_obs is not None and isinstance(action, torch.Tensor):
             findings += self.model.step_findings(self.prev_obs, action.detach(), obs, rew, term, trunc, final)
@@ -355,7 +413,8 @@ class ContractMonitor:
             )
             return tensor.detach().clone() if fresh and isinstance(tensor, torch.Tensor) else None
         if tensor is None:
-            findings.append(Finding(FINAL_OBS, "ended, and extras has no final_obs['policy']", done))
+            detail = "" if self.has_final_obs_switch else " (the returned row is the next episode's first observation)"
+            findings.append(Finding(FINAL_OBS, f"ended, and extras has no final_obs['policy']{detail}", done))
             return None
         if not fresh:
             findings.append(Finding(FINAL_OBS, "ended, and extras['final_obs'] is left from an earlier step", done))
@@ -442,6 +501,7 @@ class ContractMonitor:
         for name in ("step", "reset"):
             self.unwrapped.__dict__.pop(name, None)
         self.probe.detach()
+        self.order.detach()
 
 
 def _shape_of(result: Any) -> str:

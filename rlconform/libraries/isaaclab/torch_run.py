@@ -61,6 +61,8 @@ class TorchRun:
     env_steps: int = 0
     steps: int = 0
     notes: list[str] = field(default_factory=list)
+    #: notes that concern one spec only
+    spec_notes: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def usable(self) -> bool:
@@ -149,4 +151,5 @@ def drive(target: Target, case: TorchCase) -> TorchRun:
     run.env_steps = monitor.env_steps_checked
     run.steps = monitor.steps_checked
     run.notes = list(monitor.notes)
+    run.spec_notes = {spec_id: list(notes) for spec_id, notes in monitor.spec_notes.items()}
     return run

@@ -21,6 +21,7 @@ from rlconform.core.system import System
 from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
 from rlconform.libraries.isaaclab.torch_run import Target, TorchRun
+from rlconform.libraries.isaaclab.user import isaaclab_installed
 from rlconform.specs.families import ISAACLAB_TORCH
 
 if TYPE_CHECKING:
@@ -51,7 +52,14 @@ def _no_wrapper(system: System) -> str | None:
 
 
 def _no_model(system: System) -> str | None:
-    return None if target_of(system).model else "needs decodable observations (a reference env's exact model)"
+    if target_of(system).model:
+        return None
+    reason = "needs decodable observations (a reference env's exact model)"
+    if system.kind == "user" and not isaaclab_installed():
+        reason += (
+            "; the bundled reference env that has them needs Isaac Lab (not installed here: scripts/install-isaaclab)"
+        )
+    return reason
 
 
 def outcome(spec_id: str, run: TorchRun) -> Outcome:
@@ -62,6 +70,8 @@ def outcome(spec_id: str, run: TorchRun) -> Outcome:
     for note in run.notes:
         if spec_id == mon.ACTIONS or "action" not in note:
             ck.note(note)
+    for note in run.spec_notes.get(spec_id, ()):
+        ck.note(note)
     ck.outcome.checked += run.env_steps
     for violation in run.violations:
         if violation.spec == spec_id:
@@ -85,11 +95,27 @@ _TEXTS: dict[str, tuple[str, str, Any]] = {
         "bootstrapping and episode statistics rely on it.",
         None,
     ),
+    mon.TIME_OUTS: (
+        "An episode that ends when its episode_length_buf reaches max_episode_length is reported in time_outs "
+        "(and in terminated too where it also terminated on that step).",
+        "A learner bootstraps time-outs and not terminations: a time-out reported only as a termination teaches "
+        "the value of the last state as if the task had ended there. Isaac Lab's tasks compute time_outs as "
+        "episode_length_buf >= max_episode_length, apart from the termination.",
+        None,
+    ),
     mon.AUTORESET: (
-        "A sub-env that ends is reset in the same step: its episode_length_buf is 0 and (exact model) its returned "
-        "row is the next episode's first observation; one that does not end continues its episode.",
+        "A sub-env that ends is reset in the same step: its episode_length_buf is 0, and its returned row is the "
+        "next episode's first observation (computed after its _reset_idx; exact model: decoded); one that does "
+        "not end continues its episode.",
         "Isaac Lab's documented autoreset mode is SameStep; a learner takes the returned row as the next "
-        "episode's start.",
+        "episode's start, and a row read before the reset starts it from the ended episode's last state.",
+        None,
+    ),
+    mon.REWARD_ORDER: (
+        "The reward returned for a sub-env that ends is computed before its reset (DirectRLEnv.step calls "
+        "_get_rewards before _reset_idx), from the state its last step reached.",
+        "A reward computed after the reset scores the next episode's first state: every episode's last reward, "
+        "the one that says how it ended, is wrong.",
         None,
     ),
     mon.FINAL_OBS: (
@@ -150,7 +176,9 @@ _TEXTS: dict[str, tuple[str, str, Any]] = {
 _IMPACTS: dict[str, Impact] = {
     mon.API: "api-contract",
     mon.TIME_LIMIT: "training-data",
+    mon.TIME_OUTS: "training-data",
     mon.AUTORESET: "training-data",
+    mon.REWARD_ORDER: "training-data",
     mon.FINAL_OBS: "training-data",
     mon.STABLE: "training-data",
     wr.OBS: "training-data",

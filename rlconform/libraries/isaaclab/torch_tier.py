@@ -1,10 +1,12 @@
 """Family ``isaaclab.torch``: Isaac Lab envs and wrappers checked vectorized, in torch, at scale.
 
 This module holds the family object only; it imports neither torch nor isaaclab, so that
-``--api isaaclab`` without isaaclab installed says so in one line. The systems
-(:mod:`~rlconform.libraries.isaaclab.bundled`), the run (:mod:`~rlconform.libraries.isaaclab.torch_run`)
-and the specs (:mod:`~rlconform.libraries.isaaclab.torch_specs`) load only where isaaclab is
-importable.
+``--api isaaclab`` without torch installed says so in one line. The run
+(:mod:`~rlconform.libraries.isaaclab.torch_run`) and the specs
+(:mod:`~rlconform.libraries.isaaclab.torch_specs`) need torch only: a user's torch-batched env that
+follows DirectRLEnv's contract is checked without Isaac Lab. The bundled systems
+(:mod:`~rlconform.libraries.isaaclab.bundled`: the reference env subclasses DirectRLEnv) load only
+where isaaclab is importable.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rlconform.core.system import Probed, System
 from rlconform.core.user import returned_type, spawns_workers
-from rlconform.libraries.isaaclab.user import reference_system, torch_system
+from rlconform.libraries.isaaclab.user import isaaclab_installed, reference_system, torch_system
 from rlconform.specs.families import ISAACLAB_TORCH
 
 if TYPE_CHECKING:
@@ -110,9 +112,13 @@ class TorchTierFamily:
 
     def companions(self, system: System) -> list[System]:
         """Beside a user's env: the reference env on the same device, through the same DirectRLEnv
-        code, with the exact checks only decodable observations allow."""
+        code, with the exact checks only decodable observations allow. It subclasses Isaac Lab's
+        DirectRLEnv: without Isaac Lab there is none, and the user's row says so
+        (:func:`~rlconform.libraries.isaaclab.user.without_isaaclab`)."""
         from rlconform.libraries.isaaclab.torch_specs import target_of
 
+        if not isaaclab_installed():
+            return []
         return [reference_system(target_of(system).device)]
 
     def probe_factory(self, system: System) -> Probed:
