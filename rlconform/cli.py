@@ -221,6 +221,26 @@ def build_parser() -> argparse.ArgumentParser:
         "The verdict lists the stacks not chosen",
     )
     check.add_argument(
+        "--single-env",
+        metavar="MODULE:CALLABLE",
+        default=None,
+        help="for a ready-made vector env (--api gymnasium.VectorEnv): the factory of the single env each "
+        "sub-env must equal (make_single() -> gymnasium.Env)",
+    )
+    check.add_argument(
+        "--seeding",
+        default=None,
+        choices=("seed+i", "shared", "construction"),
+        help="for a ready-made vector env: how it seeds its sub-envs (default seed+i, Gymnasium's convention; "
+        "shared: one generator for all; construction: seeded when built only)",
+    )
+    check.add_argument(
+        "--autoreset-mode",
+        default=None,
+        choices=("NextStep", "SameStep", "Disabled"),
+        help="for a ready-made vector env that declares no metadata['autoreset_mode']: its mode (default NextStep)",
+    )
+    check.add_argument(
         "--intended",
         action="append",
         metavar="CHANGES",
@@ -369,7 +389,14 @@ def _note_skipped(skipped: Sequence[Spec], results: Results, out: TextIO) -> Non
 
 
 #: options of ``check`` that only some families take (Family.user_options), with their defaults
-FAMILY_OPTIONS = {"num_envs": None, "device": "auto", "stacks": None}
+FAMILY_OPTIONS = {
+    "num_envs": None,
+    "device": "auto",
+    "stacks": None,
+    "single_env": None,
+    "seeding": None,
+    "autoreset_mode": None,
+}
 
 
 def _family_options(session: Session, args: argparse.Namespace) -> dict[str, object]:

@@ -136,6 +136,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "the stacks whose system id matches this glob (repeatable; default: every stack)",
     )
     group.addoption(
+        "--rlconform-single-env",
+        default=None,
+        dest="rlconform_single_env",
+        metavar="MODULE:CALLABLE",
+        help="for a ready-made vector env (--rlconform-api gymnasium.VectorEnv): the single env each sub-env must equal",
+    )
+    group.addoption(
+        "--rlconform-seeding",
+        default=None,
+        dest="rlconform_seeding",
+        choices=("seed+i", "shared", "construction"),
+        help="for a ready-made vector env: how it seeds its sub-envs (default seed+i)",
+    )
+    group.addoption(
+        "--rlconform-autoreset-mode",
+        default=None,
+        dest="rlconform_autoreset_mode",
+        choices=("NextStep", "SameStep", "Disabled"),
+        help="for a ready-made vector env that declares no autoreset mode: its mode (default NextStep)",
+    )
+    group.addoption(
         "--rlconform-intended",
         action="append",
         default=[],

@@ -29,7 +29,7 @@ and rlconform reads the number off the returned env's batch size.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -111,6 +111,7 @@ def parametrize_with_checks(
     api: str | None = None,
     specs: Sequence[str] | None = None,
     intended: Sequence[str] | str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> pytest.MarkDecorator:
     """Parametrize a test over every (system, spec) pair, as ``rlconform_check``.
 
@@ -119,10 +120,14 @@ def parametrize_with_checks(
     :class:`~rlconform.core.system.System` objects. ``specs``: spec ids or globs (default: every spec
     that applies to the system's family). ``intended``: value changes the systems make on purpose
     (``"reward"``, ``"observation"``, ``"time_limit"``; rlconform.core.intents), accepted and listed as
-    "changed as declared". Bad input raises :class:`~rlconform.core.user.BadInput` when
+    "changed as declared". ``options``: the family's options for the factories given, as
+    ``rlconform check`` takes them (``{"single_env": "m:make_single", "seeding": "shared"}`` for
+    ``api="gymnasium.VectorEnv"``, ``num_envs`` and ``device`` for ``api="isaaclab"``). Bad input raises :class:`~rlconform.core.user.BadInput` when
     the test module is imported, with a one-line reason.
     """
-    resolved = [_SESSION.with_intents(system, intended) for system in _resolve_systems(list(systems), api)]
+    resolved = [
+        _SESSION.with_intents(system, intended) for system in _resolve_systems(list(systems), api, options or {})
+    ]
     chosen = _resolve_specs(specs)
     params = []
     for system in resolved:
@@ -142,7 +147,7 @@ def parametrize_with_checks(
     return pytest.mark.parametrize("rlconform_check", params)
 
 
-def _resolve_systems(systems: list[SystemLike], api: str | None) -> list[System]:
+def _resolve_systems(systems: list[SystemLike], api: str | None, options: Mapping[str, Any]) -> list[System]:
     if not systems:
         raise BadInput("parametrize_with_checks: no systems given")
     resolved: list[System] = []
@@ -150,14 +155,14 @@ def _resolve_systems(systems: list[SystemLike], api: str | None) -> list[System]
         if isinstance(entry, System):
             resolved.append(entry)
         elif isinstance(entry, str) and ":" in entry:
-            resolved.append(_SESSION.user_system(entry, _need_api(api, entry)))
+            resolved.append(_SESSION.user_system(entry, _need_api(api, entry), options=options))
         elif isinstance(entry, str):
             matches = _SESSION.bundled_systems([entry])
             if not matches:
                 raise BadInput(f"no bundled system matches {entry!r} (`rlconform list` lists them)")
             resolved.extend(matches)
         elif callable(entry):
-            resolved.append(_SESSION.user_system(entry, _need_api(api, repr(entry))))
+            resolved.append(_SESSION.user_system(entry, _need_api(api, repr(entry)), options=options))
         else:
             raise BadInput(f"parametrize_with_checks: {entry!r} is not a factory, a MODULE:CALLABLE or a system id")
     return Session.unique(resolved)

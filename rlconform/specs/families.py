@@ -25,6 +25,8 @@ ISAACLAB_RSL_RL = "isaaclab.rsl_rl"
 ISAACLAB_TORCH = "isaaclab.torch"
 #: a user's own env in env-author mode (its observations are not decodable)
 USER_ENV = "user.env"
+#: a ready-made vector env, vectorized natively (rlconform.libraries.gymnasium.native_vector)
+NATIVE_VECTOR = "gymnasium.VectorEnv"
 
 #: the families whose outputs are Gymnasium/SB3 tuples of NumPy values (their contracts say
 #: ``array_namespace="numpy"``), driven with the reference envs

@@ -326,6 +326,7 @@ def test_every_family_implements_the_protocol_and_api_names_are_unique() -> None
     apis = [family.api for family in families.values() if family.api is not None]
     assert sorted(apis) == [
         "gymnasium.Env",
+        "gymnasium.VectorEnv",
         "gymnasium.Wrapper",
         "gymnasium.vector",
         "isaaclab",

@@ -53,8 +53,9 @@ def _refusal(factory: Any, api: str) -> str:
 )
 def test_a_product_of_another_api_is_refused_naming_it(factory: Any, api: str, fits: str) -> None:
     message = _refusal(factory, api)
-    assert f"which is what --api {fits} checks, not --api {api}" in message, message
-    assert f"did you mean --api {fits}?" in message, message
+    # a VectorEnv is what both vector APIs check: the one taking env factories and the ready-made one
+    assert f"--api {fits}" in message.split(" checks, not ")[0], message
+    assert f"not --api {api}" in message and "did you mean" in message, message
     assert "\n" not in message
 
 

@@ -11,5 +11,8 @@ LIBRARY = Library(
         "rlconform.libraries.gymnasium.vector_family",
         "rlconform.libraries.gymnasium.reference_systems",
         "rlconform.libraries.gymnasium.planted",
+        "rlconform.libraries.gymnasium.native_vector",
+        "rlconform.libraries.gymnasium.native_vector_specs",
+        "rlconform.libraries.gymnasium.native_planted",
     ),
 )

@@ -1,0 +1,432 @@
+"""Family ``gymnasium.VectorEnv``: a ready-made vector env, vectorized natively (``--api gymnasium.VectorEnv``).
+
+Gymnasium's ``vector_entry_point`` envs, envpool, JAX and GPU simulators, and the NumPy-batched
+envs people write by hand build their own sub-envs: nothing can hand them rlconform's decodable
+reference envs. They are checked black-box, against what the vector API documents and what the
+env declares about itself: its autoreset mode (``metadata["autoreset_mode"]``, or the user's
+``--autoreset-mode`` where the env declares none), its seeding scheme (``--seeding``: ``seed+i``
+per sub-env, Gymnasium's convention and the default; ``shared``, one generator for every
+sub-env; ``construction``, seeded when built only) and, where the user names one
+(``--single-env``), the single env each sub-env must equal.
+
+A case is a seed, an action seed, a number of steps and of sub-envs. The env is built
+(``make(num_envs)``), reset with the seed and stepped with actions sampled from its single action
+space (seeded per sub-env), resetting the ended sub-envs itself in DISABLED mode; then built
+again and driven with the same seed and actions (determinism), and with other actions for every
+sub-env but the first (independence). Every output is snapshotted when it is returned, so that
+a later change of a returned array is seen (aliasing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+
+from rlconform.core.compare import first_difference
+from rlconform.core.family import is_instance_of
+from rlconform.core.system import Capabilities, Probed, System
+from rlconform.core.user import BadInput, close_within_limit, load_callable, returned_type, spawns_workers
+from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, deadline, reap
+from rlconform.specs.families import NATIVE_VECTOR
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+    from rlconform.core.spec import Spec
+
+#: the options of ``--api gymnasium.VectorEnv`` (rlconform check --single-env/--seeding/--autoreset-mode)
+SINGLE_ENV_OPTION = "single_env"
+SEEDING_OPTION = "seeding"
+AUTORESET_OPTION = "autoreset_mode"
+#: the seeding schemes a vector env may declare (``--seeding``)
+SEEDINGS = ("seed+i", "shared", "construction")
+MODES = ("NextStep", "SameStep", "Disabled")
+
+
+@dataclass(frozen=True)
+class NativeCase:
+    """One check of a ready-made vector env."""
+
+    seed: int
+    action_seed: int
+    steps: int
+    num_envs: int
+
+
+@dataclass
+class Call:
+    """One call: what was sent, what came back (a deep copy taken on return) and the live value."""
+
+    kind: str  # "reset" or "step"
+    actions: Any = None
+    #: the caller's action array as sent, copied before the call
+    actions_sent: Any = None
+    mask: Any = None
+    snapshot: Any = None
+    live: Any = None
+    error: str | None = None
+    #: the exception's type name (``CallTimeout``: the call did not answer within its deadline)
+    error_type: str | None = None
+    position: int = 0
+    agent_step: int = 0
+
+    @property
+    def source(self) -> str:
+        return f"envs.{self.kind}(...)"
+
+
+@dataclass
+class Drive:
+    """One drive of the env over a case."""
+
+    calls: list[Call] = field(default_factory=list)
+    error: str | None = None
+    closed_error: str | None = None
+    #: worker processes still alive after close
+    orphans: int = 0
+
+
+@dataclass
+class NativeRun:
+    """What the specs read of one case (the core's RunRecord: ``system``, ``build_error``)."""
+
+    system: System
+    case: NativeCase
+    build_error: str | None = None
+    mode: str = "NextStep"
+    #: where the mode came from: "metadata", "declared" (--autoreset-mode) or "assumed"
+    mode_source: str = "assumed"
+    seeding: str = "seed+i"
+    num_envs: int = 0
+    single_observation_space: Any = None
+    single_action_space: Any = None
+    observation_space: Any = None
+    action_space: Any = None
+    max_episode_steps: int | None = None
+    actions: list[list[Any]] = field(default_factory=list)
+    first: Drive | None = None
+    #: the same seed and actions again (hung_call reads ``first`` and ``second``)
+    second: Drive | None = None
+    #: sub-envs 1.. given other actions (sub-env 0's must not change)
+    others: Drive | None = None
+    #: NEXT_STEP: sub-env 0 given other actions on its reset steps only (None: it had none)
+    reset_actions: Drive | None = None
+    #: the single env's transitions per sub-env, where --single-env names one
+    single: list[list[dict[str, Any]]] | None = None
+    single_error: str | None = None
+
+
+def _mode_of(env: Any) -> str | None:
+    mode = (getattr(env, "metadata", None) or {}).get("autoreset_mode")
+    if mode is None:
+        return None
+    value = str(getattr(mode, "value", mode))
+    names = {m.lower(): m for m in MODES} | {"next_step": "NextStep", "same_step": "SameStep"}
+    return names.get(value.lower(), value)
+
+
+def _action_streams(space: Any, seed: int, num_envs: int, steps: int) -> list[list[Any]]:
+    """Per sub-env, ``steps`` actions sampled from the single action space seeded ``seed + i``."""
+    streams = []
+    for i in range(num_envs):
+        local = copy.deepcopy(space)
+        local.seed(seed + i)
+        streams.append([local.sample() for _ in range(steps)])
+    return streams
+
+
+def _batch(space: Any, values: list[Any]) -> Any:
+    from gymnasium.vector.utils import concatenate, create_empty_array
+
+    return concatenate(space, values, create_empty_array(space, n=len(values)))  # type: ignore[arg-type]
+
+
+def drive(
+    factory: Callable[[int], Any], case: NativeCase, mode: str, streams: list[list[Any]], single_space: Any
+) -> Drive:
+    """Build the env, reset it with the case's seed and step it with ``streams``; in DISABLED mode
+    the ended sub-envs are reset with ``reset_mask`` before the next step, as the caller must."""
+    result = Drive()
+    before = child_processes()
+    try:
+        env = factory(case.num_envs)
+    except Exception as exc:
+        result.error = f"building raised {type(exc).__name__}: {exc}"
+        return result
+    try:
+        _call(result, "reset", lambda: env.reset(seed=case.seed))
+        done = np.zeros(case.num_envs, dtype=bool)
+        for t in range(case.steps):
+            if result.calls[-1].error is not None:
+                break
+            if mode == "Disabled" and done.any():
+                mask = done.copy()
+                _call(result, "reset", functools.partial(_masked_reset, env, mask), mask=mask)
+                if result.calls[-1].error is not None:
+                    break
+            actions = _batch(single_space, [streams[i][t] for i in range(case.num_envs)])
+            sent = copy.deepcopy(actions)
+            _call(result, "step", functools.partial(env.step, actions), actions=actions, sent=sent)
+            call = result.calls[-1]
+            if call.error is None and isinstance(call.snapshot, tuple) and len(call.snapshot) == 5:
+                done = np.asarray(call.snapshot[2], dtype=bool) | np.asarray(call.snapshot[3], dtype=bool)
+    finally:
+        try:
+            close_within_limit(env.close)
+        except Exception as exc:
+            result.closed_error = f"{type(exc).__name__}: {exc}"
+        result.orphans = len(child_processes() - before)
+        reap(before)
+    return result
+
+
+def _masked_reset(env: Any, mask: np.ndarray) -> Any:
+    return env.reset(options={"reset_mask": mask})
+
+
+def _call(
+    result: Drive, kind: str, fn: Callable[[], Any], *, actions: Any = None, sent: Any = None, mask: Any = None
+) -> None:
+    call = Call(kind, actions=actions, actions_sent=sent, mask=mask, position=len(result.calls))
+    call.agent_step = sum(c.kind == "step" for c in result.calls) + (kind == "step")
+    try:
+        with deadline(call_timeout(user_envs=True)):
+            call.live = fn()
+        call.snapshot = copy.deepcopy(call.live)
+    except (Exception, CallTimeout) as exc:
+        call.error, call.error_type = f"{type(exc).__name__}: {exc}", type(exc).__name__
+    result.calls.append(call)
+
+
+def _single_transitions(
+    factory: Callable[[], Any], seeding: str, case: NativeCase, streams: list[list[Any]]
+) -> list[list[dict[str, Any]]]:
+    """Per sub-env i: the single env reset with ``seed + i`` (under ``seed+i`` seeding) and stepped
+    with sub-env i's actions until its first episode ends."""
+    found = []
+    for i in range(case.num_envs):
+        env = factory()
+        try:
+            obs, _ = env.reset(seed=case.seed + i if seeding == "seed+i" else case.seed)
+            steps = []
+            for action in streams[i]:
+                next_obs, reward, terminated, truncated, _ = env.step(action)
+                steps.append(
+                    {
+                        "obs": copy.deepcopy(obs),
+                        "reward": float(reward),
+                        "next_obs": copy.deepcopy(next_obs),
+                        "terminated": bool(terminated),
+                        "truncated": bool(truncated),
+                    }
+                )
+                obs = next_obs
+                if terminated or truncated:
+                    break
+            found.append(steps)
+        finally:
+            env.close()
+    return found
+
+
+def run_native_case(system: System, case: NativeCase) -> NativeRun:
+    import warnings
+
+    factory: Callable[[int], Any] = system.build  # type: ignore[assignment]  # this family builds from num_envs
+    run = NativeRun(system=system, case=case, seeding=str(system.option(SEEDING_OPTION) or "seed+i"))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            probe = factory(case.num_envs)
+    except Exception as exc:
+        run.build_error = f"{type(exc).__name__}: {exc}"
+        return run
+    try:
+        declared = _mode_of(probe)
+        if declared is not None:
+            run.mode, run.mode_source = declared, "metadata"
+        elif system.option(AUTORESET_OPTION):
+            run.mode, run.mode_source = str(system.option(AUTORESET_OPTION)), "declared"
+        run.num_envs = int(getattr(probe, "num_envs", 0) or 0)
+        run.single_observation_space = getattr(probe, "single_observation_space", None)
+        run.single_action_space = getattr(probe, "single_action_space", None)
+        run.observation_space = getattr(probe, "observation_space", None)
+        run.action_space = getattr(probe, "action_space", None)
+        spec = getattr(probe, "spec", None)
+        limit = getattr(spec, "max_episode_steps", None) if spec is not None else None
+        run.max_episode_steps = limit if isinstance(limit, int) and limit > 0 else None
+    finally:
+        with contextlib.suppress(Exception):
+            close_within_limit(probe.close)
+    if run.single_action_space is None:
+        return run  # api_shape reports it; nothing can be driven without the action space
+    streams = _action_streams(run.single_action_space, case.action_seed, case.num_envs, case.steps)
+    other_streams = _action_streams(run.single_action_space, case.action_seed + 1000, case.num_envs, case.steps)
+    others = [streams[0], *other_streams[1:]]
+    run.actions = streams
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run.first = drive(factory, case, run.mode, streams, run.single_action_space)
+        if any(call.error_type == CallTimeout.__name__ for call in run.first.calls):
+            return run  # it hung: driving it again would only wait for the deadline again
+        run.second = drive(factory, case, run.mode, streams, run.single_action_space)
+        run.others = drive(factory, case, run.mode, others, run.single_action_space)
+        reset_steps = _reset_steps_of_first(run.first) if run.mode == "NextStep" else []
+        if reset_steps:
+            changed = [list(stream) for stream in streams]
+            alternatives = _action_streams(run.single_action_space, case.action_seed + 2000, 1, case.steps * 4)[0]
+            for t in reset_steps:
+                changed[0][t] = next(
+                    (a for a in alternatives if first_difference(a, streams[0][t]) is not None), streams[0][t]
+                )
+            run.reset_actions = drive(factory, case, run.mode, changed, run.single_action_space)
+        single = system.option(SINGLE_ENV_OPTION)
+        if single:
+            try:
+                run.single = _single_transitions(load_callable(str(single)), run.seeding, case, streams)
+            except Exception as exc:
+                run.single_error = f"{type(exc).__name__}: {exc}"
+    return run
+
+
+def _reset_steps_of_first(first: Drive) -> list[int]:
+    """The step indices (into the action streams) at which sub-env 0 is on its reset step: the
+    steps right after one where it ended (NEXT_STEP)."""
+    found = []
+    t = 0
+    ended = False
+    for call in first.calls:
+        if call.kind != "step" or call.error is not None or not isinstance(call.snapshot, tuple):
+            continue
+        if ended:
+            found.append(t)
+        ended = bool(np.asarray(call.snapshot[2])[0]) or bool(np.asarray(call.snapshot[3])[0])
+        t += 1
+    return found
+
+
+def native_cases(system: System) -> SearchStrategy[NativeCase]:
+    from hypothesis import strategies as st
+
+    return st.builds(
+        NativeCase,
+        seed=st.integers(0, 2**16),
+        action_seed=st.integers(0, 2**16),
+        steps=st.integers(1, 60),
+        num_envs=st.integers(2, 4),
+    )
+
+
+def native_reproducer(system: System, spec: Spec, case: NativeCase) -> str:
+    """A script that replays ``case``: a user's factory by its name with its options, a bundled
+    system by its id (its options are its own)."""
+    if system.kind != "user":
+        target, given = system.id, ""
+    else:
+        options = {name: system.option(name) for name in (SINGLE_ENV_OPTION, SEEDING_OPTION, AUTORESET_OPTION)}
+        target = system.source
+        given = f", family={NativeVectorFamily.api!r}" + "".join(
+            f", {name}={value!r}" for name, value in options.items() if value
+        )
+    return f'''"""rlconform reproducer: {system.source} violates {spec.id}.
+
+{spec.statement}
+"""
+from rlconform.libraries.gymnasium.native_vector import NativeCase
+from rlconform.replay import replay
+
+case = {case!r}
+
+if __name__ == "__main__":
+    violations = replay({target!r}, case, {spec.id!r}{given})
+    raise SystemExit(1 if violations else 0)
+'''
+
+
+class NativeVectorFamily:
+    """Family ``gymnasium.VectorEnv`` (``--api gymnasium.VectorEnv``)."""
+
+    name = NATIVE_VECTOR
+    api = "gymnasium.VectorEnv"
+    factory_signature = "(num_envs: int) -> gymnasium.vector.VectorEnv (a ready-made vector env)"
+    quiet_loggers: tuple[str, ...] = ()
+    user_options: tuple[str, ...] = (SINGLE_ENV_OPTION, SEEDING_OPTION, AUTORESET_OPTION)
+    #: what a user's factory is given (the name a factory's parameter says it fits, rlconform.core.user)
+    factory_argument = "num_envs"
+    libraries = ("gymnasium",)
+    uses_accelerator = False
+
+    def run_case(self, system: System, case: Any, *, with_model: bool) -> NativeRun:
+        return run_native_case(system, case)
+
+    def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
+        return native_cases(system)
+
+    def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
+        return native_reproducer(system, spec, case)
+
+    def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
+        print(
+            f"system: {run.system.source} (your vector env), {case}, mode {run.mode} ({run.mode_source})", file=stream
+        )
+        if run.build_error:
+            print(f"build error: {run.build_error}", file=stream)
+
+    def check_factory(self, signature: inspect.Signature) -> None:
+        signature.bind(2)
+        if "env_fns" in signature.parameters:
+            raise TypeError("takes env factories")
+
+    def claims(self, obj: Any) -> bool:
+        return is_instance_of(obj, ("gymnasium.vector.vector_env.VectorEnv",))
+
+    def library_systems(self, run: Any) -> list[str]:
+        return []  # the user's own env: no library under it
+
+    def findings_row(self, system_id: str, spec_id: str) -> str | None:
+        return None
+
+    def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+        seeding = options.get(SEEDING_OPTION) or "seed+i"
+        if seeding not in SEEDINGS:
+            raise BadInput(f"--seeding {seeding!r}: one of {', '.join(SEEDINGS)}")
+        mode = options.get(AUTORESET_OPTION)
+        if mode is not None and mode not in MODES:
+            raise BadInput(f"--autoreset-mode {mode!r}: one of {', '.join(MODES)}")
+        single = options.get(SINGLE_ENV_OPTION)
+        if single:
+            load_callable(str(single))  # a typo is bad input now, not an error later
+        given = tuple(
+            (k, v) for k, v in ((SINGLE_ENV_OPTION, single), (SEEDING_OPTION, seeding), (AUTORESET_OPTION, mode)) if v
+        )
+        return System(
+            id=f"user:{reference}",
+            family=NATIVE_VECTOR,
+            title=f"{reference}(num_envs) (your vector env)",
+            build=fn,
+            source=reference,
+            kind="user",
+            out_of_process=True,
+            capabilities=Capabilities(partial_reset=True, min_envs=2, max_envs=4),
+            description="a ready-made vector env, checked black-box against the vector API and its declarations",
+            options=given,
+        )
+
+    def companions(self, system: System) -> list[System]:
+        return []
+
+    def probe_factory(self, system: System) -> Probed:
+        required = ("reset", "step", "num_envs", "single_action_space", "single_observation_space")
+        build: Callable[[int], Any] = system.build  # type: ignore[assignment]  # built from num_envs
+        spawned = spawns_workers(system, lambda: build(2), required, returned_type(self.factory_signature))
+        return Probed(spawned, system.capabilities)
+
+
+FAMILY = NativeVectorFamily()

@@ -1,0 +1,437 @@
+"""The specs of a ready-made vector env (``vector.*``, family ``gymnasium.VectorEnv``), black-box.
+
+Nothing the env returns can be decoded, so each spec compares the env with itself (the same seed
+and actions twice; other actions for the other sub-envs), with what it declares (its spaces, its
+autoreset mode, its time limit) and, where the user names one, with its single env.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from rlconform.core.compare import first_difference
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.libraries.gymnasium.native_vector import Call, Drive, NativeRun
+from rlconform.specs.families import NATIVE_VECTOR
+
+FAMILIES = frozenset({NATIVE_VECTOR})
+
+
+def _steps(drive: Drive | None) -> Iterator[tuple[int, Call]]:
+    for position, call in enumerate(drive.calls if drive else []):
+        if call.kind == "step" and call.error is None and isinstance(call.snapshot, tuple) and len(call.snapshot) == 5:
+            yield position, call
+
+
+def _flags(call: Call) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(call.snapshot[2], dtype=bool), np.asarray(call.snapshot[3], dtype=bool)
+
+
+def _infos(call: Call) -> Mapping[str, Any]:
+    info = call.snapshot[-1] if isinstance(call.snapshot, tuple) else {}
+    return info if isinstance(info, Mapping) else {}
+
+
+def _index(value: Any, i: int) -> Any:
+    """Sub-env ``i``'s part of a batched value (a dict or tuple of batches, or one batch)."""
+    if isinstance(value, Mapping):
+        return {k: _index(v, i) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_index(v, i) for v in value)
+    return value[i]
+
+
+@spec(
+    "vector.api_shape",
+    impact="api-contract",
+    statement="reset returns (observations, infos dict) and step returns (observations, rewards, terminated, truncated, infos dict): rewards a float array and both flags bool arrays of shape (num_envs,); num_envs, single_observation_space, single_action_space, observation_space and action_space are set, and close returns without raising or leaving worker processes behind.",
+    rationale="Every learner indexes a vector env's outputs per sub-env: a flag array of the wrong shape or dtype, or a missing single space, breaks them at once or, worse, broadcasts silently.",
+    families=FAMILIES,
+)
+def vector_api_shape(run: NativeRun) -> Outcome:
+    ck = Checker()
+    if run.build_error is not None:
+        ck.fail(f"building the env raised {run.build_error}")
+        return ck.done()
+    for name in ("single_observation_space", "single_action_space", "observation_space", "action_space"):
+        ck.expect(getattr(run, name) is not None, f"the env has no {name}")
+    ck.expect(run.num_envs == run.case.num_envs, f"num_envs is {run.num_envs}; built with {run.case.num_envs}")
+    drive = run.first
+    if drive is None:
+        return ck.done()
+    if drive.error:
+        ck.fail(drive.error)
+    n = run.case.num_envs
+    for position, call in enumerate(drive.calls):
+        where = f"call {position} ({call.kind})"
+        if call.error is not None:
+            ck.fail(f"{where} raised {call.error}")
+            continue
+        arity = 2 if call.kind == "reset" else 5
+        if not isinstance(call.snapshot, tuple) or len(call.snapshot) != arity:
+            ck.fail(f"{where} returned a {type(call.snapshot).__name__}; documented: a {arity}-tuple")
+            continue
+        ck.expect(
+            isinstance(call.snapshot[-1], Mapping),
+            f"{where}: infos is a {type(call.snapshot[-1]).__name__}, not a dict",
+        )
+        if call.kind == "step":
+            rewards = np.asarray(call.snapshot[1])
+            ck.expect(
+                rewards.shape == (n,) and np.issubdtype(rewards.dtype, np.floating),
+                f"{where}: rewards of shape {rewards.shape} and dtype {rewards.dtype}; documented: floats of shape ({n},)",
+            )
+            for name, flag in (("terminated", call.snapshot[2]), ("truncated", call.snapshot[3])):
+                array = np.asarray(flag)
+                ck.expect(
+                    array.shape == (n,) and array.dtype == np.bool_,
+                    f"{where}: {name} of shape {array.shape} and dtype {array.dtype}; documented: bool of shape ({n},)",
+                )
+    ck.expect(drive.closed_error is None, f"close() raised {drive.closed_error}")
+    ck.expect(drive.orphans == 0, f"{drive.orphans} worker process(es) outlived close()")
+    return ck.done()
+
+
+@spec(
+    "vector.observations_in_space",
+    impact="api-contract",
+    statement="Every batch of observations is an element of observation_space and each sub-env's part an element of single_observation_space, final observations (SAME_STEP's infos['final_obs']) included.",
+    rationale="Learners allocate buffers from the declared spaces; an observation outside them is clipped, cast or crashes a buffer, far from the env that produced it.",
+    families=FAMILIES,
+)
+def vector_observations_in_space(run: NativeRun) -> Outcome:
+    ck = Checker()
+    if run.first is None or run.observation_space is None or run.single_observation_space is None:
+        return ck.done()
+    for position, call in enumerate(run.first.calls):
+        if call.error is not None or not isinstance(call.snapshot, tuple):
+            continue
+        obs = call.snapshot[0]
+        ck.expect(
+            bool(run.observation_space.contains(obs)),
+            f"call {position} ({call.kind}): the observations are outside observation_space",
+        )
+        for i in range(run.case.num_envs):
+            ck.expect(
+                bool(run.single_observation_space.contains(_index(obs, i))),
+                f"call {position} ({call.kind}): sub-env {i}'s observation is outside single_observation_space",
+            )
+        info = _infos(call)
+        if "final_obs" in info:
+            mask = np.asarray(info.get("_final_obs", np.ones(run.case.num_envs, dtype=bool)), dtype=bool)
+            for i in map(int, np.flatnonzero(mask)):
+                ck.expect(
+                    bool(run.single_observation_space.contains(info["final_obs"][i])),
+                    f"call {position}: sub-env {i}'s final observation is outside single_observation_space",
+                )
+    return ck.done()
+
+
+@spec(
+    "vector.autoreset_mode",
+    impact="training-data",
+    statement="The env behaves in the autoreset mode it declares (metadata['autoreset_mode'], else the user's --autoreset-mode, else NEXT_STEP): in NEXT_STEP the step after a sub-env ended is a reset step (reward 0, both flags False, the action ignored); in SAME_STEP infos carry final_obs and final_info exactly where a sub-env ended; in DISABLED a sub-env is never reset by the env itself and reset_mask resets exactly the masked sub-envs.",
+    rationale="The mode decides which transitions a learner stores: a reset step read as a transition, or a final observation missing where the learner looks for it, is a garbage transition in every batch.",
+    families=FAMILIES,
+)
+def vector_autoreset_mode(run: NativeRun) -> Outcome:
+    ck = Checker()
+    drive = run.first
+    if drive is None:
+        return ck.done()
+    ck.note(f"autoreset mode {run.mode} ({run.mode_source})")
+    n = run.case.num_envs
+    ended = np.zeros(n, dtype=bool)
+    previous_obs: Any = None
+    for position, call in enumerate(drive.calls):
+        if call.error is not None or not isinstance(call.snapshot, tuple):
+            break
+        if call.kind == "reset":
+            if call.mask is not None and run.mode == "Disabled" and previous_obs is not None:
+                for i in map(int, np.flatnonzero(~np.asarray(call.mask, dtype=bool))):
+                    difference = first_difference(_index(call.snapshot[0], i), _index(previous_obs, i))
+                    ck.expect(
+                        difference is None,
+                        f"call {position}: reset(options={{'reset_mask': {call.mask.tolist()}}}) changed sub-env {i}'s "
+                        f"observation, which was not masked ({difference})",
+                    )
+                ended &= ~np.asarray(call.mask, dtype=bool)
+            else:
+                ended[:] = False
+            previous_obs = call.snapshot[0]
+            continue
+        terminated, truncated = _flags(call)
+        rewards = np.asarray(call.snapshot[1], dtype=float)
+        info = _infos(call)
+        if run.mode == "NextStep":
+            for i in map(int, np.flatnonzero(ended)):
+                ck.expect(
+                    rewards[i] == 0.0 and not terminated[i] and not truncated[i],
+                    f"call {position}: sub-env {i} ended on the step before, so this is its reset step (NEXT_STEP), "
+                    f"but it returned reward {rewards[i]!r}, terminated={bool(terminated[i])}, truncated={bool(truncated[i])}"
+                    + (" (the env behaves as SAME_STEP: final_obs is in its infos)" if "final_obs" in info else ""),
+                )
+        done = terminated | truncated
+        if run.mode == "SameStep":
+            mask = (
+                np.asarray(info.get("_final_obs", np.zeros(n, dtype=bool)), dtype=bool)
+                if "final_obs" in info
+                else np.zeros(n, dtype=bool)
+            )
+            for i in range(n):
+                ck.expect(
+                    bool(mask[i]) == bool(done[i]),
+                    f"call {position}: sub-env {i} "
+                    + (
+                        "ended but infos carry no final_obs for it"
+                        if done[i]
+                        else "did not end but infos carry a final_obs for it"
+                    )
+                    + " (SAME_STEP)",
+                )
+        if run.mode == "Disabled":
+            for i in map(int, np.flatnonzero(ended)):
+                ck.fail(
+                    f"call {position}: sub-env {i} was stepped after it ended without a reset (the driver resets it: DISABLED)"
+                )
+        ended = done if run.mode != "NextStep" else done & ~ended
+        previous_obs = call.snapshot[0]
+    ck.expect(True, "")
+    return ck.done()
+
+
+@spec(
+    "vector.reset_step_action_ignored",
+    impact="training-data",
+    statement="In NEXT_STEP mode the action a sub-env is given on its reset step is ignored: replayed from the same seed with another action for sub-env 0 on each of its reset steps, sub-env 0's outputs are the same throughout.",
+    rationale="A reset step that applies its action makes the first transition of every episode depend on an action no learner records.",
+    families=FAMILIES,
+)
+def vector_reset_step_action_ignored(run: NativeRun) -> Outcome:
+    ck = Checker()
+    if run.mode != "NextStep":
+        return ck.not_applicable(f"autoreset mode {run.mode} has no reset step")
+    if run.first is None or run.reset_actions is None:
+        return ck.not_applicable("sub-env 0 had no reset step in this case (no episode of it ended)")
+    if not _reproducible(run):
+        return ck.not_applicable(NOT_REPRODUCIBLE)
+    for position, (a, b) in enumerate(zip(run.first.calls, run.reset_actions.calls, strict=False)):
+        if a.error is not None or b.error is not None or a.kind != b.kind:
+            break
+        difference = first_difference(_part(a, 0), _part(b, 0))
+        ck.expect(
+            difference is None,
+            f"call {position} ({a.kind}): sub-env 0 was given another action on its reset step(s) only, yet its "
+            f"output differs ({difference}): the action given on the reset step changed what followed",
+        )
+        if difference is not None:
+            break
+    return ck.done()
+
+
+@spec(
+    "vector.time_limit",
+    impact="training-data",
+    statement="Where the env declares a time limit (env.spec.max_episode_steps), no sub-env's episode runs past it, and an episode ended by it is truncated: episodes that end exactly at the limit with terminated and never truncated are a time-out reported as a termination.",
+    rationale="A time-out reported as a termination makes a learner bootstrap nothing from states that are not terminal: the value function learns the clock.",
+    families=FAMILIES,
+)
+def vector_time_limit(run: NativeRun) -> Outcome:
+    ck = Checker()
+    limit = run.max_episode_steps
+    if limit is None:
+        return ck.not_applicable("the env declares no time limit (env.spec.max_episode_steps)")
+    n = run.case.num_envs
+    lengths = np.zeros(n, dtype=int)
+    ended = np.zeros(n, dtype=bool)
+    at_limit_terminated: list[str] = []
+    at_limit_truncated = 0
+    for position, call in enumerate(run.first.calls if run.first else []):
+        if call.error is not None or not isinstance(call.snapshot, tuple):
+            break
+        if call.kind == "reset":
+            reset = np.ones(n, dtype=bool) if call.mask is None else np.asarray(call.mask, dtype=bool)
+            lengths[reset] = 0
+            ended[reset] = False
+            continue
+        terminated, truncated = _flags(call)
+        if run.mode == "NextStep":
+            lengths[ended] = -1  # the reset step does not count
+        lengths += 1
+        ck.expect(
+            not (lengths > limit).any(),
+            f"call {position}: sub-env(s) {np.flatnonzero(lengths > limit).tolist()} ran past the time limit {limit}",
+        )
+        for i in map(int, np.flatnonzero(lengths == limit)):
+            if truncated[i]:
+                at_limit_truncated += 1
+            elif terminated[i]:
+                at_limit_terminated.append(f"sub-env {i} at call {position}")
+        done = terminated | truncated
+        if run.mode != "NextStep":
+            lengths[done] = 0
+        ended = done
+    if len(at_limit_terminated) >= 2 and at_limit_truncated == 0:
+        ck.fail(
+            f"{len(at_limit_terminated)} episodes ended exactly at the time limit {limit} with terminated=True and "
+            f"truncated=False ({', '.join(at_limit_terminated[:3])}), none truncated: a time-out reported as a termination"
+        )
+    return ck.done()
+
+
+@spec(
+    "vector.determinism",
+    impact="reproducibility",
+    statement="reset(seed=s) followed by the same actions reproduces the whole batch trajectory: observations, rewards, flags and infos (other than wall-clock times).",
+    rationale="Seeded reproducibility is what makes experiments, bug reports and comparisons between runs possible.",
+    families=FAMILIES,
+)
+def vector_determinism(run: NativeRun) -> Outcome:
+    ck = Checker()
+    if run.first is None or run.second is None:
+        return ck.done()
+    for position, (a, b) in enumerate(zip(run.first.calls, run.second.calls, strict=False)):
+        if a.error is not None or b.error is not None:
+            break
+        difference = first_difference(
+            a.snapshot[:-1] if isinstance(a.snapshot, tuple) else a.snapshot,
+            b.snapshot[:-1] if isinstance(b.snapshot, tuple) else b.snapshot,
+            ignore=_volatile,
+        )
+        ck.expect(
+            difference is None,
+            f"call {position} ({a.kind}): a second run from the same seed and actions differs ({difference})",
+        )
+        if difference is not None:
+            break
+    return ck.done()
+
+
+#: why a spec that compares two runs of the env cannot tell anything when the env does not repeat itself
+NOT_REPRODUCIBLE = (
+    "the env does not reproduce its own run from the same seed and actions (vector.determinism fails): "
+    "a difference between two runs cannot be told apart from its own randomness"
+)
+
+
+def _reproducible(run: NativeRun) -> bool:
+    """Whether the second run from the same seed and actions repeated the first."""
+    if run.first is None or run.second is None:
+        return False
+    for a, b in zip(run.first.calls, run.second.calls, strict=False):
+        if a.error is not None or b.error is not None:
+            return a.error_type == b.error_type
+        left = a.snapshot[:-1] if isinstance(a.snapshot, tuple) else a.snapshot
+        right = b.snapshot[:-1] if isinstance(b.snapshot, tuple) else b.snapshot
+        if first_difference(left, right, ignore=_volatile) is not None:
+            return False
+    return True
+
+
+def _volatile(path: str) -> bool:
+    return path.endswith("['t']") or "time" in path
+
+
+@spec(
+    "vector.subenv_independence",
+    impact="training-data",
+    statement="A sub-env's transitions within its first episode do not depend on the other sub-envs: replayed from the same seed with other actions for every other sub-env, sub-env 0's observations, rewards and flags are the same until its first episode ends.",
+    rationale="Sub-envs that share state (one generator drawn in action-dependent order, a shared buffer) make each sub-env's data depend on its neighbours: the batch is not num_envs independent samples.",
+    families=FAMILIES,
+)
+def vector_subenv_independence(run: NativeRun) -> Outcome:
+    ck = Checker()
+    if run.first is None or run.others is None:
+        return ck.done()
+    if not _reproducible(run):
+        return ck.not_applicable(NOT_REPRODUCIBLE)
+    for position, (a, b) in enumerate(zip(run.first.calls, run.others.calls, strict=False)):
+        if a.error is not None or b.error is not None or a.kind != b.kind:
+            break
+        difference = first_difference(_part(a, 0), _part(b, 0))
+        ck.expect(
+            difference is None,
+            f"call {position} ({a.kind}): sub-env 0 took the same actions in both runs, only the other sub-envs' "
+            f"actions differed, yet its output differs ({difference})",
+        )
+        if difference is not None or (a.kind == "step" and (_flags(a)[0][0] or _flags(a)[1][0])):
+            break
+    return ck.done()
+
+
+def _part(call: Call, i: int) -> Any:
+    if call.kind == "reset":
+        return _index(call.snapshot[0], i)
+    obs, rewards, terminated, truncated, _ = call.snapshot
+    return (
+        _index(obs, i),
+        float(np.asarray(rewards)[i]),
+        bool(np.asarray(terminated)[i]),
+        bool(np.asarray(truncated)[i]),
+    )
+
+
+@spec(
+    "vector.no_aliasing",
+    impact="training-data",
+    statement="What the env returns never changes after it is returned (observations, rewards, flags, infos), and the caller's actions are never modified.",
+    rationale="A learner that stores the returned arrays (replay buffers, rollout storage) otherwise finds them overwritten by later steps.",
+    families=FAMILIES,
+)
+def vector_no_aliasing(run: NativeRun) -> Outcome:
+    ck = Checker()
+    for position, call in enumerate(run.first.calls if run.first else []):
+        if call.error is not None:
+            continue
+        difference = first_difference(call.live, call.snapshot)
+        ck.expect(
+            difference is None,
+            f"call {position} ({call.kind}): what it returned was changed by later calls ({difference})",
+        )
+        if call.actions_sent is not None:
+            changed = first_difference(call.actions, call.actions_sent)
+            ck.expect(changed is None, f"call {position}: step modified the caller's actions ({changed})")
+    return ck.done()
+
+
+@spec(
+    "vector.single_env_match",
+    impact="training-data",
+    statement="With --single-env naming the matching single env and seed+i seeding, sub-env i equals the single env reset with seed+i and given the same actions, step for step, through its first episode.",
+    rationale="A natively vectorized env is a reimplementation of its single env: where the two part, one of them is not the task the user thinks it trains on.",
+    families=FAMILIES,
+)
+def vector_single_env_match(run: NativeRun) -> Outcome:
+    ck = Checker()
+    if run.system.option("single_env") is None:
+        return ck.not_applicable("no --single-env names the matching single env")
+    if run.seeding != "seed+i":
+        return ck.not_applicable(f"the declared seeding ({run.seeding}) gives sub-env i no seed of its own to replay")
+    if run.single_error is not None:
+        ck.fail(f"the single env could not be run: {run.single_error}")
+        return ck.done()
+    if run.single is None or run.first is None:
+        return ck.done()
+    steps = [call for _, call in _steps(run.first)]
+    for i, expected in enumerate(run.single):
+        for t, want in enumerate(expected):
+            if t >= len(steps):
+                break
+            obs, rewards, terminated, truncated, _ = steps[t].snapshot
+            got = {
+                "next_obs": _index(obs, i),
+                "reward": float(np.asarray(rewards)[i]),
+                "terminated": bool(np.asarray(terminated)[i]),
+                "truncated": bool(np.asarray(truncated)[i]),
+            }
+            diff = first_difference({k: got[k] for k in got}, {k: want[k] for k in got}, rtol=1e-6, atol=1e-6)
+            ck.expect(
+                diff is None,
+                f"sub-env {i}, step {t + 1}: differs from the single env reset with seed {run.case.seed + i} ({diff})",
+            )
+            if diff is not None:
+                break
+    return ck.done()

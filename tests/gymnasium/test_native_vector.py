@@ -1,0 +1,118 @@
+"""``--api gymnasium.VectorEnv``: a ready-made, natively vectorized env, checked black-box (issue 26).
+
+Before, such an env fit no ``--api``: as ``gymnasium.vector`` it was handed env factories it
+ignored, as ``gymnasium.Env`` it was accepted as one env. Its specs (``vector.*``) compare the env
+with itself, with what it declares and with its single env; the planted bugs of
+``rlconform.libraries.gymnasium.native_samples`` fail them (tests/specs/test_specificity.py), and
+the correct and unusual envs below pass them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlconform.core.runner import RunCache
+from rlconform.core.search import check_spec
+from rlconform.core.spec import all_specs
+from rlconform.core.system import get_system
+from rlconform.core.user import BadInput, probe, user_system
+from rlconform.specs.families import NATIVE_VECTOR
+
+SPECS = [s for s in all_specs() if NATIVE_VECTOR in s.families]
+SAMPLES = "rlconform.libraries.gymnasium.native_samples"
+
+
+def _statuses(reference: str, **options: str) -> dict[str, str]:
+    system = probe(user_system(reference, "gymnasium.VectorEnv", **options))
+    cache = RunCache()
+    return {spec.id: check_spec(system, spec, "ci", cache=cache).status for spec in SPECS}
+
+
+@pytest.mark.parametrize(
+    ("reference", "options"),
+    [
+        (f"{SAMPLES}:walk", {"single_env": f"{SAMPLES}:single_walk"}),
+        (f"{SAMPLES}:walk_same_step", {}),
+        (f"{SAMPLES}:walk_disabled", {}),
+        (f"{SAMPLES}:float64_walk", {}),
+        (f"{SAMPLES}:checked_actions", {}),
+    ],
+)
+def test_a_correct_or_unusual_vector_env_gets_no_failure(reference: str, options: dict[str, str]) -> None:
+    statuses = _statuses(reference, **options)
+    assert set(statuses.values()) <= {"pass", "not_applicable"}, statuses
+    if options:
+        assert statuses["vector.single_env_match"] == "pass"
+
+
+def test_gymnasium_cartpole_vector_env_draws_every_start_from_one_generator() -> None:
+    """CartPoleVectorEnv seeds one generator for all sub-envs: under the default seed+i scheme its
+    sub-envs are not the single env seeded seed+i (a convention it does not follow, told as such);
+    declared shared, as its user would, it passes."""
+    system = get_system("gymnasium.make_vec.CartPole.vector_entry_point")
+    if system.skip_reason():
+        pytest.skip(system.skip_reason() or "")
+    cache = RunCache()
+    assert {spec.id: check_spec(system, spec, "ci", cache=cache).status for spec in SPECS}[
+        "vector.single_env_match"
+    ] == ("not_applicable")
+    default = _statuses(f"{SAMPLES}:cartpole_vector", single_env=f"{SAMPLES}:cartpole_single")
+    assert default["vector.single_env_match"] == "fail"
+    assert set({k: v for k, v in default.items() if k != "vector.single_env_match"}.values()) <= {
+        "pass",
+        "not_applicable",
+    }
+
+
+def test_wrong_factories_are_refused_with_the_api_they_fit() -> None:
+    with pytest.raises(BadInput, match=r"did you mean --api gymnasium.vector or --api sb3.VecEnv\?"):
+        user_system(f"{SAMPLES}:from_env_fns", "gymnasium.VectorEnv")
+    with pytest.raises(BadInput, match="did you mean"):
+        probe(user_system(f"{SAMPLES}:single_walk_of", "gymnasium.VectorEnv"))
+    with pytest.raises(BadInput, match="--seeding 'sometimes'"):
+        user_system(f"{SAMPLES}:walk", "gymnasium.VectorEnv", seeding="sometimes")
+    with pytest.raises(BadInput, match="has no attribute"):
+        user_system(f"{SAMPLES}:walk", "gymnasium.VectorEnv", single_env=f"{SAMPLES}:no_such_env")
+
+
+@pytest.mark.slow
+def test_the_cli_checks_a_ready_made_vector_env_in_three_lines(tmp_path: Path) -> None:
+    executable = str(Path(sys.executable).with_name("rlconform"))
+    base = [executable, "check", f"{SAMPLES}:walk", "--api", "gymnasium.VectorEnv"]
+    good = subprocess.run(
+        [*base, "--single-env", f"{SAMPLES}:single_walk"], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "autoreset mode NextStep (metadata)" in good.stdout
+    bad = subprocess.run(
+        [executable, "check", f"{SAMPLES}:timeout_terminates", "--api", "gymnasium.VectorEnv"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "a time-out reported as a termination" in bad.stdout
+
+
+def test_parametrize_with_checks_takes_the_family_options(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_mine=f"""
+from rlconform.testing import parametrize_with_checks
+
+@parametrize_with_checks(
+    ["{SAMPLES}:walk"],
+    api="gymnasium.VectorEnv",
+    options={{"single_env": "{SAMPLES}:single_walk"}},
+    specs=["vector.single_env_match", "vector.autoreset_mode"],
+)
+def test_conformance(rlconform_check):
+    rlconform_check()
+"""
+    )
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
