@@ -50,6 +50,16 @@ def build_factory(name: str, num_envs: int) -> Any:
     return getattr(importlib.import_module(SAMPLES), name)(num_envs)
 
 
+def _no_autoreset_mode() -> str | None:
+    import gymnasium
+
+    return (
+        None
+        if hasattr(gymnasium.vector, "AutoresetMode")
+        else "the sample vector envs declare gymnasium.vector.AutoresetMode, new in Gymnasium 1.1"
+    )
+
+
 def _no_make_vec() -> str | None:
     import gymnasium
 
@@ -89,6 +99,7 @@ for _name, (_cls, _mode, _options, _fails) in PLANTS.items():
             "planted",
             _options,
             plants=_fails,
+            availability=_no_autoreset_mode,
         )
     )
 for _mode in ("NextStep", "SameStep", "Disabled"):
@@ -101,6 +112,7 @@ for _mode in ("NextStep", "SameStep", "Disabled"):
             "reference",
             (("single_env", SINGLE_WALK),) if _mode == "NextStep" else (),
             description="a correct natively vectorized env: the control of the gymnasium.VectorEnv specs",
+            availability=_no_autoreset_mode,
         )
     )
 # CartPoleVectorEnv draws every sub-env's start from one generator (its reset seeds one
