@@ -9,13 +9,16 @@ the user declared it. Nothing here turns a delivered transition into a missing o
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rlconform.core.intents import hint
+from rlconform.core.intents import KINDS, hint, kind_of
 from rlconform.core.spec import Checker
 from rlconform.envs.decode import flattened_shape, read_through_layers, transposed_shape
+from rlconform.envs.plan import Reset
 from rlconform.envs.spaces import ambiguous, values_changed
-from rlconform.specs.helpers import Match, match_transitions, rewards_equal
+from rlconform.specs.helpers import Match, match_transitions, reward_precision, rewards_equal
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
@@ -33,17 +36,271 @@ _DECLARED = {
 
 
 def declared(run: Run, intent: str) -> bool:
+    """Whether the user declared a change of ``intent``, plain or narrow (``reward=scale``
+    comes with ``reward``: rlconform.core.intents.parse_intents)."""
     return intent in run.system.intended
 
 
 def judge(ck: Checker, run: Run, intent: str, change: str, *, env: int, agent_step: int | None) -> None:
     """One checked fact: ``change`` (what the stack changed, in decoded terms) passes when the
-    user declared ``intent``, and fails as a value change otherwise."""
-    if declared(run, intent):
+    user declared ``intent`` and, for a narrow declaration (``reward=scale``), when it is a change
+    of that kind; it fails as a value change otherwise. A reward scaled from another step's reward
+    (:func:`scaled_from_other_steps`) fails whatever is declared, with no hint to declare it."""
+    where = {"env": env, "agent_step": agent_step}
+    if intent == "reward":
+        moved = scaled_from_other_steps(run, env).get(agent_step)
+        if moved is not None:
+            ck.fail(f"{change}; {moved}", **where)
+            return
+    if not declared(run, intent):
+        ck.fail(f"{change}; {hint(intent)}", **where)
+        return
+    kind = kind_of(run.system.intended, intent)
+    if kind is None:
         ck.expect(True, "")
         ck.note(_DECLARED.get(intent, f"{change}, as declared (--intended {intent})"))
         return
-    ck.fail(f"{change}; {hint(intent)}", env=env, agent_step=agent_step)
+    problem = _narrow_problem(run, intent, kind, change, env, agent_step)
+    if problem is not None:
+        ck.fail(
+            f"{change}; the declared {intent}={kind} accepts {KINDS[intent][kind]}, and this is not one: {problem}",
+            **where,
+        )
+        return
+    ck.expect(True, "")
+    ck.note(f"{intent}s changed by the stack, as declared (--intended {intent}={kind}: {KINDS[intent][kind]})")
+
+
+def _narrow_problem(run: Run, intent: str, kind: str, change: str, env: int, agent_step: int | None) -> str | None:
+    """Why ``change`` is not a change of the declared ``kind``; None when it is one."""
+    if intent == "observation":
+        flattened = "flattened to shape" in change
+        if kind == "flatten" and not flattened:
+            return "the observation was not flattened"
+        if kind == "normalize" and (flattened or "transposed to channel-first" in change):
+            return "its layout changed, not its values"
+        return None
+    if intent != "reward":
+        return None
+    problems = {"scale": _scale_problems, "clip": _clip_problems, "normalize": _normalize_problems}[kind](run, env)
+    return problems.get(agent_step)
+
+
+# --- narrow reward declarations -------------------------------------------------------------
+
+#: the slack on the rise of a normalizer's gain r'/r between neighbouring transitions, above the
+#: bound a running statistic allows (float32 rewards, a user's running estimate computed otherwise)
+NORMALIZE_SLACK = 1.05
+
+
+@dataclass(frozen=True)
+class _Reward:
+    """One delivered transition of a sub-env, for the narrow reward rules."""
+
+    agent_step: int | None
+    got: float
+    env_reward: float
+    #: how many step calls the run had made up to this one (the updates a normalizer may count)
+    steps: int
+    #: how many explicit resets the run had made before it
+    resets: int
+    #: the env's real step this transition is (its index among the env's real transitions)
+    seq: int
+
+
+def _rewards(run: Run, env: int) -> list[_Reward]:
+    """``env``'s delivered transitions of one env step each, in delivery order."""
+    key = ("narrow_rewards", env)
+    if key in run.memo:
+        return run.memo[key]  # type: ignore[no-any-return]
+    assert run.truth is not None
+    steps: list[int] = []
+    resets: list[int] = []
+    made_steps = made_resets = 0
+    for call in run.calls:
+        if isinstance(call.op, Reset):
+            made_resets += 0 if call.implied else 1
+        elif call.view is not None and call.view.kind == "step":
+            made_steps += 1
+        steps.append(made_steps)
+        resets.append(made_resets - (1 if isinstance(call.op, Reset) and not call.implied else 0))
+    order = {id(t): i for i, t in enumerate(run.truth.envs[env].transitions)}
+    found: list[_Reward] = []
+    for m in match_transitions(run, env)[0]:
+        t = m.truth
+        if t is None or m.span or m.slot.reward is None or id(t) not in order:
+            continue
+        at = m.slot.call
+        found.append(_Reward(m.slot.agent_step, float(m.slot.reward), t.reward, steps[at], resets[at], order[id(t)]))
+    run.memo[key] = found
+    return found
+
+
+def _zero(value: float, precision: str) -> bool:
+    return rewards_equal(value, 0.0, precision)
+
+
+def _scale_problems(run: Run, env: int) -> dict[int | None, str]:
+    """``reward=scale``: one constant c > 0 with r' = c * r for every transition of the sub-env."""
+    precision = reward_precision(run)
+    items = _rewards(run, env)
+    gains = [(r, r.got / r.env_reward) for r in items if r.env_reward != 0.0]
+    problems: dict[int | None, str] = {}
+    for r in items:
+        if r.env_reward == 0.0 and not _zero(r.got, precision):
+            problems[r.agent_step] = f"the env's reward is 0 and a scale keeps it 0, not {r.got!r}"
+    if not gains:
+        return problems
+    first, c = gains[0]
+    for r, gain in gains:
+        if gain <= 0.0:
+            problems[r.agent_step] = f"r'/r = {gain!r} is not a positive constant"
+        elif not rewards_equal(r.got, c * r.env_reward, precision):
+            problems[r.agent_step] = (
+                f"r'/r = {gain!r} here but {c!r} at agent step {first.agent_step}: a scale is one constant over the run"
+            )
+    return problems
+
+
+def _clip_problems(run: Run, env: int) -> dict[int | None, str]:
+    """``reward=clip``: r' = r inside the bounds and the bound outside, one lower and one upper
+    bound for the sub-env (read off the rewards it cut), so monotone."""
+    precision = reward_precision(run)
+    items = _rewards(run, env)
+    changed = [r for r in items if not rewards_equal(r.got, r.env_reward, precision)]
+    above = [r for r in changed if r.got < r.env_reward]
+    below = [r for r in changed if r.got > r.env_reward]
+    high = min((r.got for r in above), default=math.inf)
+    low = max((r.got for r in below), default=-math.inf)
+    kept = [r for r in items if r not in changed]
+    problems: dict[int | None, str] = {}
+    for r in above:
+        if not rewards_equal(r.got, high, precision):
+            problems[r.agent_step] = (
+                f"it cut {r.env_reward!r} to {r.got!r}, but another reward to {high!r}: a clip has one upper bound"
+            )
+        elif past := next((k for k in kept if k.got > high and not rewards_equal(k.got, high, precision)), None):
+            problems[r.agent_step] = (
+                f"it cut {r.env_reward!r} to {high!r}, but left the env's {past.env_reward!r} above that bound "
+                f"unchanged at agent step {past.agent_step}"
+            )
+    for r in below:
+        if not rewards_equal(r.got, low, precision):
+            problems[r.agent_step] = (
+                f"it raised {r.env_reward!r} to {r.got!r}, but another reward to {low!r}: a clip has one lower bound"
+            )
+        elif past := next((k for k in kept if k.got < low and not rewards_equal(k.got, low, precision)), None):
+            problems[r.agent_step] = (
+                f"it raised {r.env_reward!r} to {low!r}, but left the env's {past.env_reward!r} below that bound "
+                f"unchanged at agent step {past.agent_step}"
+            )
+    if above and below and low > high:
+        for r in above + below:
+            problems.setdefault(r.agent_step, f"its lower bound {low!r} is above its upper bound {high!r}")
+    return problems
+
+
+def _gain_problems(items: list[_Reward], bases: list[float | None], precision: str) -> dict[int, str]:
+    """Where ``items`` (one sub-env's delivered rewards, in order) are not r' = base / sigma with
+    sigma > 0 moving as a running statistic does, ``bases`` being the env rewards they are
+    compared with (None: none to compare with): keyed by position in ``items``.
+
+    The rule (``reward=normalize``, rlconform.core.intents.KINDS): r' has the sign of its base,
+    zero for zero; and between two neighbouring transitions (no explicit reset between them) the
+    gain r'/base rises by at most sqrt((n + k) / n) * NORMALIZE_SLACK, n being the transitions
+    the sub-env delivered up to the earlier one and k the step calls from it to the later one. A
+    running variance over N samples (Gymnasium's NormalizeReward, SB3's VecNormalize, one over
+    every sub-env's batch or one per sub-env) cannot shrink by more than N / (N + added) in an
+    update, and N >= n * (samples per step call): sigma may grow fast (a large return), never
+    fall fast, so the gain may fall freely and rise only slowly. A reward taken from another
+    step breaks it where the two steps' rewards differ most (an episode's first step after a
+    long one, the first step of a run)."""
+    problems: dict[int, str] = {}
+    previous: tuple[int, float] | None = None
+    for at, (r, base) in enumerate(zip(items, bases, strict=True)):
+        if base is None:
+            previous = None
+            continue
+        if base == 0.0 or _zero(base, "float64"):
+            if not _zero(r.got, precision):
+                problems[at] = f"the env's reward is {base!r}, and no scale makes it {r.got!r}"
+            previous = None
+            continue
+        gain = r.got / base
+        if gain <= 0.0 or _zero(r.got, precision):
+            problems[at] = f"r' = {r.got!r} for r = {base!r}: dividing by sigma > 0 keeps the sign and never gives 0"
+            previous = None
+            continue
+        if previous is not None:
+            before, last_gain = previous
+            earlier = items[before]
+            if earlier.resets == r.resets:
+                n, k = before + 1, max(1, r.steps - earlier.steps)
+                bound = math.sqrt((n + k) / n) * NORMALIZE_SLACK
+                if gain > last_gain * bound:
+                    problems[at] = (
+                        f"r'/r rose from {last_gain:.6g} (agent step {earlier.agent_step}) to {gain:.6g} in {k} "
+                        f"step(s), more than the {bound:.4g}x a running normalizer's scale allows after {n} "
+                        "transition(s)"
+                    )
+        previous = (at, gain)
+    return problems
+
+
+def _normalize_problems(run: Run, env: int) -> dict[int | None, str]:
+    """``reward=normalize``: r' = r / sigma (:func:`_gain_problems`)."""
+    items = _rewards(run, env)
+    found = _gain_problems(items, [r.env_reward for r in items], reward_precision(run))
+    return {items[at].agent_step: text for at, text in found.items()}
+
+
+#: the offsets (in the sub-env's own steps) at which :func:`scaled_from_other_steps` looks for
+#: the step whose reward the stack scaled
+_OFFSETS = (-1, 1, -2, 2)
+
+
+def scaled_from_other_steps(run: Run, env: int) -> dict[int | None, str]:
+    """``env``'s delivered transitions (by agent step) whose reward is another step's reward
+    rescaled: the rewards are a normalization (:func:`_gain_problems`) of the env's rewards the
+    same number of its steps away, every one of them, and are none of its own rewards' at
+    :data:`MISALIGNED_AT_LEAST` transitions or more (a normalizer whose scaler divides the
+    previous step's reward: r'_t = r_{t-1} / sigma). As for :func:`misaligned_rewards`, no
+    declaration covers it: a transform changes a step's reward, it does not take another's."""
+    key = ("scaled_from_other_steps", env)
+    if key in run.memo:
+        return run.memo[key]  # type: ignore[no-any-return]
+    assert run.truth is not None
+    precision = reward_precision(run)
+    items = _rewards(run, env)
+    found: dict[int | None, str] = {}
+    changed = [r for r in items if not rewards_equal(r.got, r.env_reward, precision)]
+    if changed:
+        own = _gain_problems(items, [r.env_reward for r in items], precision)
+        if len(own) >= MISALIGNED_AT_LEAST:
+            truth = run.truth.envs[env].transitions
+            for offset in _OFFSETS:
+                bases: list[float | None] = []
+                for r in items:
+                    other = r.seq + offset
+                    # before the env's first step there is no reward: a scaler of the previous
+                    # one starts from none (0)
+                    bases.append(truth[other].reward if 0 <= other < len(truth) else (0.0 if other < 0 else None))
+                if sum(b is not None for b in bases) <= MISALIGNED_AT_LEAST:
+                    continue
+                if _gain_problems(items, bases, precision):
+                    continue
+                when = f"{abs(offset)} step{'s' if abs(offset) > 1 else ''} {'earlier' if offset < 0 else 'later'}"
+                for r, base in zip(items, bases, strict=True):
+                    if r in changed:
+                        found[r.agent_step] = (
+                            f"it is the env's reward of the step {when} ({base!r}) rescaled, not this step's "
+                            f"({r.env_reward!r}): the stack scales rewards misaligned with their steps "
+                            f"({len(own)} of this env's transitions fit no scale of their own reward); no declaration "
+                            "covers this"
+                        )
+                break
+    run.memo[key] = found
+    return found
 
 
 def expected_reward(m: Match) -> float:
