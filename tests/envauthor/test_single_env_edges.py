@@ -138,4 +138,4 @@ def test_envs_that_continue_their_stream_pass_seed_stream(name: str) -> None:
 def test_an_env_without_randomness_passes_seed_stream_saying_why_it_cannot_tell() -> None:
     verdict = _verdict("clockwork", "env.seed_stream")
     assert verdict.status == "pass", verdict.message
-    assert "too little randomness to tell" in verdict.message
+    assert "too little randomness there to tell" in verdict.message

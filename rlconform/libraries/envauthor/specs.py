@@ -456,8 +456,8 @@ def env_seed_stream(run: EnvRun) -> Outcome:
     if distinct(firsts) < len(firsts):
         ck.expect(True, "")
         ck.note(
-            f"the first episodes after {len(seeds)} seeds are not all different: too little randomness to tell a "
-            "reset that continues the stream from one that reseeds with a constant"
+            f"in an example, the first episodes after {len(seeds)} seeds were not all different: too little "
+            "randomness there to tell a reset that continues the stream from one that reseeds with a constant"
         )
         return ck.done()
     ck.expect(
