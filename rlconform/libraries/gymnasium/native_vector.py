@@ -288,7 +288,7 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
                 )
             run.reset_actions = drive(factory, case, run.mode, changed, run.single_action_space)
         single = system.option(SINGLE_ENV_OPTION)
-        if single:
+        if single and run.seeding == "seed+i":  # other schemes give sub-env i no seed to replay
             try:
                 run.single = _single_transitions(load_callable(str(single)), run.seeding, case, streams)
             except Exception as exc:
