@@ -3,7 +3,10 @@
 Every way this can go wrong is a :class:`BadInput` whose first line says why: the module cannot be
 imported, the callable does not exist or is not callable, its signature does not fit the family,
 it raises while being built (then the last frames of its own traceback follow, indented), it
-returns something that is not a system of that family, or it ignores the envs it is given.
+returns something that is not a system of that family, or it ignores the envs it is given. A build
+that is merely slow is not among them: a probe past its limit (sized from the probes measured in
+this run and the machine's load, :func:`probe_limit`) leaves the system unprobed and every check of
+it says it was not exercised, and why.
 
 The family decides what its factories look like (:class:`~rlconform.core.family.Family`: ``api``,
 ``factory_signature``, ``check_factory``, ``user_system``, ``probe_factory``); nothing here names
@@ -186,19 +189,32 @@ def _build(system: System, build: Callable[[], Any]) -> Any:
         raise BadInput(factory_error(f"building {system.source} as {system.family}", exc)) from None
 
 
-def probe(system: System) -> System:
+def probe(system: System, *, limit: float | None = None) -> System:
     """Build the user's system, check that it is an object of its family, and return the system
     with what the build showed: its cost (whether building it started worker processes), the
     capabilities its cases are drawn with and its stack's semantics.
 
     The build runs in a forked process of its own process group where the platform allows: a
     factory that crashes its process is bad input, not the end of rlconform, and whatever it
-    starts (worker processes, servers) is killed with the group."""
+    starts (worker processes, servers) is killed with the group.
+
+    A probe that outlasts its limit (:func:`probe_limit`; ``limit`` replaces :data:`PROBE_SECONDS`
+    as its base) is not the user's error: the system is returned unprobed, every check of it
+    reported as not exercised, saying how long the probe ran, the limit and the machine's load
+    (:func:`slow_build_reason`)."""
     import dataclasses
+    import functools
+    import time
 
     if system.costly is not None:
         return system
-    outcome = run_isolated(_probe_in_process, system, timeout=PROBE_SECONDS)
+    allowed, rule = probe_limit(PROBE_SECONDS if limit is None else limit)
+    started = time.perf_counter()
+    outcome = run_isolated(_probe_in_process, system, timeout=allowed)
+    elapsed = time.perf_counter() - started
+    if outcome.failure is not None and outcome.failure.startswith(_OVERRAN):
+        reason = slow_build_reason(system, elapsed, allowed, rule)
+        return dataclasses.replace(system, costly=True, availability=functools.partial(_not_exercised, reason))
     if outcome.failure is not None and HUNG_PAST_DEADLINE in outcome.failure:
         # a call the deadline could not interrupt (native code that blocks SIGALRM): the system is
         # built and drives as far as its first hang, which lifecycle.responsive reports; its
@@ -209,13 +225,77 @@ def probe(system: System) -> System:
     kind, value = outcome.value
     if kind == "bad":
         raise BadInput(value)
+    _PROBES_MEASURED.append(elapsed)
     return dataclasses.replace(
         system, costly=value.spawned, capabilities=value.capabilities, stack_semantics=value.stack_semantics
     )
 
 
-#: how long the probe (one build per candidate env kind, see rlconform.envs.factory_probe) may take
+#: the base of the probe's limit (one build per candidate env kind, see rlconform.envs.factory_probe):
+#: what a probe may take on an idle machine when no probe of this run has been measured yet
 PROBE_SECONDS = 240.0
+#: a probe may take this many times the longest probe already measured in this run
+PROBE_MARGIN = 4.0
+#: seconds each probe that finished in this process took (the builds measured in this run)
+_PROBES_MEASURED: list[float] = []
+#: how :class:`~rlconform.core.isolation.IsolatedCall` says it killed a call past its timeout
+_OVERRAN = "did not finish within"
+
+
+def machine_load() -> tuple[float, int]:
+    """The 1-minute load average and the CPUs this process may use (load 0.0 where unknown)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return load, max(cpus, 1)
+
+
+def probe_limit(base: float = PROBE_SECONDS) -> tuple[float, str]:
+    """The probe's limit in this run, and the rule that gave it.
+
+    The rule: the larger of ``base`` and :data:`PROBE_MARGIN` times the longest probe already
+    measured in this run (a session that probed a slow factory once gives the next as long), then
+    stretched by the machine's load: times ``load / CPUs`` where the 1-minute load average exceeds
+    the CPUs this process may use (a build on a machine busy twice over takes about twice as long).
+    """
+    limit = base
+    rule = f"base {_secs(base)} s"
+    if _PROBES_MEASURED:
+        longest = max(_PROBES_MEASURED)
+        if PROBE_MARGIN * longest > limit:
+            limit = PROBE_MARGIN * longest
+            rule = f"{PROBE_MARGIN:g} x the longest probe measured in this run ({longest:.1f} s)"
+    load, cpus = machine_load()
+    if load > cpus:
+        limit *= load / cpus
+        rule += f", x {load / cpus:.2f} for the load"
+    return limit, rule
+
+
+def slow_build_reason(system: System, elapsed: float, limit: float, rule: str) -> str:
+    """Why a system whose probe outlasted its limit was not exercised: a slow build is not a defect."""
+    load, cpus = machine_load()
+    measured = (
+        f"{len(_PROBES_MEASURED)} other probe(s) measured in this run, the longest {max(_PROBES_MEASURED):.1f} s"
+        if _PROBES_MEASURED
+        else "no other probe measured in this run"
+    )
+    return (
+        f"not exercised: building {system.source} as {system.family} (the probe's builds) was still running after "
+        f"{_secs(elapsed)} s, past the limit of {_secs(limit)} s ({rule}; {measured}), and was stopped; load average "
+        f"{load:.2f} on {cpus} CPU(s). A slow build is not a defect of the system: check it on a less busy "
+        "machine or with a cheaper factory"
+    )
+
+
+def _not_exercised(reason: str) -> str:
+    return reason
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.1f}"
 
 
 def _probe_in_process(system: System) -> tuple[str, Any]:
