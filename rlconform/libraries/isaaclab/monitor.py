@@ -212,11 +212,11 @@ class ContractMonitor:
                     "the env has no _reset_idx: whether its rewards and observations were computed before or "
                     "after an ending sub-env's reset was not seen"
                 )
-        elif not self.order.has_rewards:
+        if self.order.has_reset and not self.order.has_rewards:
             self.spec_notes.setdefault(REWARD_ORDER, []).append(
                 "the env has no _get_rewards: when its rewards were computed was not seen"
             )
-        elif not self.order.has_observations:
+        if self.order.has_reset and not self.order.has_observations:
             self.spec_notes.setdefault(AUTORESET, []).append(
                 "the env has no _get_observations: when its observations were computed was not seen"
             )
