@@ -197,14 +197,12 @@ def test_a_stack_with_a_layer_of_the_users_own_is_read_by_output() -> None:
     assert episode_statistics_reading(layer_chain(ReturnRecorder(envs), "env"), "RecordEpisodeStatistics") == BY_OUTPUT
 
 
-@pytest.mark.xfail(
-    not _families_read_by_output(),
-    reason="the vector families read episode statistics by class name until describe_semantics calls "
-    "statistics.episode_statistics_reading (lead's files)",
-    strict=True,
-)
 def test_the_vector_family_reads_a_users_layer_by_output() -> None:
-    assert _families_read_by_output()
+    if not _families_read_by_output():
+        pytest.xfail(
+            "the vector families read episode statistics by class name until describe_semantics calls "
+            "statistics.episode_statistics_reading (lead's files)"
+        )
 
 
 # --- statistics.episode: the user's recorder is checked -------------------------------------
