@@ -244,8 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--intended",
         action="append",
         metavar="CHANGES",
-        help="value changes your stack makes on purpose, comma-separated: "
-        "reward, observation, time_limit (accepted and listed as 'changed as declared'); repeatable",
+        help="value changes your stack makes on purpose, comma-separated: reward, observation, time_limit, "
+        "frame_skip (accepted and listed as 'changed as declared'), or narrowly, the kind of change, which is "
+        "then checked: reward=scale|clip|normalize, observation=flatten|normalize; repeatable",
     )
     _add_common(check)
 

@@ -163,7 +163,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="rlconform_intended",
         metavar="CHANGES",
         help="value changes the --rlconform-check systems make on purpose, comma-separated: reward, observation, "
-        "time_limit (accepted and listed as 'changed as declared'; repeatable)",
+        "time_limit, frame_skip (accepted and listed as 'changed as declared'), or narrowly, the kind of change, "
+        "which is then checked: reward=scale|clip|normalize, observation=flatten|normalize (repeatable)",
     )
     group.addoption(
         "--rlconform-systems",

@@ -35,7 +35,7 @@ from rlconform.core.shrink_budget import Failures
 from rlconform.core.signature import signature
 from rlconform.core.spec import Spec, Violation
 from rlconform.core.system import System
-from rlconform.core.verdict import Verdict, internal_error_message
+from rlconform.core.verdict import Verdict, internal_error_message, skip_status
 
 
 class SpecFailure(AssertionError):
@@ -162,7 +162,7 @@ def check_spec(
         return Verdict(status="not_applicable", message=reason, **base)
     skip = system.skip_reason()
     if skip:
-        return Verdict(status="skipped", message=skip, **base)
+        return Verdict(status=skip_status(skip), message=skip, **base)
 
     spent = budget_spent(system.id)
     if spent is not None:

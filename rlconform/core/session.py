@@ -36,7 +36,7 @@ from rlconform.core.spec import Spec
 from rlconform.core.suite import SystemProgress, run_checks
 from rlconform.core.system import System
 from rlconform.core.user import factory_system, family_for, probe, user_system, with_intents
-from rlconform.core.verdict import Verdict
+from rlconform.core.verdict import Verdict, skip_status
 
 #: the kinds of system a user selects among by id (``rlconform list``): planted bugs are the
 #: test suite's, never a run's
@@ -216,7 +216,9 @@ class Session:
         return [
             Verdict(s.id, spec.id, "not_applicable", reason, profile=profile, seed=seed)
             if (reason := spec.not_applicable_reason(s)) is not None
-            else Verdict(s.id, spec.id, "skipped", s.skip_reason() or "", profile=profile, seed=seed)
+            else Verdict(
+                s.id, spec.id, skip_status(s.skip_reason() or ""), s.skip_reason() or "", profile=profile, seed=seed
+            )
             for s in systems
             for spec in specs
         ]

@@ -118,7 +118,7 @@ def check_signature(fn: Callable[..., Any], family: Family, reference: str) -> N
 
 def _signature_fits(signature: inspect.Signature, family: Family) -> str:
     """The suffix ``; did you mean --api X?`` when another family's factories have ``signature``."""
-    fits = []
+    fits: list[Family] = []
     for other in user_apis().values():
         if other is family:
             continue
@@ -126,8 +126,12 @@ def _signature_fits(signature: inspect.Signature, family: Family) -> str:
             other.check_factory(signature)
         except TypeError:
             continue
-        fits.append(f"--api {other.api}")
-    return f"; did you mean {' or '.join(fits)}?" if fits else ""
+        fits.append(other)
+    # a parameter named as a family names its factory's argument (env_fns, env_fn, env, num_envs)
+    # says which of the families that could call it is meant
+    named = [f for f in fits if getattr(f, "factory_argument", None) in signature.parameters]
+    chosen = sorted(f"--api {f.api}" for f in (named or fits))
+    return f"; did you mean {' or '.join(chosen)}?" if chosen else ""
 
 
 def did_you_mean(word: str, candidates: Sequence[str]) -> str:
@@ -345,14 +349,18 @@ def _fits_another_api(system: System, obj: Any, expected: str) -> str | None:
     own = get_family(system.family)
     if own.claims(obj):
         return None
-    others = [family for family in user_apis().values() if family is not own and family.claims(obj)]
+    others = sorted(
+        (family for family in user_apis().values() if family is not own and family.claims(obj)),
+        key=lambda family: str(family.api),
+    )
     if not others:
         return None
-    other = others[0]
+    apis = " or ".join(f"--api {other.api}" for other in others)
+    factories = "; ".join(f"--api {other.api}: {other.factory_signature}" for other in others)
     return (
         f"{system.source} returned a {type(obj).__module__}.{type(obj).__qualname__}, "
-        f"which is what --api {other.api} checks, not --api {own.api} (expected {expected}); "
-        f"did you mean --api {other.api}? (its factory: {other.factory_signature})"
+        f"which is what {apis} checks, not --api {own.api} (expected {expected}); "
+        f"did you mean {apis}? (factories: {factories})"
     )
 
 

@@ -73,6 +73,17 @@ def internal_error_message(exc: BaseException) -> str:
     return f"{INTERNAL_ERROR}: {summary}\nTraceback (innermost {len(frames)} frames):\n{trace.rstrip()}"
 
 
+#: how a system's skip reason says it could not be exercised (a build that outlasted its limit,
+#: rlconform.core.user.slow_build_reason), which is not a missing library: its checks are
+#: "not_exercised", with the reason, not "skipped"
+NOT_EXERCISED = "not exercised: "
+
+
+def skip_status(reason: str) -> Status:
+    """The status of a check whose system cannot run for ``reason``."""
+    return "not_exercised" if reason.startswith(NOT_EXERCISED) else "skipped"
+
+
 def table_status(status: str, known: str | None, expected: str | None, inherited: str | None = None) -> str:
     """The status a verdict shows in tables and counts: a failure documented by rlconform (known)
     or expected by the project is "known"; a failure the library under the user's code shows on

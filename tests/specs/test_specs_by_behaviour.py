@@ -20,7 +20,7 @@ Each test drives a real stack on one fixed case and reads the specs directly (no
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -153,34 +153,6 @@ def _families_read_by_output() -> bool:
     return bool(run.semantics.get("episode_statistics") == BY_OUTPUT)
 
 
-@pytest.fixture
-def read_by_output(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The families' reading of episode statistics as ``episode_statistics_reading`` gives it: a
-    stack with a layer of the user's own is read BY_OUTPUT (a no-op once the families call it)."""
-    from rlconform.libraries.gymnasium.vector_family import GymVectorFamily
-
-    families: list[tuple[type, str, str]] = [(GymVectorFamily, "env", "RecordEpisodeStatistics")]
-    try:
-        from rlconform.libraries.sb3.vecenv_family import SB3Family
-
-        families.append((SB3Family, "venv", "VecMonitor"))
-    except ImportError:  # pragma: no cover - SB3 is in the test environment
-        pass
-    for family, attribute, recorder in families:
-        describe = family.describe_semantics
-
-        def reading(
-            self: Any, obj: Any, describe: Any = describe, attribute: str = attribute, recorder: str = recorder
-        ) -> Any:
-            semantics = describe(self, obj)
-            if semantics.get("episode_statistics") is None and not semantics.get("episode_statistics_envs"):
-                semantics["episode_statistics"] = episode_statistics_reading(layer_chain(obj, attribute), recorder)
-            return semantics
-
-        monkeypatch.setattr(family, "describe_semantics", reading)
-    yield
-
-
 # --- the reading ----------------------------------------------------------------------------
 
 
@@ -197,27 +169,15 @@ def test_a_stack_with_a_layer_of_the_users_own_is_read_by_output() -> None:
     assert episode_statistics_reading(layer_chain(ReturnRecorder(envs), "env"), "RecordEpisodeStatistics") == BY_OUTPUT
 
 
-def test_the_vector_family_reads_a_users_layer_by_output() -> None:
-    if not _families_read_by_output():
-        pytest.xfail(
-            "the vector families read episode statistics by class name until describe_semantics calls "
-            "statistics.episode_statistics_reading (lead's files)"
-        )
+def test_the_vector_families_read_a_users_layer_by_output() -> None:
+    """Before, a stack whose recorder was the user's own kept "no episode statistics" to the spec,
+    and a recorder that counts reset steps passed unseen."""
+    assert _families_read_by_output()
 
 
 # --- statistics.episode: the user's recorder is checked -------------------------------------
 
 
-def test_before_the_users_buggy_recorder_was_never_checked() -> None:
-    """Without the reading by output, a stack whose recorder is the user's own keeps "no episode
-    statistics" to the spec: the recorder that counts reset steps passed unseen."""
-    if _families_read_by_output():
-        pytest.skip("the families read by output: nothing to show from before")
-    run = _run(factory_system(user_recorder_counting_reset_steps, "gymnasium.vector"))
-    assert _check(run, "statistics.episode").not_applicable == "the system keeps no episode statistics"
-
-
-@pytest.mark.usefixtures("read_by_output")
 def test_a_correct_user_recorder_passes_as_the_library_recorder_does() -> None:
     for factory in (user_recorder, library_recorder):
         outcome = _check(_run(factory_system(factory, "gymnasium.vector")), "statistics.episode")
@@ -225,7 +185,6 @@ def test_a_correct_user_recorder_passes_as_the_library_recorder_does() -> None:
         assert outcome.checked > 0 and outcome.violations == [], (factory.__name__, _messages(outcome))
 
 
-@pytest.mark.usefixtures("read_by_output")
 def test_a_user_recorder_that_counts_the_reset_step_fails() -> None:
     messages = _messages(
         _check(_run(factory_system(user_recorder_counting_reset_steps, "gymnasium.vector")), "statistics.episode")
@@ -236,7 +195,6 @@ def test_a_user_recorder_that_counts_the_reset_step_fails() -> None:
     assert not any(m.startswith("env 0, agent step 2:") for m in messages), messages
 
 
-@pytest.mark.usefixtures("read_by_output")
 def test_a_user_recorder_with_lengths_off_by_one_fails() -> None:
     messages = _messages(
         _check(_run(factory_system(user_recorder_length_off_by_one, "gymnasium.vector")), "statistics.episode")
@@ -244,13 +202,11 @@ def test_a_user_recorder_with_lengths_off_by_one_fails() -> None:
     assert any("is reported with length np.int64(3); it had 2 real transitions" in m for m in messages), messages
 
 
-@pytest.mark.usefixtures("read_by_output")
 def test_a_user_layer_that_reports_no_statistics_is_not_applicable_with_the_reason() -> None:
     outcome = _check(_run(factory_system(user_layer_without_statistics, "gymnasium.vector")), "statistics.episode")
     assert outcome.not_applicable == NOTHING_REPORTED
 
 
-@pytest.mark.usefixtures("read_by_output")
 def test_a_recorder_above_a_reward_change_sums_the_rewards_it_is_given_user_or_library() -> None:
     for factory in (user_recorder_above_a_scale, library_recorder_above_a_scale):
         outcome = _check(_run(factory_system(factory, "gymnasium.vector")), "statistics.episode")
@@ -356,7 +312,6 @@ def sb3_vec_normalize(env_fns: Sequence[Callable[[], Any]]) -> Any:
     return VecNormalize(DummyVecEnv(list(env_fns)), norm_obs=False, norm_reward=True)
 
 
-@pytest.mark.usefixtures("read_by_output")
 def test_an_sb3_user_recorder_is_checked_as_vec_monitor_is() -> None:
     pytest.importorskip("stable_baselines3")
     for factory in (sb3_user_recorder, sb3_library_recorder):

@@ -36,6 +36,7 @@ from rlconform.libraries.gymnasium.releases import installed as installed_releas
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_VECTOR
 from rlconform.specs.statistics import (
+    episode_statistics_reading,
     frozen_normalizer,
     is_a,
     sub_env_layers_of_class,
@@ -153,6 +154,12 @@ class GymVectorFamily(ReferenceEnvFamily):
         sub_env = _sub_env_semantics(obj, mode, vector_statistics=semantics["episode_statistics"] is not None)
         semantics["normalizers"] = normalizers + sub_env.pop("normalizers", [])
         semantics.update(sub_env)
+        if semantics["episode_statistics"] is None and "episode_statistics_envs" not in semantics:
+            # no library recorder, over or inside the sub-envs: a user's own layer is checked by
+            # what it reports (rlconform.specs.statistics.episode_statistics_reading)
+            semantics["episode_statistics"] = episode_statistics_reading(
+                layer_chain(obj, "env"), "RecordEpisodeStatistics"
+            )
         return semantics
 
     def object_problems(self, semantics: dict[str, Any], num_envs: int) -> list[str]:

@@ -29,7 +29,12 @@ from rlconform.envs.tap import sub_env_layers
 from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.libraries.gymnasium.model_selection import match_vec_env_model
 from rlconform.specs.families import SB3_VECENV
-from rlconform.specs.statistics import frozen_normalizer, sub_env_layers_of_class, sub_env_statistics
+from rlconform.specs.statistics import (
+    episode_statistics_reading,
+    frozen_normalizer,
+    sub_env_layers_of_class,
+    sub_env_statistics,
+)
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
@@ -136,6 +141,9 @@ class SB3Family(ReferenceEnvFamily):
                     monitors, key="episode", place="info", decimals=MONITOR_DECIMALS, reward_changers=REWARD_CHANGERS
                 )
             )
+        if semantics["episode_statistics"] is None and "episode_statistics_envs" not in semantics:
+            # no VecMonitor or Monitor: a user's own VecEnvWrapper is checked by what it reports
+            semantics["episode_statistics"] = episode_statistics_reading(venv_chain(obj), "VecMonitor")
         return semantics
 
     def begin(self, driver: Any, obj: Any) -> None:
