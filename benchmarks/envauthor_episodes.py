@@ -9,8 +9,8 @@ their ratio, the number of specs and the statuses of each run (a status that dif
 two checkouts is listed).
 
 Targets: ``counter`` (a small env, episodes of at most 8 steps: the "under 20 s" target) and
-``swing`` (a Pendulum-like env whose episodes all last 200 steps, which every example now drives to
-their end through every stack).
+``pendulum`` (Gymnasium's Pendulum from the corpus, ``corpus.stacks:pendulum``: episodes of 200 steps,
+which every example now drives to their end through every stack; the same factory in both checkouts).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {
     "counter": "rlconform.libraries.envauthor.sample_envs:counter",
-    "swing": "rlconform.libraries.envauthor.sample_envs:swing",
+    "pendulum": "corpus.stacks:pendulum",
 }
 
 
