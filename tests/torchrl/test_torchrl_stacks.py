@@ -66,7 +66,8 @@ def test_correct_user_env_is_equivalent_through_the_torchrl_stacks(reference: st
     for stack_id in TORCHRL_STACKS:
         result = results[stack_id]
         assert result.error is None, f"{stack_id}: {result.error}"
-        assert result.pairs and all(len(slots) == 20 for slots, _ in result.pairs), stack_id
+        # the case's 20 steps, or more to cross every copy's first episode end (env-author mode)
+        assert result.pairs and all(len(slots) == run.horizon >= 20 for slots, _ in result.pairs), stack_id
 
 
 class PreviousActionEnv(CounterEnv):
