@@ -29,7 +29,9 @@ def test_the_corpus_is_large_and_spans_every_library() -> None:
 
 def test_every_entry_is_pinned_and_every_judgement_is_of_a_pinned_fail() -> None:
     assert set(PINS) == {e.name for e in CORPUS}
-    pinned_fails = {(name, spec) for name, verdicts in PINS.items() for spec, s in verdicts.items() if s == "fail"}
+    pinned_fails = {
+        (name, spec) for name, verdicts in PINS.items() for spec, s in verdicts.items() if "fail" in s.split("|")
+    }
     assert pinned_fails <= set(JUDGEMENTS), sorted(pinned_fails - set(JUDGEMENTS))
     findings = (ROOT / "FINDINGS.md").read_text(encoding="utf-8")
     for key, judgement in JUDGEMENTS.items():
@@ -40,4 +42,11 @@ def test_every_entry_is_pinned_and_every_judgement_is_of_a_pinned_fail() -> None
 @pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e.name)
 def test_corpus_entry_verdicts(entry: Entry, corpus_script: ModuleType, tmp_path: Path) -> None:
     verdicts = corpus_script.check(entry, "matrix", tmp_path)
-    assert verdicts == PINS[entry.name]
+    pinned = PINS[entry.name]
+    assert set(verdicts) == set(pinned), sorted(set(verdicts) ^ set(pinned))
+    changed = {
+        spec: (pinned[spec], status)
+        for spec, status in verdicts.items()
+        if not corpus_script.pinned_allows(pinned[spec], status)
+    }
+    assert not changed, changed
