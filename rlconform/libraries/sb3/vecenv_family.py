@@ -74,9 +74,9 @@ class SB3Family(ReferenceEnvFamily):
     }
 
     def library_layers(self, obj: Any) -> list[str]:
-        """The bundled SB3 systems under a user's stack: for each VecEnvWrapper layer over a
-        DummyVecEnv, the bundled wrapper of that class (a user's own VecEnvWrapper subclass inherits
-        the base class's reset-info defect, which VecMonitor shows: S5), after the base VecEnv."""
+        """The bundled SB3 systems under a user's stack: the base VecEnv, then for each VecEnvWrapper
+        layer over a DummyVecEnv the bundled wrapper of that class (any other VecEnvWrapper, a
+        user's or SB3's, inherits the base class's reset-info defect, which VecMonitor shows: S5)."""
         chain = venv_chain(obj)
         base = type(chain[-1]).__name__
         if base not in ("DummyVecEnv", "SubprocVecEnv") or not type(chain[-1]).__module__.startswith(
@@ -84,10 +84,13 @@ class SB3Family(ReferenceEnvFamily):
         ):
             return []
         found = []
+        bundled = ("VecNormalize", "VecFrameStack", "VecMonitor")
         for layer in chain[:-1]:
             library = type(layer).__module__.startswith("stable_baselines3")
-            name = type(layer).__name__ if library else "VecMonitor"
-            if base == "DummyVecEnv" and name in ("VecNormalize", "VecFrameStack", "VecMonitor"):
+            # any other VecEnvWrapper (a user's, or SB3's VecCheckNan, VecTransposeImage, ...) inherits
+            # the base class's reset-info defect, which the bundled VecMonitor shows (S5)
+            name = type(layer).__name__ if library and type(layer).__name__ in bundled else "VecMonitor"
+            if base == "DummyVecEnv":
                 found.append(f"sb3.{name}.DummyVecEnv")
         # the base first: a defect of the base (S1) is named there, not on a wrapper that shows it too
         return [f"sb3.{base}", *dict.fromkeys(found)]
