@@ -33,7 +33,7 @@ from rlconform.core.reproducer import reproducer_source
 from rlconform.core.runner import RUN_CACHE, RunCache
 from rlconform.core.shrink_budget import Failures
 from rlconform.core.signature import signature
-from rlconform.core.spec import Spec, Violation
+from rlconform.core.spec import COUNTED, Spec, Violation
 from rlconform.core.system import System
 from rlconform.core.verdict import Verdict, internal_error_message, skip_status
 
@@ -67,6 +67,8 @@ class _Tally:
     first_failure: int = 0
     #: the specs' notes on what they could not check, in order of first appearance
     notes: list[str] = field(default_factory=list)
+    #: the specs' tallies (Checker.count), summed over the examples
+    counts: dict[str, int] = field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # the property of check_spec sets build_error on every example that was not built; the
@@ -76,7 +78,13 @@ class _Tally:
         object.__setattr__(self, name, value)
 
     def note(self, notes: list[str]) -> None:
-        self.notes.extend(n for n in notes if n not in self.notes)
+        for note in notes:
+            if note.startswith(COUNTED):
+                # a tally (Checker.count): summed over the examples, reported once
+                label, _, value = note[len(COUNTED) :].partition(COUNTED)
+                self.counts[label] = self.counts.get(label, 0) + int(value)
+            elif note not in self.notes:
+                self.notes.append(note)
 
     def not_built(self) -> list[str]:
         """The note saying how many examples were not built and why (the first one's reason):
@@ -93,7 +101,8 @@ class _Tally:
         ]
 
     def with_notes(self, message: str) -> str:
-        return message + "".join(f"; {n}" for n in self.notes)
+        tallies = [f"{label}: {total}" for label, total in self.counts.items()]
+        return message + "".join(f"; {n}" for n in [*self.notes, *tallies])
 
 
 def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 Scenario = Literal["standard", "robustness", "reseed"]
 
 
+#: marks a note that is a tally (:meth:`Checker.count`): ``COUNTED label COUNTED n``
+COUNTED = "\x00tally\x00"
+
+
 @dataclass(frozen=True)
 class Violation:
     spec_id: str
@@ -95,6 +99,11 @@ class Checker:
         """Say what was not checked, and why; not a violation."""
         if text not in self.outcome.notes:
             self.outcome.notes.append(text)
+
+    def count(self, label: str, n: int) -> None:
+        """Add ``n`` to a tally the verdict reports summed over the search's examples ("episode ends
+        crossed through X: 37"), carried in the notes (:data:`COUNTED`) and summed by the search."""
+        self.outcome.notes.append(f"{COUNTED}{label}{COUNTED}{int(n)}")
 
     def not_applicable(self, reason: str) -> Outcome:
         self.outcome.not_applicable = reason

@@ -44,6 +44,7 @@ def _note_ends(ck: Checker, run: EnvRun) -> None:
     """Say whether the bare env's run crossed episode ends: each example drives the env one step
     past the first episode end (within the time budget), so a defect of the last step is seen."""
     assert run.first is not None
+    ck.count("episode ends the bare env crossed", episode_ends(run.first))
     if episode_ends(run.first):
         ck.note("the bare env's runs crossed episode ends (driven one step past the first end, and on)")
     elif run.ends_missed is not None:
@@ -303,6 +304,7 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
         else:
             problem = _stack_difference(ck, result)
             (agreed if problem is None else disagreed).append(problem or result.stack)
+            ck.count(f"episode ends crossed through {result.stack}", sum(_ends(slots) for slots, _ in result.pairs))
             if problem is None and not all(_ends(slots) for slots, _ in result.pairs):
                 no_end.append(result.stack)
     for line in not_exercised:
