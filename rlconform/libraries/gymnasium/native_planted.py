@@ -63,7 +63,8 @@ def _no_autoreset_mode() -> str | None:
 def _no_make_vec() -> str | None:
     import gymnasium
 
-    return None if hasattr(gymnasium, "make_vec") else "gymnasium.make_vec arrived in Gymnasium 1.0"
+    major = int(gymnasium.__version__.split(".")[0])
+    return None if major >= 1 else "gymnasium.make_vec's vector_entry_point arrived in Gymnasium 1.0"
 
 
 def _system(

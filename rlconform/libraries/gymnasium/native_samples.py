@@ -21,7 +21,7 @@ from gymnasium.vector.utils import batch_space
 LIMIT = 8
 
 
-class BatchedWalk(gymnasium.vector.VectorEnv[Any, Any, Any]):
+class BatchedWalk(gymnasium.vector.VectorEnv):  # type: ignore[type-arg]  # not generic before Gymnasium 1.0
     """Correct: ``num_envs`` seeded random walks that end at +-3 (terminated) or after ``LIMIT``
     steps (truncated), in the autoreset mode it declares."""
 
