@@ -4,7 +4,8 @@ A random search finds a defect when one of its examples happens to reach the sta
 it, and a small profile may not: SB3's clipped terminal observation (FINDINGS S3) needs a terminal
 observation while VecNormalize's statistics are fresh, RecordEpisodeStatistics' lost statistics
 (G5) a masked reset while another sub-env is mid-episode, GymWrapper's refused action (E2) a
-MultiDiscrete action of one component. Such states are the edges of the input space, not
+MultiDiscrete action of one component, AsyncVectorEnv's discarded episode (G4) a manual reset
+right after an episode ended. Such states are the edges of the input space, not
 properties of one library: an episode of one step from the very first reset, the smallest
 action space of a kind, a reset of one sub-env while the other runs on. So every search runs
 these cases first (Hypothesis' explicit examples: they do not change what the derandomized search
@@ -68,6 +69,9 @@ def boundary_cases(system: System, scenario: str, *, vectorized: bool) -> list[C
         script, value = one_step
         n = max(caps.min_envs, 1)
         found.append(Case(script, n, (Reset(seed=None), *_steps(value, n, 3))))
+        # a manual reset right after an episode ended, then steps: an autoreset still pending
+        # from the ended episode must not discard the episode the caller just started (G4)
+        found.append(Case(script, n, (Reset(seed=None), *_steps(value, n, 1), Reset(seed=None), *_steps(value, n, 2))))
     action, value = _ONE_COMPONENT
     if action.kind in caps.action_kinds:
         script_one = _script(caps, (EpisodePlan(2, "terminated"),), action=action)
