@@ -38,6 +38,26 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "G4",
         "the worker clears its autoreset flag on reset only in the shared-memory branch (async_vector_env.py)",
     ),
+    ("gym_async_no_shared_memory", "transitions.exact"): Judgement(
+        "true positive",
+        "G4",
+        "the worker clears its autoreset flag on reset only in the shared-memory branch (async_vector_env.py): after a manual reset right after an episode ended, the next step resets again and discards the episode (the edge case every search now tries first)",
+    ),
+    ("gym_async_no_shared_memory", "counts.env_steps"): Judgement(
+        "true positive",
+        "G4",
+        "the worker clears its autoreset flag on reset only in the shared-memory branch (async_vector_env.py): after a manual reset right after an episode ended, the next step resets again and discards the episode (the edge case every search now tries first)",
+    ),
+    ("gym_async_no_shared_memory", "continuity.no_discarded_episode"): Judgement(
+        "true positive",
+        "G4",
+        "the worker clears its autoreset flag on reset only in the shared-memory branch (async_vector_env.py): after a manual reset right after an episode ended, the next step resets again and discards the episode (the edge case every search now tries first)",
+    ),
+    ("gym_async_no_shared_memory", "model.outputs_match"): Judgement(
+        "true positive",
+        "G4",
+        "the worker clears its autoreset flag on reset only in the shared-memory branch (async_vector_env.py): after a manual reset right after an episode ended, the next step resets again and discards the episode (the edge case every search now tries first)",
+    ),
     ("gym_clip_action", "aliasing.caller_arguments"): Judgement(
         "true positive",
         "G1",
