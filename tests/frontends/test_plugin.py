@@ -552,5 +552,7 @@ def test_stacks_option_reaches_env_author_mode(downstream: pytest.Pytester) -> N
     )
     result.assert_outcomes(passed=1)
     (verdict,) = json.loads((downstream.path / "out.json").read_text())["results"]
-    assert verdict["message"].endswith("the same transitions as the bare env through gymnasium.SyncVectorEnv.NextStep")
+    assert "; the same transitions as the bare env through gymnasium.SyncVectorEnv.NextStep;" in verdict["message"]
+    # the tally of episode ends names the chosen stack only
+    assert verdict["message"].endswith("episode ends crossed through gymnasium.SyncVectorEnv.NextStep: 114")
     assert "not chosen (--stacks), not run: gymnasium.SyncVectorEnv.SameStep," in verdict["message"]

@@ -107,7 +107,7 @@ class GymEnvFamily(ReferenceEnvFamily):
         limit a layer adds is applied by the model too; any other layer (a user's wrapper) has
         no model, and the exact specs compare it with the env it wraps instead."""
         autoreset = has_autoreset(obj)
-        if autoreset and type(obj).__name__ != "Autoreset":
+        if autoreset and find_layer(obj, "Autoreset", "env") is not obj:
             return ModelMatch(None, f"no reference model of its layer {type(obj).__name__} over an Autoreset")
         limit, problem = sub_env_limit(obj.env if autoreset else obj)
         if problem is not None:

@@ -137,7 +137,12 @@ _TEXTS: dict[str, tuple[str, str, Any]] = {
         "The wrapper stands between the env and the learner; anything it changes is what the learner trains on.",
         _no_wrapper,
     ),
-    wr.REWARDS: ("The wrapper's reward is the env's.", "As above.", _no_wrapper),
+    wr.REWARDS: (
+        "The wrapper's reward is the env's.",
+        "The wrapper stands between the env and the learner: a reward it scales, delays or takes from another "
+        "sub-env is what the learner's returns and advantages are computed from.",
+        _no_wrapper,
+    ),
     wr.FLAGS: (
         "The wrapper reports as ending exactly the sub-envs the env ended, and as terminated (not bootstrapped) "
         "exactly those the env terminated; one both terminated and timed out is terminated.",
