@@ -220,17 +220,14 @@ def vector_reset_step_action_ignored(run: NativeRun) -> Outcome:
         return ck.not_applicable("sub-env 0 had no reset step in this case (no episode of it ended)")
     if not _reproducible(run):
         return ck.not_applicable(NOT_REPRODUCIBLE)
-    for position, (a, b) in enumerate(zip(run.first.calls, run.reset_actions.calls, strict=False)):
-        if a.error is not None or b.error is not None or a.kind != b.kind:
-            break
-        difference = first_difference(_part(a, 0), _part(b, 0))
-        ck.expect(
-            difference is None,
-            f"call {position} ({a.kind}): sub-env 0 was given another action on its reset step(s) only, yet its "
-            f"output differs ({difference}): the action given on the reset step changed what followed",
-        )
-        if difference is not None:
-            break
+    _compare_sub_env_0(
+        ck,
+        run.first,
+        run.reset_actions,
+        "sub-env 0 was given another action on its reset step(s) only, yet its output differs ({difference}): "
+        "the action given on the reset step changed what followed",
+        first_episode_only=False,
+    )
     return ck.done()
 
 
@@ -350,18 +347,29 @@ def vector_subenv_independence(run: NativeRun) -> Outcome:
         return ck.done()
     if not _reproducible(run):
         return ck.not_applicable(NOT_REPRODUCIBLE)
-    for position, (a, b) in enumerate(zip(run.first.calls, run.others.calls, strict=False)):
+    _compare_sub_env_0(
+        ck,
+        run.first,
+        run.others,
+        "sub-env 0 took the same actions in both runs, only the other sub-envs' actions differed, yet its output "
+        "differs ({difference})",
+        first_episode_only=True,
+    )
+    return ck.done()
+
+
+def _compare_sub_env_0(ck: Checker, first: Drive, other: Drive, why: str, *, first_episode_only: bool) -> None:
+    """One fact per call: sub-env 0's output in ``other`` is the one in ``first``, up to the first
+    difference (told with ``why``, its ``{difference}`` filled in), the first error, and with
+    ``first_episode_only`` the end of sub-env 0's first episode."""
+    for position, (a, b) in enumerate(zip(first.calls, other.calls, strict=False)):
         if a.error is not None or b.error is not None or a.kind != b.kind:
             break
         difference = first_difference(_part(a, 0), _part(b, 0))
-        ck.expect(
-            difference is None,
-            f"call {position} ({a.kind}): sub-env 0 took the same actions in both runs, only the other sub-envs' "
-            f"actions differed, yet its output differs ({difference})",
-        )
-        if difference is not None or (a.kind == "step" and (_flags(a)[0][0] or _flags(a)[1][0])):
+        ck.expect(difference is None, f"call {position} ({a.kind}): " + why.format(difference=difference))
+        ended = a.kind == "step" and bool(_flags(a)[0][0] or _flags(a)[1][0])
+        if difference is not None or (first_episode_only and ended):
             break
-    return ck.done()
 
 
 def _part(call: Call, i: int) -> Any:
