@@ -5,7 +5,8 @@ it, and a small profile may not: SB3's clipped terminal observation (FINDINGS S3
 observation while VecNormalize's statistics are fresh, RecordEpisodeStatistics' lost statistics
 (G5) a masked reset while another sub-env is mid-episode, GymWrapper's refused action (E2) a
 MultiDiscrete action of one component, AsyncVectorEnv's discarded episode (G4) a manual reset
-right after an episode ended. Such states are the edges of the input space, not
+right after an episode ended, its queued replies (G3) a batch one action short followed by a
+partial reset. Such states are the edges of the input space, not
 properties of one library: an episode of one step from the very first reset, the smallest
 action space of a kind, a reset of one sub-env while the other runs on. So every search runs
 these cases first (Hypothesis' explicit examples: they do not change what the derandomized search
@@ -55,7 +56,8 @@ _ONE_COMPONENT: tuple[ActSpec, ActionValue] = (MultiDiscreteAction(nvec=(4,)), (
 
 def boundary_cases(system: System, scenario: str, *, vectorized: bool) -> list[Case]:
     """The edge cases ``system`` accepts, for a search of the standard scenario, or of the
-    robustness scenario, whose cases end with a wrong-size batch and one more step (a system that
+    robustness scenario, whose cases end with a wrong-size batch and one more step (the last, where
+    partial resets are accepted, then resets one sub-env and steps again; a system that
     hangs on an edge case must be told by lifecycle.responsive, which searches there). The seeded
     scenario builds its cases around a repeated segment: it gets none."""
     if scenario not in ("standard", "robustness"):
@@ -98,7 +100,23 @@ def boundary_cases(system: System, scenario: str, *, vectorized: bool) -> list[C
     if scenario == "robustness" and vectorized:
         # a single env has no batch to get wrong: its robustness cases are standard ones, as drawn
         found = [_with_wrong_size_batch(case) for case in found]
+        if caps.partial_reset and caps.max_envs >= 2 and caps.min_envs <= 2:
+            found.extend(_short_batch_then_partial_reset(caps))
     return found
+
+
+def _short_batch_then_partial_reset(caps: Capabilities) -> list[Case]:
+    """A batch one action short, a valid step, then a reset of one sub-env and a step: a
+    vectorizer that sent the short batch to some workers and not others answers the next call with
+    the replies still queued, and its next reset then fails or hangs (AsyncVectorEnv, G3). A random
+    search reaches this sequence in a few examples of ten, so a profile of six could miss it."""
+    mid = _script(caps, (EpisodePlan(3, "terminated"),))
+    if mid is None:
+        return []
+    script, value = mid
+    step = Step((value, value))
+    ops: tuple[Op, ...] = (Reset(seed=None), step, BadStep((value,)), step, Reset(seed=None, mask=(True, False)), step)
+    return [Case(script, 2, ops)]
 
 
 def _with_wrong_size_batch(case: Case) -> Case:

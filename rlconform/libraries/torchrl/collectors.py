@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.plan import Case, Op, Reset
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import BoxObs, DiscreteAction
 from rlconform.envs.stamp import Stamp
 from rlconform.envs.trace import CallRecord
 from rlconform.libraries.torchrl.env_family import gym_wrapper
@@ -142,6 +144,21 @@ class CollectorHarness:
             collector.shutdown()
 
 
+def collector_edge_cases(system: System) -> list[CollectorCase]:
+    """Requests at the edges of what a collector can meet exactly, tried first under every
+    profile: ``total_frames`` not a multiple of ``frames_per_batch`` (TorchRL rounds it up, T1)
+    and, where several sub-envs run, ``frames_per_batch`` not a multiple of their number (T2). A
+    random search draws such a request in about one example of four, so a small profile could
+    miss both."""
+    caps = system.capabilities
+    script = EnvScript(obs=BoxObs(), action=DiscreteAction(NUM_ACTIONS), episodes=(EpisodePlan(3, "terminated"),))
+    n = max(caps.min_envs, 1)
+    found = [CollectorCase(script, n, (Reset(),), frames_per_batch=2 * n, total_frames=5 * n)]
+    if caps.max_envs >= 2:
+        found.append(CollectorCase(script, 2, (Reset(),), frames_per_batch=3, total_frames=6))
+    return [case for case in found if caps.min_envs <= case.num_envs <= caps.max_envs]
+
+
 class CollectorFamily(DrivenObjectFamily):
     name = FAMILY_NAME
     quiet_loggers = ("torchrl",)
@@ -150,6 +167,9 @@ class CollectorFamily(DrivenObjectFamily):
         """This family's own cases (a subclass of ``Case`` with the scenario's parameters), not
         call sequences."""
         return collector_cases(system)
+
+    def boundary_cases(self, system: System, scenario: str) -> list[Any]:
+        return collector_edge_cases(system) if scenario == "standard" else []
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
         return {"lag": obj.lag}

@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.plan import Case, Op, Reset
-from rlconform.envs.spaces import Decoded
+from rlconform.envs.script import EnvScript, EpisodePlan
+from rlconform.envs.spaces import BoxObs, Decoded, DiscreteAction
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.frames import (
+    NUM_ACTIONS,
     DrivenObjectFamily,
     describe,
     env_source,
@@ -150,6 +152,42 @@ class ReplayHarness:
             collector.shutdown()
 
 
+#: how the edge fills tell the sampler where trajectories end, and how they store the batches:
+#: the end key both ways (T3 crosses in both), and the two settings that must not cross
+_EDGE_FILLS: tuple[tuple[TrajectoryKeys, Layout], ...] = (
+    ("end_key", "env_major"),
+    ("end_key", "time_major"),
+    ("traj_key", "time_major"),
+    ("defaults", "env_major"),
+)
+
+
+def replay_edge_cases(system: System) -> list[ReplayCase]:
+    """Fills whose slices can reach across a batch edge, tried first under every profile: two
+    sub-envs whose episodes outlast a batch, stored sub-env by sub-env and interleaved in time,
+    sampled with many slices for every way the sampler may be told where trajectories end. A
+    random search needs the end key, an episode longer than a batch and a slice drawn over the
+    edge at once (T3), and a small profile could draw none of them."""
+    caps = system.capabilities
+    if not caps.min_envs <= 2 <= caps.max_envs:
+        return []
+    script = EnvScript(obs=BoxObs(), action=DiscreteAction(NUM_ACTIONS), episodes=(EpisodePlan(4, "truncated"),))
+    return [
+        ReplayCase(
+            script,
+            2,
+            (Reset(),),
+            steps_per_batch=6,
+            storage_size=64,
+            num_slices=8,
+            keys=keys,
+            layout=layout,
+            seed=1,
+        )
+        for keys, layout in _EDGE_FILLS
+    ]
+
+
 class ReplayFamily(DrivenObjectFamily):
     name = FAMILY_NAME
     quiet_loggers = ("torchrl",)
@@ -158,6 +196,9 @@ class ReplayFamily(DrivenObjectFamily):
         """This family's own cases (a subclass of ``Case`` with the scenario's parameters), not
         call sequences."""
         return replay_cases(system)
+
+    def boundary_cases(self, system: System, scenario: str) -> list[Any]:
+        return replay_edge_cases(system) if scenario == "standard" else []
 
     def execute(self, driver: Driver, obj: Any, op: Op) -> None:
         case = driver.case
