@@ -559,8 +559,8 @@ FAMILY = TorchRLFamily()
 #: GymWrapper refuses what it cannot map; recorded here, never hidden
 _NO_TUPLE = "GymWrapper stacks a Tuple observation into one tensor and rejects Tuples of mixed leaves ('Stacking specs cannot occur: Found more than one type of specs in the list.'); the reference env's Tuples mix leaves, so Tuple observations are left out"
 _NEXT_STEP_REJECTED = "GymWrapper rejects a Gymnasium vector env in NextStep mode: 'The auto-reset mode must be one of SAME_STEP or DISABLED (which is preferred). Got autoreset_mode=AutoresetMode.NEXT_STEP.'"
-_ONE_HOT = "GymWrapper one-hot encodes Discrete observations (n entries each): the reference env's Discrete(n) packs a whole stamp (n about 2**40), so Discrete observations, and Dict leaves other than Box, are left out"
-_OBS_KINDS = frozenset({"box", "multidiscrete", "multibinary", "dict"})
+_ONE_HOT = "GymWrapper one-hot encodes Discrete observations (n entries each): the reference env's stamp-packing Discrete (n about 2**40) is left out and the small Discrete(1025) is used instead (its code decodes through the run's log); Dict leaves other than Box are left out"
+_OBS_KINDS = frozenset({"box", "multidiscrete", "multibinary", "dict", "small_discrete"})
 
 
 def _capabilities(*notes: str, max_envs: int = 4) -> Capabilities:
