@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from rlconform.envs.driver import Run
 
 RMS_EPSILON = 1e-4
+#: the semantics key of the counts a user's own normalizer's statistics started from
+#: (rlconform.specs.own_normalizers); the libraries' start at :data:`RMS_EPSILON`
+NORMALIZER_BASE_COUNTS = "normalizer_base_counts"
+#: the semantics key naming a user's own normalizer layer, for the messages
+NORMALIZER_LAYER = "normalizer_layer"
 
 
 #: the info key a recorder reports an ended episode's statistics under, in both documented layouts:
@@ -399,6 +404,13 @@ def normalizer_statistics(run: Run) -> Outcome:
         return ck.done()
     assert run.truth is not None
     gamma = run.semantics.get("normalizer_gamma")
+    # the counts the statistics started from: a user's own normalizer reports them when the stack
+    # is built (rlconform.specs.own_normalizers); the libraries' start at their epsilon
+    base: Mapping[str, float] = run.semantics.get(NORMALIZER_BASE_COUNTS) or {}
+    return_base, obs_base = base.get("return_rms", RMS_EPSILON), base.get("obs_rms", RMS_EPSILON)
+    # a user's own normalizer is named in the message (the library's is the stack's only one)
+    layer = run.semantics.get(NORMALIZER_LAYER)
+    of = f" of {layer}" if layer else ""
     before, per_call = events_by_call(run)
     _check_sub_env_normalizers(run, ck, before, per_call)
     n = run.case.num_envs
@@ -424,8 +436,8 @@ def normalizer_statistics(run: Run) -> Outcome:
         if "return_rms" in call.extra:
             count = call.extra["return_rms"][2]
             ck.expect(
-                math.isclose(count, RMS_EPSILON + real_steps, abs_tol=1e-6),
-                f"the return statistics count {count - RMS_EPSILON:g} samples; {real_steps} real transitions had been made",
+                math.isclose(count, return_base + real_steps, abs_tol=1e-6),
+                f"the return statistics{of} count {count - return_base:g} samples; {real_steps} real transitions had been made",
                 **where,
             )
             accumulated = call.extra.get("accumulated_reward")
@@ -443,8 +455,8 @@ def normalizer_statistics(run: Run) -> Outcome:
         if "obs_rms" in call.extra:
             count = call.extra["obs_rms"][2]
             ck.expect(
-                math.isclose(count, RMS_EPSILON + observations, abs_tol=1e-6),
-                f"the observation statistics count {count - RMS_EPSILON:g} samples; {observations} observations had been returned",
+                math.isclose(count, obs_base + observations, abs_tol=1e-6),
+                f"the observation statistics{of} count {count - obs_base:g} samples; {observations} observations had been returned",
                 **where,
             )
         model_call = model_counterpart(run, call.position)

@@ -35,6 +35,7 @@ from rlconform.libraries.gymnasium.model_selection import ModelMatch, match_vect
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_VECTOR
+from rlconform.specs.own_normalizers import find_own_normalizer, own_normalizer_semantics
 from rlconform.specs.statistics import (
     episode_statistics_reading,
     frozen_normalizer,
@@ -151,6 +152,12 @@ class GymVectorFamily(ReferenceEnvFamily):
             # its sub-envs' layers (a recorder or normalizer around each) are in worker processes
             "sub_env_workers": "AsyncVectorEnv" if find_wrapper(obj, "AsyncVectorEnv") is not None else None,
         }
+        if not normalizers:
+            # no library normalizer over the sub-envs: a user's own layer that exposes running
+            # statistics is checked as theirs are (rlconform.specs.own_normalizers)
+            own = own_normalizer_semantics(find_own_normalizer(layer_chain(obj, "env")))
+            semantics.update(own)
+            normalizers = list(own.get("normalizers", []))
         sub_env = _sub_env_semantics(obj, mode, vector_statistics=semantics["episode_statistics"] is not None)
         semantics["normalizers"] = normalizers + sub_env.pop("normalizers", [])
         semantics.update(sub_env)
@@ -270,6 +277,10 @@ class GymVectorFamily(ReferenceEnvFamily):
             if view is not None and view.rewards is not None:
                 scale = float(np.sqrt(rms.var + rew_norm.epsilon))
                 view.env_rewards = [r * scale for r in view.rewards]
+        if obs_norm is None and rew_norm is None:
+            own = find_own_normalizer(layer_chain(obj, "env"))
+            if own is not None:
+                own.observe(record.extra, int(getattr(obj, "num_envs", 0) or 0))
         sub_env_stats = _sub_env_normalizer_statistics(obj)
         if sub_env_stats:
             record.extra["sub_env_normalizers"] = sub_env_stats

@@ -29,6 +29,7 @@ from rlconform.envs.tap import sub_env_layers
 from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.libraries.gymnasium.model_selection import match_vec_env_model
 from rlconform.specs.families import SB3_VECENV
+from rlconform.specs.own_normalizers import find_own_normalizer, own_normalizer_semantics
 from rlconform.specs.statistics import (
     episode_statistics_reading,
     frozen_normalizer,
@@ -135,6 +136,10 @@ class SB3Family(ReferenceEnvFamily):
             # its envs' layers (a Monitor around each) are in worker processes
             "sub_env_workers": "SubprocVecEnv" if find_venv_layer(obj, "SubprocVecEnv") is not None else None,
         }
+        if normalize is None:
+            # no VecNormalize: a user's own layer that exposes running statistics is checked as
+            # VecNormalize is (rlconform.specs.own_normalizers)
+            semantics.update(own_normalizer_semantics(find_own_normalizer(venv_chain(obj))))
         if semantics["episode_statistics"] is None:
             # a Monitor inside each env (make_vec_env's): its info["episode"] is the step info
             # the VecEnv returns for that env, the step that ends the episode
@@ -189,6 +194,9 @@ class SB3Family(ReferenceEnvFamily):
                 view.infos = [dict(i) if isinstance(i, dict) else i for i in infos]
         normalize = find_venv_layer(obj, "VecNormalize")
         if normalize is None:
+            own = find_own_normalizer(venv_chain(obj))
+            if own is not None:
+                own.observe(record.extra, len(view.obs))
             return
         # SB3's own recipe under VecNormalize stores the original data, and un-normalises the
         # terminal observation; the adapter does exactly that, right after the call.
