@@ -164,6 +164,19 @@ def sub_env_layers_of_class(
     return found
 
 
+def user_sub_env_layers(layers_by_env: Mapping[int, Sequence[Any]]) -> dict[int, tuple[Any, list[Any]]]:
+    """For each sub-env, its outermost layer of the user's own (:func:`user_layer`), with the
+    layers below it: where a recorder of the user's own around each sub-env may be, to be read by
+    what it reports (:data:`BY_OUTPUT`), as a library recorder there is read by class."""
+    found: dict[int, tuple[Any, list[Any]]] = {}
+    for env, layers in layers_by_env.items():
+        for at, layer in enumerate(layers):
+            if user_layer(layer):
+                found[env] = (layer, list(layers[at + 1 :]))
+                break
+    return found
+
+
 def is_a(layer: Any, *class_names: str) -> bool:
     """Whether ``layer``'s class or one of its bases is named one of ``class_names``."""
     return any(cls.__name__ in class_names for cls in type(layer).__mro__)
@@ -303,14 +316,14 @@ def episode_statistics(run: Run) -> Outcome:
                     )
                 ck.expect(
                     got_r is not None and (as_delivered or _same_return(float(got_r), true_return, rel, decimals)),
-                    f"episode {t.episode} is reported with return {got_r!r}; its {true_length} real transitions "
+                    f"episode {t.episode} is reported with return {_plain(got_r)!r}; its {true_length} real transitions "
                     f"sum to {true_return!r}{rounding}"
                     + ("" if agent_return is None else f" and the stack delivered rewards summing to {agent_return!r}"),
                     **where,
                 )
             ck.expect(
                 got_l is not None and int(got_l) == true_length,
-                f"episode {t.episode} is reported with length {got_l!r}; it had {true_length} real transitions",
+                f"episode {t.episode} is reported with length {_plain(got_l)!r}; it had {true_length} real transitions",
                 **where,
             )
         for slot in run.slots_of(env):
@@ -566,6 +579,11 @@ def _same_statistics(got: Any, want: Any) -> bool:
 def _ended_by_limit(run: Run, record: StepRecord) -> bool:
     limit = run.case.script.max_episode_steps
     return limit is not None and record.step_after >= limit
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (``3``, not ``np.int64(3)``), for messages."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _fmt(value: Any) -> str:

@@ -340,3 +340,86 @@ def test_a_reward_normalizer_counting_resets_fails() -> None:
     system = with_intents(factory_system(normalize_reward_counting_resets, "gymnasium.vector"), "reward")
     counts = _return_counts(_check(_run(system), "statistics.normalizer"))
     assert any("of the sub-env's CountsResets count" in m and "real transitions" in m for m in counts), counts
+
+
+# --- a recorder of the user's own around each sub-env (issue 25: by behaviour, not class) ----
+
+
+class OwnEpisodeRecorder(gymnasium.Wrapper):  # type: ignore[misc]
+    """A user's per-env recorder in Gymnasium's documented layout (``info["episode"]`` with ``r``,
+    ``l``, ``t`` on the step that ends the episode). ``length_offset``: it reports lengths off by
+    it (a real defect)."""
+
+    def __init__(self, env: Any, length_offset: int = 0) -> None:
+        super().__init__(env)
+        self.length_offset = length_offset
+        self.episode_return, self.episode_length = 0.0, 0
+
+    def reset(self, **kwargs: Any) -> Any:
+        self.episode_return, self.episode_length = 0.0, 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.episode_return += float(reward)
+        self.episode_length += 1
+        if terminated or truncated:
+            info = dict(info)
+            info["episode"] = {"r": self.episode_return, "l": self.episode_length + self.length_offset, "t": 0.0}
+        return obs, reward, terminated, truncated, info
+
+
+def own_recorder_per_env(env_fns: Any, autoreset_mode: Any = None) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+
+    kwargs = {} if autoreset_mode is None else {"autoreset_mode": autoreset_mode}
+    return SyncVectorEnv([lambda fn=fn: OwnEpisodeRecorder(fn()) for fn in env_fns], **kwargs)
+
+
+def own_recorder_per_env_off_by_one(env_fns: Any, autoreset_mode: Any = None) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+
+    kwargs = {} if autoreset_mode is None else {"autoreset_mode": autoreset_mode}
+    return SyncVectorEnv([lambda fn=fn: OwnEpisodeRecorder(fn(), length_offset=1) for fn in env_fns], **kwargs)
+
+
+def sb3_own_recorder_per_env(env_fns: Any) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    return DummyVecEnv([lambda fn=fn: OwnEpisodeRecorder(fn()) for fn in env_fns])
+
+
+def sb3_own_recorder_per_env_off_by_one(env_fns: Any) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    return DummyVecEnv([lambda fn=fn: OwnEpisodeRecorder(fn(), length_offset=1) for fn in env_fns])
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_a_users_own_recorder_per_sub_env_is_checked_as_record_episode_statistics_is(mode: str) -> None:
+    """Before, a recorder of the user's own inside each sub-env was never read (statistics.episode:
+    "the system keeps no episode statistics"): only RecordEpisodeStatistics and Monitor were
+    found there, by class."""
+    correct = _check(
+        _run(factory_system(_in_mode(own_recorder_per_env, mode), "gymnasium.vector")), "statistics.episode"
+    )
+    assert correct.not_applicable is None and correct.checked > 0 and correct.violations == [], _messages(correct)
+    library = _check(_run(factory_system(_in_mode(statistics_per_env, mode), "gymnasium.vector")), "statistics.episode")
+    assert library.violations == [] and library.checked > 0
+    wrong = _messages(
+        _check(
+            _run(factory_system(_in_mode(own_recorder_per_env_off_by_one, mode), "gymnasium.vector")),
+            "statistics.episode",
+        )
+    )
+    assert any("is reported with length 3; it had 2 real transitions" in m for m in wrong), wrong
+
+
+def test_an_sb3_users_own_recorder_per_env_is_checked_as_monitor_is() -> None:
+    pytest.importorskip("stable_baselines3")
+    correct = _check(_run(factory_system(sb3_own_recorder_per_env, "sb3.VecEnv")), "statistics.episode")
+    assert correct.not_applicable is None and correct.checked > 0 and correct.violations == [], _messages(correct)
+    wrong = _messages(
+        _check(_run(factory_system(sb3_own_recorder_per_env_off_by_one, "sb3.VecEnv")), "statistics.episode")
+    )
+    assert any("is reported with length 3; it had 2 real transitions" in m for m in wrong), wrong

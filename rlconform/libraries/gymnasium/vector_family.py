@@ -37,12 +37,14 @@ from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_VECTOR
 from rlconform.specs.own_normalizers import find_own_normalizer, own_normalizer_semantics
 from rlconform.specs.statistics import (
+    BY_OUTPUT,
     episode_statistics_reading,
     frozen_normalizer,
     is_a,
     sub_env_layers_of_class,
     sub_env_normalizer,
     sub_env_statistics,
+    user_sub_env_layers,
 )
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -350,11 +352,17 @@ def _sub_env_semantics(obj: Any, mode: str, *, vector_statistics: bool) -> dict[
         return {}
     semantics: dict[str, Any] = {}
     recorders = sub_env_layers_of_class(layers_by_env, "RecordEpisodeStatistics")
+    place = "final_info" if mode == "SameStep" else "info"
     if recorders and not vector_statistics:
         key = next(str(getattr(layer, "_stats_key", "episode")) for layer, _ in recorders.values())
-        place = "final_info" if mode == "SameStep" else "info"
         semantics.update(
             sub_env_statistics(recorders, key=key, place=place, decimals=None, reward_changers=REWARD_CHANGERS)
+        )
+    elif not vector_statistics and (own := user_sub_env_layers(layers_by_env)):
+        # a layer of the user's own around each sub-env: a recorder if it reports statistics in
+        # the documented layout, held to what RecordEpisodeStatistics there is held to
+        semantics.update(
+            sub_env_statistics(own, key=BY_OUTPUT, place=place, decimals=None, reward_changers=REWARD_CHANGERS)
         )
     entries = []
     for name in ("NormalizeObservation", "NormalizeReward"):

@@ -31,10 +31,12 @@ from rlconform.libraries.gymnasium.model_selection import match_vec_env_model
 from rlconform.specs.families import SB3_VECENV
 from rlconform.specs.own_normalizers import find_own_normalizer, own_normalizer_semantics
 from rlconform.specs.statistics import (
+    BY_OUTPUT,
     episode_statistics_reading,
     frozen_normalizer,
     sub_env_layers_of_class,
     sub_env_statistics,
+    user_sub_env_layers,
 )
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -143,12 +145,19 @@ class SB3Family(ReferenceEnvFamily):
         if semantics["episode_statistics"] is None:
             # a Monitor inside each env (make_vec_env's): its info["episode"] is the step info
             # the VecEnv returns for that env, the step that ends the episode
-            monitors = sub_env_layers_of_class(sub_env_layers(obj), "Monitor")
+            layers_by_env = sub_env_layers(obj)
+            monitors = sub_env_layers_of_class(layers_by_env, "Monitor")
             semantics.update(
                 sub_env_statistics(
                     monitors, key="episode", place="info", decimals=MONITOR_DECIMALS, reward_changers=REWARD_CHANGERS
                 )
             )
+            if not monitors and (own := user_sub_env_layers(layers_by_env)):
+                # a layer of the user's own around each env: a recorder if it reports statistics
+                # in the documented layout, held to what Monitor there is held to
+                semantics.update(
+                    sub_env_statistics(own, key=BY_OUTPUT, place="info", decimals=None, reward_changers=REWARD_CHANGERS)
+                )
         if semantics["episode_statistics"] is None and "episode_statistics_envs" not in semantics:
             # no VecMonitor or Monitor: a user's own VecEnvWrapper is checked by what it reports
             semantics["episode_statistics"] = episode_statistics_reading(venv_chain(obj), "VecMonitor")
