@@ -5,7 +5,8 @@ Isaac Lab was installed, naming an extra that installs nothing). The sample envs
 (:mod:`rlconform.libraries.isaaclab.sample_user_envs`) follow DirectRLEnv's step/reset contract
 without subclassing anything from Isaac Lab: the correct one and the innocent variants pass every
 spec of the tier, and each planted bug fails exactly its spec: a time-out reported as a
-termination, a stale pre-reset observation, a reward computed after the reset.
+termination, a stale pre-reset observation, a reward computed after the reset, a terminal
+observation read after the reset.
 Runs in the main venv (no Isaac Lab) and in ``.venv-isaaclab``.
 """
 
@@ -41,6 +42,8 @@ EXPECTED = {
     "walker_time_out_as_termination": {mon.TIME_OUTS},
     "walker_stale_reset_obs": {mon.AUTORESET},
     "walker_reward_after_reset": {mon.REWARD_ORDER},
+    # issue 25: passed before (presence and freshness only were checked)
+    "walker_final_obs_after_reset": {mon.FINAL_OBS},
 }
 
 
@@ -71,6 +74,8 @@ def test_messages_say_what_went_wrong() -> None:
     assert "before _reset_idx" in stale.message
     reward = check_spec(_system("walker_reward_after_reset"), get_spec(mon.REWARD_ORDER), PROFILE)
     assert "after _reset_idx" in reward.message
+    final = check_spec(_system("walker_final_obs_after_reset"), get_spec(mon.FINAL_OBS), PROFILE)
+    assert "computed after _reset_idx" in final.message and "next episode's first observation" in final.message
 
 
 def test_without_isaaclab_the_exact_specs_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

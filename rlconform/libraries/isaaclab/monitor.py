@@ -32,7 +32,9 @@ to learn which checks failed:
 * ``isaaclab.reward_before_reset``: the reward returned for an ending sub-env was computed (by
   ``_get_rewards``) before its reset, from the state its last step reached.
 * ``isaaclab.final_obs``: a step in which some sub-env ends returns its terminal observation in
-  ``extras["final_obs"]["policy"]``, written in that step (not left from an earlier one).
+  ``extras["final_obs"]["policy"]``, written in that step (not left from an earlier one) and
+  computed before the sub-env's reset, not after it (read from the task hooks, as for
+  ``isaaclab.autoreset``).
 * ``isaaclab.returned_data_stable``: what a call returned does not change afterwards (a caller
   that stores the tensors without cloning keeps what it was given).
 
@@ -336,6 +338,8 @@ class ContractMonitor:
             )
         findings += self.order.findings(REWARD_ORDER, AUTORESET, rew, obs, done)
         final = self._final_obs(extras, done, findings)
+        if final is not None:
+            findings += self.order.final_obs_findings(FINAL_OBS, final, done)
         if self.model is not None and self.prev_obs is not None and isinstance(action, torch.Tensor):
             findings += self.model.step_findings(self.prev_obs, action.detach(), obs, rew, term, trunc, final)
         self.episode_steps[done] = 0

@@ -1,5 +1,5 @@
-"""The order of a step's task hooks: was an ending sub-env's reward computed, and its returned
-observation read, before or after its reset?
+"""The order of a step's task hooks: was an ending sub-env's reward computed, its returned
+observation read, and its terminal observation read, before or after its reset?
 
 Why: ``DirectRLEnv.step`` (isaaclab 3.0.0, direct_rl_env.py:420-466) computes the dones, then the
 rewards (``_get_rewards``) from the state the step reached, then resets the sub-envs that ended
@@ -146,6 +146,32 @@ class StepOrder:
                 )
             )
         return found
+
+    def final_obs_findings(self, spec: str, final: torch.Tensor, done: torch.Tensor) -> list[Finding]:
+        """The sub-envs that ended whose terminal observation (``extras["final_obs"]``) is one the
+        observation hook computed only after their reset: the next episode's first observation
+        given as the ended episode's last. DirectRLEnv computes it before ``_reset_idx``; a value
+        that equals one computed before the reset (a terminal state the reset does not change) is
+        never blamed."""
+        if not self.observations or final.dtype == torch.bool or tuple(final.shape[:1]) != (self.num_envs,):
+            return []
+        flat = final.reshape(self.num_envs, -1)
+
+        def same(v: torch.Tensor) -> torch.Tensor:
+            if tuple(v.shape) != tuple(final.shape):
+                return torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+            return (flat == v.reshape(self.num_envs, -1)).all(dim=1)
+
+        after, before = self._matches(self.observations, same)
+        return [
+            Finding(
+                spec,
+                "ended, and the terminal observation in extras['final_obs'] is the one computed after _reset_idx "
+                "reset it (the next episode's first observation), not the state its last step reached; "
+                "DirectRLEnv computes it before the reset",
+                done & self.reset_mask & after & ~before,
+            )
+        ]
 
     def _matches(
         self, events: list[_Event], equal: Callable[[torch.Tensor], torch.Tensor]

@@ -116,10 +116,14 @@ class WalkerEnv:
             reward = self._get_rewards(before)
         self.extras = {}
         ids = self.reset_buf.nonzero().flatten()
-        if self.compute_final_obs and len(ids) > 0:
+        late = self.variant == "final_obs_after_reset"
+        if self.compute_final_obs and len(ids) > 0 and not late:
             self.extras["final_obs"] = {"policy": self._get_observations()["policy"].clone()}
         if len(ids) > 0:
             self._reset_idx(ids)
+        if self.compute_final_obs and len(ids) > 0 and late:
+            # the bug: the terminal observation read after the reset (the next episode's first)
+            self.extras["final_obs"] = {"policy": self._get_observations()["policy"].clone()}
         if self.variant == "reward_after_reset":
             # the bug: the ending sub-envs' reward read from the next episode's first state
             reward = self._get_rewards(before)
@@ -137,6 +141,7 @@ VARIANTS = {
     "time_out_as_termination": "reports a time-out as a termination (terminated=True, time_outs=False)",
     "stale_reset_obs": "returns an ending sub-env's pre-reset observation as the next episode's first",
     "reward_after_reset": "computes an ending sub-env's reward from the next episode's first state",
+    "final_obs_after_reset": "gives the next episode's first observation as an ending sub-env's terminal one",
 }
 
 
@@ -162,3 +167,7 @@ def walker_stale_reset_obs(num_envs: int, device: str) -> WalkerEnv:
 
 def walker_reward_after_reset(num_envs: int, device: str) -> WalkerEnv:
     return WalkerEnv(num_envs, device, variant="reward_after_reset")
+
+
+def walker_final_obs_after_reset(num_envs: int, device: str) -> WalkerEnv:
+    return WalkerEnv(num_envs, device, variant="final_obs_after_reset")
