@@ -35,8 +35,17 @@ def _infos(call: Call) -> Mapping[str, Any]:
     return info if isinstance(info, Mapping) else {}
 
 
-def _index(value: Any, i: int) -> Any:
-    """Sub-env ``i``'s part of a batched value (a dict or tuple of batches, or one batch)."""
+def _index(value: Any, i: int, space: Any = None) -> Any:
+    """Sub-env ``i``'s part of a batched value: a dict or tuple of batches, or one batch. With the
+    single ``space`` it follows the space (Gymnasium batches a Text leaf as a tuple of strings, one
+    per sub-env, and a Dict or Tuple space as a dict or tuple of batches)."""
+    if space is not None:
+        spaces = getattr(space, "spaces", None)
+        if isinstance(value, Mapping) and isinstance(spaces, Mapping):
+            return {k: _index(v, i, spaces.get(k)) for k, v in value.items()}
+        if isinstance(value, tuple) and isinstance(spaces, tuple) and len(spaces) == len(value):
+            return tuple(_index(v, i, sub) for v, sub in zip(value, spaces, strict=True))
+        return value[i]
     if isinstance(value, Mapping):
         return {k: _index(v, i) for k, v in value.items()}
     if isinstance(value, tuple):
@@ -116,12 +125,19 @@ def vector_observations_in_space(run: NativeRun) -> Outcome:
         )
         for i in range(run.case.num_envs):
             ck.expect(
-                bool(run.single_observation_space.contains(_index(obs, i))),
+                bool(run.single_observation_space.contains(_index(obs, i, run.single_observation_space))),
                 f"call {position} ({call.kind}): sub-env {i}'s observation is outside single_observation_space",
             )
         info = _infos(call)
         if "final_obs" in info:
-            mask = np.asarray(info.get("_final_obs", np.ones(run.case.num_envs, dtype=bool)), dtype=bool)
+            # without its _final_obs mask (vector.autoreset_mode says so) the entries of the
+            # sub-envs that ended are the final observations
+            ended = (
+                np.logical_or(*_flags(call))
+                if call.kind == "step" and len(call.snapshot) == 5
+                else np.zeros(run.case.num_envs, dtype=bool)
+            )
+            mask = np.asarray(info.get("_final_obs", ended), dtype=bool)
             for i in map(int, np.flatnonzero(mask)):
                 ck.expect(
                     bool(run.single_observation_space.contains(info["final_obs"][i])),
@@ -152,7 +168,8 @@ def vector_autoreset_mode(run: NativeRun) -> Outcome:
         if call.kind == "reset":
             if call.mask is not None and run.mode == "Disabled" and previous_obs is not None:
                 for i in map(int, np.flatnonzero(~np.asarray(call.mask, dtype=bool))):
-                    difference = first_difference(_index(call.snapshot[0], i), _index(previous_obs, i))
+                    space = run.single_observation_space
+                    difference = first_difference(_index(call.snapshot[0], i, space), _index(previous_obs, i, space))
                     ck.expect(
                         difference is None,
                         f"call {position}: reset(options={{'reset_mask': {call.mask.tolist()}}}) changed sub-env {i}'s "
@@ -186,7 +203,11 @@ def vector_autoreset_mode(run: NativeRun) -> Outcome:
                     bool(mask[i]) == bool(done[i]),
                     f"call {position}: sub-env {i} "
                     + (
-                        "ended but infos carry no final_obs for it"
+                        (
+                            "ended but infos carry final_obs without the _final_obs mask that marks it"
+                            if "final_obs" in info and "_final_obs" not in info
+                            else "ended but infos carry no final_obs for it"
+                        )
                         if done[i]
                         else "did not end but infos carry a final_obs for it"
                     )
@@ -227,6 +248,7 @@ def vector_reset_step_action_ignored(run: NativeRun) -> Outcome:
         "sub-env 0 was given another action on its reset step(s) only, yet its output differs ({difference}): "
         "the action given on the reset step changed what followed",
         first_episode_only=False,
+        space=run.single_observation_space,
     )
     return ck.done()
 
@@ -354,30 +376,33 @@ def vector_subenv_independence(run: NativeRun) -> Outcome:
         "sub-env 0 took the same actions in both runs, only the other sub-envs' actions differed, yet its output "
         "differs ({difference})",
         first_episode_only=True,
+        space=run.single_observation_space,
     )
     return ck.done()
 
 
-def _compare_sub_env_0(ck: Checker, first: Drive, other: Drive, why: str, *, first_episode_only: bool) -> None:
+def _compare_sub_env_0(
+    ck: Checker, first: Drive, other: Drive, why: str, *, first_episode_only: bool, space: Any = None
+) -> None:
     """One fact per call: sub-env 0's output in ``other`` is the one in ``first``, up to the first
     difference (told with ``why``, its ``{difference}`` filled in), the first error, and with
     ``first_episode_only`` the end of sub-env 0's first episode."""
     for position, (a, b) in enumerate(zip(first.calls, other.calls, strict=False)):
         if a.error is not None or b.error is not None or a.kind != b.kind:
             break
-        difference = first_difference(_part(a, 0), _part(b, 0))
+        difference = first_difference(_part(a, 0, space), _part(b, 0, space))
         ck.expect(difference is None, f"call {position} ({a.kind}): " + why.format(difference=difference))
         ended = a.kind == "step" and bool(_flags(a)[0][0] or _flags(a)[1][0])
         if difference is not None or (first_episode_only and ended):
             break
 
 
-def _part(call: Call, i: int) -> Any:
+def _part(call: Call, i: int, space: Any = None) -> Any:
     if call.kind == "reset":
-        return _index(call.snapshot[0], i)
+        return _index(call.snapshot[0], i, space)
     obs, rewards, terminated, truncated, _ = call.snapshot
     return (
-        _index(obs, i),
+        _index(obs, i, space),
         float(np.asarray(rewards)[i]),
         bool(np.asarray(terminated)[i]),
         bool(np.asarray(truncated)[i]),
@@ -432,11 +457,19 @@ def vector_single_env_match(run: NativeRun) -> Outcome:
                 break
             obs, rewards, terminated, truncated, _ = steps[t].snapshot
             got = {
-                "next_obs": _index(obs, i),
+                "next_obs": _index(obs, i, run.single_observation_space),
                 "reward": float(np.asarray(rewards)[i]),
                 "terminated": bool(np.asarray(terminated)[i]),
                 "truncated": bool(np.asarray(truncated)[i]),
             }
+            if run.mode == "SameStep" and (got["terminated"] or got["truncated"]):
+                # the step's observation is the next episode's first: the last one is final_obs
+                # (where it is missing, vector.autoreset_mode says so and next_obs is not compared)
+                final = _final_obs(steps[t], i)
+                if final is None:
+                    del got["next_obs"]
+                else:
+                    got["next_obs"] = final[0]
             diff = first_difference({k: got[k] for k in got}, {k: want[k] for k in got}, rtol=1e-6, atol=1e-6)
             ck.expect(
                 diff is None,
@@ -445,3 +478,13 @@ def vector_single_env_match(run: NativeRun) -> Outcome:
             if diff is not None:
                 break
     return ck.done()
+
+
+def _final_obs(call: Call, i: int) -> tuple[Any] | None:
+    """Sub-env ``i``'s ``infos["final_obs"]`` entry (SAME_STEP), as a 1-tuple; None where the
+    infos carry none for it."""
+    info = _infos(call)
+    if "final_obs" not in info:
+        return None
+    mask = np.asarray(info.get("_final_obs", np.ones(len(info["final_obs"]), dtype=bool)), dtype=bool)
+    return (info["final_obs"][i],) if i < len(mask) and mask[i] else None
