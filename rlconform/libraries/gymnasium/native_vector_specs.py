@@ -377,24 +377,57 @@ def vector_subenv_independence(run: NativeRun) -> Outcome:
         "differs ({difference})",
         first_episode_only=True,
         space=run.single_observation_space,
+        rescaled_rewards=True,
     )
     return ck.done()
 
 
 def _compare_sub_env_0(
-    ck: Checker, first: Drive, other: Drive, why: str, *, first_episode_only: bool, space: Any = None
+    ck: Checker,
+    first: Drive,
+    other: Drive,
+    why: str,
+    *,
+    first_episode_only: bool,
+    space: Any = None,
+    rescaled_rewards: bool = False,
 ) -> None:
     """One fact per call: sub-env 0's output in ``other`` is the one in ``first``, up to the first
     difference (told with ``why``, its ``{difference}`` filled in), the first error, and with
-    ``first_episode_only`` the end of sub-env 0's first episode."""
+    ``first_episode_only`` the end of sub-env 0's first episode.
+
+    ``rescaled_rewards``: a reward that differs by a positive factor only (same sign, zero where
+    the other is zero; observation and flags equal) is no difference. A running reward normalizer
+    shared by the sub-envs (Gymnasium's vector ``NormalizeReward`` documents one scale for the
+    batch) rescales sub-env 0's rewards by what the other sub-envs earned; the transitions
+    themselves do not depend on them. The check says it compared them so."""
+    rescaled = False
     for position, (a, b) in enumerate(zip(first.calls, other.calls, strict=False)):
         if a.error is not None or b.error is not None or a.kind != b.kind:
             break
-        difference = first_difference(_part(a, 0, space), _part(b, 0, space))
+        part_a, part_b = _part(a, 0, space), _part(b, 0, space)
+        if rescaled_rewards and a.kind == "step" and _same_up_to_reward_scale(part_a, part_b):
+            rescaled = rescaled or part_a[1] != part_b[1]
+            part_b = (part_b[0], part_a[1], *part_b[2:])
+        difference = first_difference(part_a, part_b)
         ck.expect(difference is None, f"call {position} ({a.kind}): " + why.format(difference=difference))
         ended = a.kind == "step" and bool(_flags(a)[0][0] or _flags(a)[1][0])
         if difference is not None or (first_episode_only and ended):
             break
+    if rescaled:
+        ck.note(
+            "sub-env 0's rewards differed between the runs by a positive factor only (a reward normalizer shared by "
+            "the sub-envs, as Gymnasium's vector NormalizeReward documents): compared up to that factor"
+        )
+
+
+def _same_up_to_reward_scale(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Step outputs (observation, reward, terminated, truncated) equal but for a reward that the
+    same positive factor could map one to the other."""
+    if first_difference((a[0], *a[2:]), (b[0], *b[2:])) is not None:
+        return False
+    ra, rb = a[1], b[1]
+    return bool(np.isfinite(ra) and np.isfinite(rb) and np.sign(ra) == np.sign(rb))
 
 
 def _part(call: Call, i: int, space: Any = None) -> Any:
