@@ -190,14 +190,9 @@ def planted() -> list[str]:
     return sorted(s.id for s in current().systems() if s.family == GYMNASIUM_VECTOR and s.kind == "planted")
 
 
-#: FINDINGS rows the exact family's ``findings`` table does not name (FINDINGS.md G5 lists
-#: model.outputs_match among its specs)
-MORE_ROWS = {("gymnasium.RecordEpisodeStatistics.SyncVectorEnv.*", "model.outputs_match"): "G5"}
-
-
 def findings_row(system_id: str, spec_id: str) -> str | None:
     """The FINDINGS row of an exact FAIL, from the exact family's own table."""
-    for (pattern, spec), row in {**EXACT_FAMILY.findings, **MORE_ROWS}.items():
+    for (pattern, spec), row in EXACT_FAMILY.findings.items():
         if spec == spec_id and fnmatch.fnmatchcase(system_id, pattern):
             return row
     return None

@@ -95,6 +95,7 @@ class GymVectorFamily(ReferenceEnvFamily):
         ("gymnasium.AsyncVectorEnv.*", "lifecycle.responsive"): "G3",
         **{("gymnasium.AsyncVectorEnv.NextStep.noshm*", spec): "G4" for spec in _G4_SPECS},
         ("gymnasium.RecordEpisodeStatistics.SyncVectorEnv.*", "statistics.episode"): "G5",
+        ("gymnasium.RecordEpisodeStatistics.SyncVectorEnv.*", "model.outputs_match"): "G5",
         ("gymnasium.NormalizeReward.SyncVectorEnv.*", "statistics.normalizer"): "G6",
         ("gymnasium.NormalizeReward.SyncVectorEnv.*", "model.outputs_match"): "G6",
         ("gymnasium.*VectorEnv.*nocopy", "aliasing.returned_objects"): "G7",
