@@ -18,11 +18,21 @@ child puts them back before it runs the function (:func:`_as_in_parent`):
   waits on a process that is not the child's and raises ChildProcessError), and the workers it
   forks would live outside the child's process group. The child starts a fork server of its own
   when a library asks for one, with the same preloaded modules.
+
+Nor must the child finalize what the parent built. The child inherits the parent's heap, garbage
+awaiting collection included, but not its threads: a library object whose destructor stops
+threads it started (envpool's thread pool: a pool built in the parent, then collected in a forked
+child, kills the child with SIGSEGV) cannot be destroyed in the child. The child freezes the heap
+it inherited (``gc.freeze``) before it runs the function, so its collections see only what it
+builds itself: a library the system builds in the child starts its own threads and runs as it
+does in its user's process, and the parent's objects are left to the parent. (An inherited object
+the child's code releases by reference count is still destroyed there: the system's own doing.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -153,6 +163,7 @@ def _child(
     start_method: str | None,
 ) -> None:
     os.setpgid(0, 0)  # a group of its own: the parent can kill everything this child starts
+    gc.freeze()  # the inherited heap is the parent's to collect (see the module docstring)
     crash_log.install()  # if the system kills this process, the parent can still say where and how
     _as_in_parent(start_method)
     try:

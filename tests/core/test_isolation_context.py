@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import multiprocessing
 import os
 import pickle
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -155,6 +157,40 @@ def test_isolated_worker_starts_a_fork_server_of_its_own(fork_server_as_found: N
     assert outcome.failure is None, outcome.failure
     # its server is in its process group: killed with it, as everything an isolated check starts
     assert outcome.value == (0, True)
+
+
+class _FinalizedOnlyWhereBuilt:
+    """Stands in for a library object that cannot be destroyed in a forked child: envpool's pool,
+    whose destructor stops threads the child does not have (an envpool env built in a process,
+    then collected in a fork child of it, kills the child with SIGSEGV:
+    tests/gymnasium/test_native_envpool.py). Finalized in another process, it does the same."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.itself = self  # a reference cycle: only a collection frees it
+
+    def __del__(self) -> None:
+        if os.getpid() != self.pid:
+            os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _collect_garbage() -> int:
+    return gc.collect()
+
+
+def test_the_isolated_worker_leaves_the_garbage_it_inherits_to_this_process() -> None:
+    """A user's process (a pytest session) holds an envpool env it no longer needs, not yet
+    collected, when rlconform forks a worker to probe or check a factory: the worker's first full
+    collection destroyed it there and the worker died from SIGSEGV, reported as the user's
+    factory crashing. The worker now freezes the heap it inherits (rlconform.core.isolation)."""
+    gc.disable()  # nothing collects the garbage before the fork
+    try:
+        _FinalizedOnlyWhereBuilt()
+        outcome = run_isolated(_collect_garbage, timeout=60)
+    finally:
+        gc.enable()
+        gc.collect()  # here, where it was built: harmless
+    assert outcome.failure is None, outcome.failure
 
 
 # ---------------------------------------------------------------- rlconform's env_fn in worker processes

@@ -14,5 +14,6 @@ LIBRARY = Library(
         "rlconform.libraries.gymnasium.native_vector",
         "rlconform.libraries.gymnasium.native_vector_specs",
         "rlconform.libraries.gymnasium.native_planted",
+        "rlconform.libraries.gymnasium.native_envpool",
     ),
 )

@@ -132,6 +132,18 @@ def _mode_of(env: Any) -> str | None:
     return names.get(value.lower(), value)
 
 
+def declared_time_limit(spec: Any) -> int | None:
+    """The time limit an env's ``spec`` declares: ``spec.max_episode_steps`` (Gymnasium's EnvSpec),
+    else ``spec.config.max_episode_steps``: envpool's EnvSpec keeps the options it was built with,
+    its documented ``max_episode_steps`` among them, in ``config``, and has no attribute of that
+    name (without this, an envpool env was told it "declares no time limit")."""
+    for holder in (spec, getattr(spec, "config", None)):
+        limit = getattr(holder, "max_episode_steps", None) if holder is not None else None
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            return limit
+    return None
+
+
 def _action_streams(space: Any, seed: int, num_envs: int, steps: int) -> list[list[Any]]:
     """Per sub-env, ``steps`` actions sampled from the single action space seeded ``seed + i``."""
     streams = []
@@ -259,9 +271,7 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
         run.single_action_space = getattr(probe, "single_action_space", None)
         run.observation_space = getattr(probe, "observation_space", None)
         run.action_space = getattr(probe, "action_space", None)
-        spec = getattr(probe, "spec", None)
-        limit = getattr(spec, "max_episode_steps", None) if spec is not None else None
-        run.max_episode_steps = limit if isinstance(limit, int) and limit > 0 else None
+        run.max_episode_steps = declared_time_limit(getattr(probe, "spec", None))
     finally:
         with contextlib.suppress(Exception):
             close_within_limit(probe.close)
