@@ -16,6 +16,9 @@ SB3_VECENV = "sb3.VecEnv"
 TORCHRL_ENVBASE = "torchrl.EnvBase"
 TORCHRL_COLLECTOR = "torchrl.collector"
 TORCHRL_REPLAY = "torchrl.replay"
+#: a return estimator (GAE, TD(0), TD(1), TD(lambda)) fed TorchRL collector batches
+#: (rlconform.libraries.torchrl.value_estimators)
+TORCHRL_VALUE_ESTIMATOR = "torchrl.ValueEstimator"
 #: Isaac Lab's DirectRLEnv contract (torch tensors out, same-step autoreset): the specs that read
 #: transitions, env logs and decoded observations apply to it
 ISAACLAB_DIRECT = "isaaclab"

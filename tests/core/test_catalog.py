@@ -332,4 +332,5 @@ def test_every_family_implements_the_protocol_and_api_names_are_unique() -> None
         "isaaclab",
         "sb3.VecEnv",
         "torchrl.EnvBase",
+        "torchrl.ValueEstimator",
     ]

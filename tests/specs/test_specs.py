@@ -123,6 +123,16 @@ WITNESSES = {
     "replay.slices_within_episode": "reference.torchrl.SliceBuffer",
     **dict.fromkeys(
         (
+            "estimator.advantage",
+            "estimator.value_target",
+            "estimator.no_cross_episode",
+            "estimator.no_cross_env",
+            "estimator.exact_targets",
+        ),
+        "reference.torchrl.ValueEstimator",
+    ),
+    **dict.fromkeys(
+        (
             "env.api_shape",
             "env.determinism",
             "env.edge_actions",

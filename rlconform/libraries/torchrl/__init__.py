@@ -1,5 +1,6 @@
 """TorchRL: envs driven with TensorDicts (family ``torchrl.EnvBase``), torch-native envs behind
-GymWrapper, collectors (``torchrl.collector``) and replay buffers (``torchrl.replay``)."""
+GymWrapper, collectors (``torchrl.collector``), replay buffers (``torchrl.replay``) and return estimators
+(``torchrl.ValueEstimator``)."""
 
 from rlconform.core.catalog import Library
 
@@ -9,6 +10,7 @@ LIBRARY = Library(
     modules=(
         "rlconform.libraries.torchrl.collectors",
         "rlconform.libraries.torchrl.replay_buffers",
+        "rlconform.libraries.torchrl.value_estimators",
         "rlconform.libraries.torchrl.env_family",
         "rlconform.libraries.torchrl.native",
         "rlconform.libraries.torchrl.native_specs",
