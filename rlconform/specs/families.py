@@ -10,6 +10,8 @@ are known, whether its data has terminal observations) is a fact of the family's
 GYMNASIUM_ENV = "gymnasium.Env"
 GYMNASIUM_VECTOR = "gymnasium.vector"
 SB3_VECENV = "sb3.VecEnv"
+#: an SB3 algorithm: what its collection code stores in its buffer (rlconform.libraries.sb3.algorithm_family)
+SB3_ALGORITHM = "sb3.Algorithm"
 #: TorchRL envs are driven with TensorDicts: the specs that read transitions, env logs and
 #: observations apply to them; those that read Gymnasium/SB3 tuples, infos or a seed + i
 #: convention do not (each such spec says why in its own docstring)

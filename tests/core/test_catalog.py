@@ -43,11 +43,12 @@ def test_the_list_names_each_library_package_once() -> None:
 def test_a_catalog_of_one_library_holds_only_that_library() -> None:
     pytest.importorskip("stable_baselines3")
     sb3_only = Catalog([_library("sb3")])
-    assert set(sb3_only.families()) == {"sb3.VecEnv"}
+    assert set(sb3_only.families()) == {"sb3.VecEnv", "sb3.Algorithm"}
     systems = sb3_only.systems()
-    assert systems and {s.family for s in systems} == {"sb3.VecEnv"}
+    assert systems and {s.family for s in systems} == {"sb3.VecEnv", "sb3.Algorithm"}
     assert {s.kind for s in systems} == {"library", "reference", "planted"}
-    assert sb3_only.specs() == []  # no cross-family spec modules were given
+    # no cross-family spec modules were given: only the specs of SB3's own package (sb3.Algorithm)
+    assert {s.id.split(".")[0] for s in sb3_only.specs()} <= {"algorithm"}
     with_specs = Catalog([_library("sb3")], SPEC_MODULES)
     assert "transitions.exact" in {s.id for s in with_specs.specs()}
     assert "env.stack_equivalence" not in {s.id for s in with_specs.specs()}
@@ -330,6 +331,7 @@ def test_every_family_implements_the_protocol_and_api_names_are_unique() -> None
         "gymnasium.Wrapper",
         "gymnasium.vector",
         "isaaclab",
+        "sb3.Algorithm",
         "sb3.VecEnv",
         "torchrl.EnvBase",
         "torchrl.ValueEstimator",

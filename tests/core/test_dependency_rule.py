@@ -383,6 +383,10 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ),
     ("rlconform.libraries.torchrl.env_family", "rlconform.libraries.torchrl.declared_space"): _optional("Gymnasium"),
     ("rlconform.libraries.torchrl.env_family", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.sb3.algorithm_family", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.sb3.algorithm_planted", "rlconform.libraries.sb3.algorithm_buffers"): _optional(
+        "Stable-Baselines3 (its buffers subclass SB3's)"
+    ),
     ("rlconform.libraries.torchrl.native", "rlconform.envs.torch_reference_env"): _GYMNASIUM,
     ("rlconform.libraries.torchrl.native", "rlconform.libraries.torchrl.planted_native"): _optional("Gymnasium"),
     ("rlconform.libraries.torchrl.value_estimators", "rlconform.libraries.torchrl.value_torch"): _optional(

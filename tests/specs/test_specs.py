@@ -43,6 +43,16 @@ LIBRARY_CONTROLS = {
         ),
         "reference.native_vector.NextStep",
     ),
+    # an SB3 algorithm's replay buffer (family sb3.Algorithm): DQN with SB3's own n-step buffer
+    **dict.fromkeys(
+        (
+            "algorithm.buffer_transitions",
+            "algorithm.buffer_next_obs",
+            "algorithm.buffer_dones",
+            "algorithm.nstep_returns",
+        ),
+        "sb3.DQN.n_steps",
+    ),
     "torchrl.actions_reach_env_natively": "torchrl.GymWrapper.TorchNative.categorical",
     "aliasing.torchrl_returned_data": "torchrl.GymWrapper",
     "torchrl.device": "torchrl.GymWrapper",

@@ -10,5 +10,8 @@ LIBRARY = Library(
         "rlconform.libraries.sb3.vecenv_family",
         "rlconform.libraries.sb3.reference_systems",
         "rlconform.libraries.sb3.planted",
+        "rlconform.libraries.sb3.algorithm_family",
+        "rlconform.libraries.sb3.algorithm_specs",
+        "rlconform.libraries.sb3.algorithm_planted",
     ),
 )
