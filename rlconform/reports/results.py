@@ -36,6 +36,7 @@ LIBRARIES = (
     "torchrl",
     "tensordict",
     "isaaclab",
+    "envpool",
     "numpy",
     "hypothesis",
     "pytest",

@@ -689,10 +689,21 @@ for _defect, (_what, _extra) in PLANTS.items():
         plants=("estimator.advantage", "estimator.value_target", *_extra),
     )
 
+# a user's own estimator that takes TorchRL's documented approximation (a time-out bootstrapped
+# from V(s_t)) and declares it: its targets follow the approximation exactly, and
+# estimator.exact_targets reports the bias
+_register(
+    "planted.torchrl.ValueEstimator.ValueAtTruncation",
+    "PlainGAE that bootstraps a time-out from V(s_t) and declares auto_reset_env=True",
+    _own("value_at_truncation"),
+    kind="planted",
+    plants=("estimator.exact_targets",),
+)
+
 #: the exact specs each planted bug fails (tests/specs/test_specificity.py)
 MUST_FAIL: dict[str, frozenset[str]] = {
     f"planted.torchrl.ValueEstimator.{''.join(p.title() for p in _defect.split('_'))}": frozenset(
         ("estimator.advantage", "estimator.value_target", *_extra)
     )
     for _defect, (_what, _extra) in PLANTS.items()
-}
+} | {"planted.torchrl.ValueEstimator.ValueAtTruncation": frozenset(("estimator.exact_targets",))}

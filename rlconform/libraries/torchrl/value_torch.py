@@ -230,7 +230,8 @@ class PlainGAE(ValueEstimatorBase):
     added at a termination), "ignores_done" (the trace runs on across episode ends),
     "mixes_sub_envs" (the [envs, time] batch flattened into one sequence),
     "lambda_without_gamma" (the trace decays by lambda, not gamma*lambda), "done_as_terminated"
-    (a time-out is not bootstrapped). ``dtype`` float64 is an innocent variant."""
+    (a time-out is not bootstrapped), "value_at_truncation" (a time-out bootstrapped from V(s_t),
+    declared as GAE(auto_reset_env=True) declares it). ``dtype`` float64 is an innocent variant."""
 
     def __init__(
         self,
@@ -245,6 +246,9 @@ class PlainGAE(ValueEstimatorBase):
         self.register_buffer("gamma", torch.tensor(gamma))
         self.register_buffer("lmbda", torch.tensor(lmbda))
         self.defect, self.dtype = defect, dtype
+        #: "value_at_truncation" uses TorchRL's documented approximation and says so, as
+        #: GAE(auto_reset_env=True) does: its targets follow the approximation's formula exactly
+        self.auto_reset_env = defect == "value_at_truncation"
 
     def forward(self, tensordict: TensorDictBase, **kwargs: Any) -> TensorDictBase:
         value_target, advantage = self._compute(tensordict)
@@ -280,7 +284,11 @@ class PlainGAE(ValueEstimatorBase):
             cut = torch.zeros_like(done[:, t]) if self.defect == "ignores_done" else done[:, t]
             if t == value.shape[1] - 1:
                 cut = torch.ones_like(cut)
-            delta = reward[:, t] + gamma * (~terminated[:, t]).to(self.dtype) * after[:, t] - value[:, t]
+            bootstrap = after[:, t]
+            if self.defect == "value_at_truncation":
+                # V(s_t) where a time-out ended the episode, not V(final observation)
+                bootstrap = torch.where(done[:, t] & ~terminated[:, t], value[:, t], bootstrap)
+            delta = reward[:, t] + gamma * (~terminated[:, t]).to(self.dtype) * bootstrap - value[:, t]
             following = delta + decay * (~cut).to(self.dtype) * following
             advantage[:, t] = following
         target = advantage + value
