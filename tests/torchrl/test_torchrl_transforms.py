@@ -151,7 +151,25 @@ def test_a_spec_that_cannot_read_its_own_values_refuses_the_kind_and_is_no_inter
 
     gap = left_out(probe(factory_system(cat_frames, "torchrl.EnvBase")).capabilities.notes)
     assert gap is not None
-    (line,) = gap.lines()
+    # the one-hot Discrete leaf is refused too (the next test): one line per refusal reason
+    lines = gap.lines()
+    (line,) = [text for text in lines if text.startswith("MultiDiscrete observations")]
     assert line.startswith(f"MultiDiscrete observations: {UNREADABLE}"), line
-    assert "internal error" not in line
+    assert not any("internal error" in text for text in lines), lines
     assert "multidiscrete" not in gap.obs_kinds and "box" in gap.obs_kinds
+
+
+def test_cat_frames_over_a_one_hot_discrete_leaf_is_refused_as_the_stacks_limit() -> None:
+    """``CatFrames`` over GymWrapper's one-hot Discrete observation declares a ``OneHot`` of 3n
+    entries over n categories, whose own ``is_in`` refuses every value the stack returns. Before,
+    the corpus's ``torchrl_cat_frames`` stack failed dtype.observations, terminal.final_obs,
+    transitions.exact and flags.terminated on it once the small Discrete observation was drawn:
+    rlconform read the stacked vector as one index. Now the run is not built and the probe leaves
+    the kind out, saying why."""
+    from rlconform.envs.spaces import SmallDiscreteObs
+
+    script = dataclasses.replace(SCRIPT, obs=SmallDiscreteObs())
+    run = execute(factory_system(cat_frames, "torchrl.EnvBase"), Case(script, 1, (Reset(seed=3), Step((0,)))))
+    assert run.build_error is not None and "a OneHot of 3075 entries over 1025 categories" in run.build_error
+    assert run.build_error.startswith("the stack cannot take this observation"), run.build_error
+    assert not run.usable

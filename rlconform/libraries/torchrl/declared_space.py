@@ -33,6 +33,18 @@ def unreadable_spec(leaf_spec: Any, key: tuple[str, ...], exc: BaseException) ->
     )
 
 
+def _widened_one_hot(leaf_spec: Any) -> str | None:
+    """How a ``OneHot`` spec whose last dimension is not its number of categories is described
+    (a one-hot vector has exactly one entry per category), or None for any other spec."""
+    if type(leaf_spec).__name__ != "OneHot":
+        return None
+    categories = getattr(getattr(leaf_spec, "space", None), "n", None)
+    width = int(leaf_spec.shape[-1]) if len(leaf_spec.shape) else None
+    if categories is None or width is None or width == int(categories):
+        return None
+    return f"a OneHot of {width} entries over {int(categories)} categories"
+
+
 class DeclaredLeafSpace(spaces.Box):
     """One observation leaf as the stack's TorchRL spec declares it.
 
@@ -42,6 +54,13 @@ class DeclaredLeafSpace(spaces.Box):
     in the TensorDict and read back as indices), and no NaN."""
 
     def __init__(self, leaf_spec: Any, key: tuple[str, ...]) -> None:
+        widened = _widened_one_hot(leaf_spec)
+        if widened is not None:
+            raise StackRefusal(
+                f"the stack cannot take this observation: the observation_spec[{'/'.join(key)!r}] it declares is "
+                f"{widened}, which no value of its own fits (its is_in refuses every output of the stack: "
+                "CatFrames over a one-hot Discrete leaf widens the vector and keeps the categories)"
+            )
         try:
             read = np.asarray(leaf_spec.to_numpy(leaf_spec.zero(), safe=False))
         except Exception as exc:
