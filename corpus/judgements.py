@@ -33,6 +33,11 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "G2",
         "a wrong-size batch raises from zip(strict=True) only after the first sub-envs were stepped",
     ),
+    ("gym_async_no_shared_memory", "lifecycle.responsive"): Judgement(
+        "true positive",
+        "G3",
+        "a batch one action short reaches some workers and not others (step_async's zip); the next step returns the queued replies, a partial reset then fails and close() waits on a pipe with no timeout (the robustness edge case every search now tries first); the hang is not named inherited: the inherited replay does not rerun a hang",
+    ),
     ("gym_async_no_shared_memory", "seeding.reset_determinism"): Judgement(
         "true positive",
         "G4",
