@@ -53,6 +53,16 @@ LIBRARY_CONTROLS = {
         ),
         "sb3.DQN.n_steps",
     ),
+    # an SB3 on-policy algorithm's rollout buffer (family sb3.Algorithm): PPO over DummyVecEnv
+    **dict.fromkeys(
+        (
+            "algorithm.rollout_transitions",
+            "algorithm.rollout_episode_starts",
+            "algorithm.rollout_rewards",
+            "algorithm.rollout_returns",
+        ),
+        "sb3.PPO.DummyVecEnv",
+    ),
     "torchrl.actions_reach_env_natively": "torchrl.GymWrapper.TorchNative.categorical",
     "aliasing.torchrl_returned_data": "torchrl.GymWrapper",
     "torchrl.device": "torchrl.GymWrapper",

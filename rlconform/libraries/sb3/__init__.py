@@ -12,6 +12,7 @@ LIBRARY = Library(
         "rlconform.libraries.sb3.planted",
         "rlconform.libraries.sb3.algorithm_family",
         "rlconform.libraries.sb3.algorithm_specs",
+        "rlconform.libraries.sb3.algorithm_rollout_specs",
         "rlconform.libraries.sb3.algorithm_planted",
     ),
 )

@@ -8,8 +8,12 @@ What it stored is then read the way its loss reads it: every valid row of ``mode
 is sampled through the buffer's own ``_get_samples`` (``env=None``: in env units, as stored) for
 every sub-env, and compared with the env logs, the ground truth (:mod:`rlconform.envs.truth`).
 
-Off-policy buffers only (``ReplayBuffer``, ``DictReplayBuffer``, ``NStepReplayBuffer``, with the
-user's subclasses); the on-policy ``RolloutBuffer`` (PPO, A2C) is not checked yet.
+Off-policy buffers (``ReplayBuffer``, ``DictReplayBuffer``, ``NStepReplayBuffer``, with the user's
+subclasses) are read row by row as below. An on-policy algorithm (PPO, A2C, a user's
+``RolloutBuffer`` subclass) collects one rollout, ``model.learn(total_timesteps=model.n_steps *
+num_envs)``, read at ``on_rollout_end`` before any gradient step and compared with a reference GAE
+(:mod:`rlconform.libraries.sb3.algorithm_rollouts`); its row t of sub-env e is that sub-env's t-th
+step.
 
 Which sub-env a sampled row comes from: SB3's buffers draw the sub-env of each index with
 ``np.random.randint(0, n_envs, size=len(batch_inds))`` first; rlconform seeds NumPy's global
@@ -39,6 +43,13 @@ from rlconform.envs.calllog import FileSink, LogSink, MemorySink
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxAction, BoxObs, DictObs, DiscreteAction
 from rlconform.envs.truth import GroundTruth, build_truth
+from rlconform.libraries.sb3.algorithm_rollouts import (
+    RolloutCollected,
+    RolloutFacts,
+    RolloutReference,
+    reading_callback,
+    reference_gae,
+)
 from rlconform.libraries.sb3.vecenv_family import preload_forkserver
 from rlconform.specs.families import SB3_ALGORITHM
 
@@ -122,6 +133,12 @@ class AlgorithmRun:
     samples: list[SampledRow] = field(default_factory=list)
     #: (row, sub-env) pairs the sampling did not reach
     unsampled: list[tuple[int, int]] = field(default_factory=list)
+    #: an on-policy algorithm's rollout, and its reference (None: off-policy, or not read)
+    rollout: RolloutFacts | None = None
+    reference: RolloutReference | None = None
+    rollout_error: str | None = None
+    #: the model has a rollout_buffer (OnPolicyAlgorithm)
+    on_policy: bool = False
     memo: dict[Any, Any] = field(default_factory=dict)
 
 
@@ -233,6 +250,7 @@ def run_algorithm_case(system: System, case: AlgorithmCase) -> AlgorithmRun:
     )
     before = child_processes()
     venv = None
+    model = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -243,10 +261,14 @@ def run_algorithm_case(system: System, case: AlgorithmCase) -> AlgorithmRun:
                 run.build_error = f"{type(exc).__name__}: {exc}"
                 return run
             run.algorithm = type(model).__name__
-            try:
-                model.learn(total_timesteps=case.steps * case.num_envs)
-            except Exception as exc:
-                run.learn_error = f"{type(exc).__name__}: {exc}"
+            run.on_policy = hasattr(model, "rollout_buffer")
+            if run.on_policy:
+                _collect_rollout(model, case, run)
+            else:
+                try:
+                    model.learn(total_timesteps=case.steps * case.num_envs)
+                except Exception as exc:
+                    run.learn_error = f"{type(exc).__name__}: {exc}"
             buffer = getattr(model, "replay_buffer", None)
             if buffer is not None:
                 run.buffer = BufferFacts(
@@ -270,6 +292,8 @@ def run_algorithm_case(system: System, case: AlgorithmCase) -> AlgorithmRun:
                 close_within_limit(venv.close)
         reap(before)
         run.truth = build_truth(case.script, [sink.read() for sink in sinks])
+        if run.rollout is not None and model is not None:
+            _rollout_reference(model, run)
         for sink in sinks:
             close = getattr(sink, "close", None)
             if callable(close):
@@ -277,6 +301,42 @@ def run_algorithm_case(system: System, case: AlgorithmCase) -> AlgorithmRun:
         if folder is not None:
             folder.cleanup()
     return run
+
+
+def _collect_rollout(model: Any, case: AlgorithmCase, run: AlgorithmRun) -> None:
+    """One rollout of an on-policy algorithm through its own ``learn``, read at ``on_rollout_end``."""
+    sink: dict[str, Any] = {}
+    total = int(model.n_steps) * case.num_envs
+    try:
+        model.learn(total_timesteps=total, callback=reading_callback(model, sink))
+    except RolloutCollected:
+        pass
+    except Exception as exc:
+        run.learn_error = f"{type(exc).__name__}: {exc}"
+        return
+    run.rollout = sink.get("facts")
+    if run.rollout is None:
+        run.learn_error = f"model.learn(total_timesteps={total}) returned without completing a rollout"
+
+
+def _rollout_reference(model: Any, run: AlgorithmRun) -> None:
+    facts, truth = run.rollout, run.truth
+    assert facts is not None and truth is not None
+    transitions = []
+    for e in range(facts.n_envs):
+        made = truth.envs[e].transitions if e < len(truth.envs) else []
+        if len(made) < facts.rows:
+            run.rollout_error = f"sub-env {e} made {len(made)} steps; the buffer holds {facts.rows} rows"
+            return
+        transitions.append(made[: facts.rows])
+    try:
+        run.reference = reference_gae(
+            facts, transitions, run.case.script.obs.encode, model.policy, model.get_vec_normalize_env()
+        )
+    except Exception as exc:
+        run.rollout_error = (
+            f"evaluating the model's value function on the true observations raised {type(exc).__name__}: {exc}"
+        )
 
 
 # -------------------------------------------------------------------------------------- cases
@@ -402,11 +462,19 @@ class AlgorithmFamily:
 
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
         print(f"system: {run.system.source}, algorithm {run.algorithm or '?'}, {case}", file=stream)
-        for name in ("build_error", "learn_error", "sample_error"):
+        for name in ("build_error", "learn_error", "sample_error", "rollout_error"):
             if getattr(run, name):
                 print(f"{name.replace('_', ' ')}: {getattr(run, name)}", file=stream)
         if run.buffer is not None:
             print(f"buffer: {run.buffer}", file=stream)
+        if run.rollout is not None:
+            facts = run.rollout
+            print(
+                f"rollout buffer: {facts.class_name}, {facts.rows} rows x {facts.n_envs} sub-envs, "
+                f"gamma={facts.buffer_gamma:g}, gae_lambda={facts.gae_lambda:g}"
+                + (", through VecNormalize" if facts.normalized else ""),
+                file=stream,
+            )
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(object())
@@ -503,6 +571,27 @@ def make_algorithm(algorithm: str, venv: Any, **kwargs: Any) -> Any:
     return getattr(stable_baselines3, algorithm)(policy, venv, **options)
 
 
+#: the bundled on-policy algorithms' rollout length (rows of their RolloutBuffer)
+ROLLOUT_STEPS = 12
+
+
+def make_on_policy(algorithm: str, venv: Any, **kwargs: Any) -> Any:
+    """``stable_baselines3.<algorithm>`` (PPO, A2C) over ``venv``, rollouts of ``ROLLOUT_STEPS``."""
+    import stable_baselines3
+
+    policy = "MultiInputPolicy" if type(venv.observation_space).__name__ == "Dict" else "MlpPolicy"
+    options: dict[str, Any] = {
+        "n_steps": ROLLOUT_STEPS,
+        "seed": 0,
+        "device": "cpu",
+        "policy_kwargs": {"net_arch": [8]},
+    }
+    if algorithm == "PPO":
+        options["batch_size"] = ROLLOUT_STEPS
+    options.update(kwargs)
+    return getattr(stable_baselines3, algorithm)(policy, venv, **options)
+
+
 #: FINDINGS.md S8 (S3 reaching the replay buffer)
 VECNORMALIZE_TERMINAL = (
     "FINDINGS S8: VecNormalize normalises infos[i]['terminal_observation'] with clipping (clip_obs=10); "
@@ -519,13 +608,14 @@ def _algorithm_system(
     obs: frozenset[str] = frozenset({"box", "dict"}),
     vec_envs: tuple[str, ...] = VEC_ENVS,
     title: str | None = None,
+    on_policy: bool = False,
     **kwargs: Any,
 ) -> System:
     return System(
         id=system_id,
         family=SB3_ALGORITHM,
         title=title or f"{source} over {' / '.join(vec_envs)}",
-        build=functools.partial(make_algorithm, algorithm, **kwargs),
+        build=functools.partial(make_on_policy if on_policy else make_algorithm, algorithm, **kwargs),
         source=source,
         requires=("stable-baselines3",),
         out_of_process="SubprocVecEnv" in vec_envs,
@@ -533,7 +623,11 @@ def _algorithm_system(
         capabilities=Capabilities(obs_kinds=obs, action_kinds=frozenset({action}), max_envs=3, partial_reset=False),
         options=((VEC_ENVS_OPTION, vec_envs),),
         # VecNormalize clips the terminal observation it normalises; unnormalize_obs cannot undo it
-        known_violations=(("algorithm.buffer_next_obs", VECNORMALIZE_TERMINAL),) if VECNORMALIZE in vec_envs else (),
+        known_violations=(
+            (("algorithm.buffer_next_obs", VECNORMALIZE_TERMINAL),)
+            if VECNORMALIZE in vec_envs and not on_policy
+            else ()
+        ),
     )
 
 
@@ -575,5 +669,25 @@ for _id, _algorithm, _action, _obs, _vecs, _kwargs in (
             obs=_obs,
             vec_envs=_vecs,
             **_kwargs,
+        )
+    )
+
+# on-policy: one rollout of ROLLOUT_STEPS rows per sub-env, read before any gradient step
+for _id, _algorithm, _action, _obs, _vecs in (
+    ("sb3.PPO.DummyVecEnv", "PPO", "discrete", frozenset({"box", "dict"}), ("DummyVecEnv",)),
+    ("sb3.PPO.SubprocVecEnv", "PPO", "box", _BOX, ("SubprocVecEnv",)),
+    ("sb3.PPO.VecNormalize", "PPO", "box", _BOX, (VECNORMALIZE,)),
+    ("sb3.A2C.DummyVecEnv", "A2C", "box", frozenset({"box", "dict"}), ("DummyVecEnv",)),
+    ("sb3.A2C.VecNormalize.unclipped", "A2C", "discrete", _BOX, (VECNORMALIZE_UNCLIPPED,)),
+):
+    SYSTEMS.add(
+        _algorithm_system(
+            _id,
+            _algorithm,
+            f"stable_baselines3.{_algorithm}(policy, env, n_steps={ROLLOUT_STEPS})",
+            action=_action,
+            obs=_obs,
+            vec_envs=_vecs,
+            on_policy=True,
         )
     )
