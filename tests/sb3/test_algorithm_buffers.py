@@ -37,13 +37,13 @@ def _verdicts(system_id: str) -> dict[str, object]:
     return {spec.id: check_spec(system, spec, "ci", cache=cache) for spec in SPECS}
 
 
-def test_the_family_has_its_four_specs() -> None:
+def test_the_family_has_its_four_off_policy_specs() -> None:
     assert {
         "algorithm.buffer_transitions",
         "algorithm.buffer_next_obs",
         "algorithm.buffer_dones",
         "algorithm.nstep_returns",
-    } == SPEC_IDS
+    } == {s for s in SPEC_IDS if not s.startswith("algorithm.rollout_")}
 
 
 @pytest.mark.parametrize("system_id", sorted(MUST_FAIL))
