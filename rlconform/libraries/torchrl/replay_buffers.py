@@ -578,7 +578,9 @@ def rows_are_transitions(run: Run) -> Outcome:
         for k, frame in enumerate(sample.frames):
             hit = index.get(frame.obs) if isinstance(frame.obs, Stamp) else None
             if hit is None:
-                c.fail(f"sample {number} row {k}: observation {describe(frame.obs)} is no step any env made", call=position)
+                c.fail(
+                    f"sample {number} row {k}: observation {describe(frame.obs)} is no step any env made", call=position
+                )
                 continue
             truth = hit[0].transitions[hit[1]]
             name = _row_name(number, k, truth)
@@ -835,6 +837,8 @@ _register(
 
 #: the discount of the bundled n-step transforms
 NSTEP_GAMMA = 0.9
+
+
 def _source(factory: Callable[[], Any], source: str) -> BufferFactory:
     def build(case: ReplayCase) -> tuple[Any, str]:
         return factory(), source
@@ -950,4 +954,8 @@ _register(
 MUST_FAIL: dict[str, frozenset[str]] = {
     f"planted.torchrl.MultiStep.{''.join(p.title() for p in _defect.split('_'))}": frozenset(_fails)
     for _defect, (_what, _fails) in PLANTS.items()
-} | {"planted.torchrl.ReplayBuffer.OtherEnvNextObs": frozenset(("replay.rows_are_transitions", "replay.bootstrap_targets"))}
+} | {
+    "planted.torchrl.ReplayBuffer.OtherEnvNextObs": frozenset(
+        ("replay.rows_are_transitions", "replay.bootstrap_targets")
+    )
+}
