@@ -196,7 +196,9 @@ def case_reproducer(system: System, spec: Spec, case: Any, run: Any = None, *, f
             lines.append(f"    {call.source}{note}{outcome}")
         calls = "\n".join(lines)
     system_ref = system.id if system.kind != "user" else system.source
-    family_arg = f", family={system.family!r}{_intended(system)}" if system.kind == "user" else ""
+    # replay() takes the --api name a user's factory was checked under (a family's name may differ:
+    # gymnasium.Env answers to --api gymnasium.Wrapper)
+    family_arg = f", family={(family.api or system.family)!r}{_intended(system)}" if system.kind == "user" else ""
     ops = ",\n        ".join(repr(op) for op in case.ops)
     case_source = f"""case = Case(
     script,

@@ -334,5 +334,6 @@ def test_every_family_implements_the_protocol_and_api_names_are_unique() -> None
         "sb3.Algorithm",
         "sb3.VecEnv",
         "torchrl.EnvBase",
+        "torchrl.ReplayBuffer",
         "torchrl.ValueEstimator",
     ]

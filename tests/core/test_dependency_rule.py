@@ -392,6 +392,12 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ("rlconform.libraries.torchrl.value_estimators", "rlconform.libraries.torchrl.value_torch"): _optional(
         "torch, tensordict and TorchRL"
     ),
+    ("rlconform.libraries.torchrl.replay_buffers", "rlconform.libraries.torchrl.value_torch"): _optional(
+        "torch, tensordict and TorchRL"
+    ),
+    ("rlconform.libraries.torchrl.replay_buffers", "rlconform.libraries.torchrl.replay_torch"): _optional(
+        "torch, tensordict and TorchRL"
+    ),
 }
 
 

@@ -95,3 +95,21 @@ def test_update_docs_rewrites_only_the_marked_section(matrix_script, tmp_path):
     assert page.read_text() == (
         "# Matrix\n\nprose\n\n<!-- matrix:start -->\n| new | table |\n<!-- matrix:end -->\n\nmore prose\n"
     )
+
+
+def test_the_ci_releases_are_matrix_releases_with_baselines_and_ci_gates_them() -> None:
+    """``--ci`` gates a subset of the releases (CI's time budget); each is a matrix environment
+    with a committed baseline, the oldest and the newest among them, and the README's test command
+    (the one CI runs) uses it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("matrix_script", ROOT / "scripts" / "matrix.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    known = list(module.environments())
+    assert set(module.CI_ENVIRONMENTS) <= set(known)
+    assert known[0] in module.CI_ENVIRONMENTS and known[-1] in module.CI_ENVIRONMENTS
+    for env in module.CI_ENVIRONMENTS:
+        assert (ROOT / "matrix" / "baseline" / f"{env}.json.gz").is_file(), env
+    assert "scripts/matrix.py --ci" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -71,3 +71,21 @@ def test_an_env_factory_given_as_a_wrapper_is_told_the_api_it_fits() -> None:
 
     with pytest.raises(BadInput, match=r"did you mean --api gymnasium.Env\?"):
         user_system("rlconform.libraries.envauthor.sample_envs:counter", "gymnasium.Wrapper")
+
+
+def test_a_wrappers_reproducer_replays_under_the_api_it_was_checked_with(tmp_path: pytest.TempPathFactory) -> None:
+    """The reproducer of a user's wrapper names ``family='gymnasium.Wrapper'``, the ``--api`` it was
+    checked under: before, it wrote the family's name (``gymnasium.Env``), which ``replay`` reads as
+    an ``--api`` and which then built the wrapper as an env factory."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    system = probe(user_system("rlconform.libraries.gymnasium.sample_wrappers:terminating_limit", "gymnasium.Wrapper"))
+    verdict = check_spec(system, next(s for s in SPECS if s.id == "flags.terminated"), get_profile("ci"))
+    assert verdict.status == "fail" and verdict.reproducer
+    assert "family='gymnasium.Wrapper'" in verdict.reproducer
+    script = Path(str(tmp_path)) / "repro.py"
+    script.write_text(verdict.reproducer)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]

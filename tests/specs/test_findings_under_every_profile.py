@@ -60,6 +60,12 @@ MORE_DEFECTS = [
     ("T1", "torchrl.MultiSyncCollector.GymWrapper", "collector.frame_accounting", "total_frames"),
     ("T3", "torchrl.ReplayBuffer.SliceSampler", "replay.slices_within_episode", "crosses from"),
     ("T3", "torchrl.TensorDictReplayBuffer.SliceSamplerWithoutReplacement", "replay.slices_within_episode", "crosses"),
+    (
+        "T4",
+        "torchrl.TensorDictReplayBuffer.MultiStepTransform.n3",
+        "replay.bootstrap_targets",
+        "bootstraps a termination",
+    ),
     # systems with worker processes: each example starts workers; G4 needs the edge case of a
     # manual reset right after an episode ended (envs/boundary_cases.py)
     ("G4", "gymnasium.AsyncVectorEnv.NextStep.noshm", "continuity.no_discarded_episode", ""),

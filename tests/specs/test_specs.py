@@ -63,6 +63,9 @@ LIBRARY_CONTROLS = {
         ),
         "sb3.PPO.DummyVecEnv",
     ),
+    # TorchRL's own replay buffers: rows drawn one by one, and MultiStepTransform's n-step windows
+    "replay.rows_are_transitions": "torchrl.ReplayBuffer.LazyTensorStorage",
+    "replay.multistep_returns": "torchrl.TensorDictReplayBuffer.MultiStepTransform.n3",
     "torchrl.actions_reach_env_natively": "torchrl.GymWrapper.TorchNative.categorical",
     "aliasing.torchrl_returned_data": "torchrl.GymWrapper",
     "torchrl.device": "torchrl.GymWrapper",
@@ -141,6 +144,9 @@ WITNESSES = {
     "collector.policy_updates": "reference.torchrl.Collector",
     "collector.transitions": "reference.torchrl.Collector",
     "replay.slices_within_episode": "reference.torchrl.SliceBuffer",
+    "replay.rows_are_transitions": "reference.torchrl.ReplayBuffer.ListStorage",
+    "replay.multistep_returns": "reference.torchrl.MultiStepBuffer",
+    "replay.bootstrap_targets": "reference.torchrl.MultiStepBuffer",
     **dict.fromkeys(
         (
             "estimator.advantage",
