@@ -27,6 +27,7 @@ it inherited (``gc.freeze``) before it runs the function, so its collections see
 builds itself: a library the system builds in the child starts its own threads and runs as it
 does in its user's process, and the parent's objects are left to the parent. (An inherited object
 the child's code releases by reference count is still destroyed there: the system's own doing.)
+For the same reason an inherited torch runs on one thread in the child (:func:`_one_torch_thread`).
 """
 
 from __future__ import annotations
@@ -164,6 +165,7 @@ def _child(
 ) -> None:
     os.setpgid(0, 0)  # a group of its own: the parent can kill everything this child starts
     gc.freeze()  # the inherited heap is the parent's to collect (see the module docstring)
+    _one_torch_thread()
     crash_log.install()  # if the system kills this process, the parent can still say where and how
     _as_in_parent(start_method)
     try:
@@ -173,6 +175,18 @@ def _child(
         message = ("failure", f"raised {type(exc).__name__}: {first}")
     writer.send(message)
     writer.close()
+
+
+def _one_torch_thread() -> None:
+    """Torch, where the parent imported it, runs on one thread in the child: the child inherits the
+    parent's OpenMP state but not its worker threads, so once the parent has run a parallel torch
+    operation (PPO's sampling over several sub-envs does), the child's first parallel region waits
+    forever for threads that do not exist (SB3's orthogonal weight init hung so in a probe). One
+    thread takes the serial path; a torch the child imports itself is left as it is."""
+    torch = sys.modules.get("torch")
+    set_threads = getattr(torch, "set_num_threads", None)
+    if callable(set_threads):
+        set_threads(1)
 
 
 def _as_in_parent(start_method: str | None) -> None:

@@ -334,3 +334,27 @@ def test_a_parallel_env_forking_its_workers_is_bad_input(tmp_path: Path) -> None
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "started with fork" in result.stderr and "spawn or forkserver" in result.stderr
+
+
+def _orthogonal_init() -> int:
+    import torch
+
+    weight = torch.empty(256, 256)
+    torch.nn.init.orthogonal_(weight)  # a QR: a parallel region where torch has threads
+    return torch.get_num_threads()
+
+
+def test_torch_in_the_isolated_worker_does_not_wait_for_the_parents_threads() -> None:
+    """Once this process has run parallel torch code, a forked worker's first parallel region waited
+    forever for OpenMP threads it does not have (SB3's orthogonal init hung a probe after PPO had
+    sampled here). The worker runs an inherited torch on one thread (rlconform.core.isolation)."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(2, threads))
+    try:
+        _orthogonal_init()  # this process's OpenMP pool is started
+        outcome = run_isolated(_orthogonal_init, timeout=60)
+    finally:
+        torch.set_num_threads(threads)
+    assert outcome.failure is None, outcome.failure
+    assert outcome.value == 1
