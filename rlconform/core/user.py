@@ -127,6 +127,12 @@ def _signature_fits(signature: inspect.Signature, family: Family) -> str:
         except TypeError:
             continue
         fits.append(other)
+    # a factory of no arguments fits several families (an env's, a replay buffer's): the families
+    # whose returned type the factory's return annotation names are meant; without such a name, a
+    # family flagged suggested_when_annotated (the replay buffer's) is not suggested
+    annotation = "" if signature.return_annotation is inspect.Signature.empty else str(signature.return_annotation)
+    annotated = [f for f in fits if returned_type(f.factory_signature).rsplit(".", 1)[-1] in annotation]
+    fits = annotated or [f for f in fits if not getattr(f, "suggested_when_annotated", False)]
     # a parameter named as a family names its factory's argument (env_fns, env_fn, env, num_envs)
     # says which of the families that could call it is meant
     named = [f for f in fits if getattr(f, "factory_argument", None) in signature.parameters]

@@ -69,6 +69,18 @@ def test_a_signature_that_fits_another_api_says_which() -> None:
         factory_system(_single_env, "gymnasium.vector")
 
 
+def _replay_buffer() -> ReplayBuffer:  # noqa: F821  (an annotation only, never evaluated)
+    raise AssertionError("never built: only its signature is read")
+
+
+def test_a_factory_of_no_arguments_is_told_the_family_its_annotation_names() -> None:
+    """An env factory and a replay-buffer factory both take no arguments: the replay-buffer API is
+    suggested only where the factory says it returns one (before, every env factory given to the
+    wrong --api was also told "or --api torchrl.ReplayBuffer")."""
+    with pytest.raises(BadInput, match=r"did you mean --api torchrl.ReplayBuffer\?"):
+        factory_system(_replay_buffer, "gymnasium.vector")
+
+
 def test_a_mistyped_api_module_or_callable_gets_the_closest_names() -> None:
     with pytest.raises(
         BadInput, match=r"unknown API family 'gymnasium.vectr' \(did you mean 'gymnasium.vector'\?\); known"

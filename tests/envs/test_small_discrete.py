@@ -313,9 +313,13 @@ def test_a_system_that_takes_discrete_is_probed_and_drawn_as_before() -> None:
     assert draws(obs_specs(with_small)) == draws(obs_specs(caps))
 
 
-def test_bundled_systems_draw_no_small_discrete() -> None:
-    for system in all_systems():
-        assert not small_discrete(system.capabilities), system.id
+def test_only_torchrl_gym_wrapper_systems_draw_small_discrete() -> None:
+    """The bundled systems keep their draws, but for TorchRL's GymWrapper stacks (issue 24): they
+    one-hot encode a Discrete observation and refuse the stamp-packing one, so they take the small
+    one; over a SameStep vector env GymWrapper cannot be built with one (FINDINGS E12)."""
+    drawing = sorted(s.id for s in all_systems() if small_discrete(s.capabilities))
+    assert drawing and all(s.startswith("torchrl.") for s in drawing), drawing
+    assert "torchrl.GymWrapper" in drawing and "torchrl.GymWrapper.SyncVectorEnv.SameStep" not in drawing
 
 
 # ------------------------------------------------------------------------------ searches

@@ -346,6 +346,9 @@ class ReplayFamily(DrivenObjectFamily):
     name = FAMILY_NAME
     api = "torchrl.ReplayBuffer"
     factory_signature = "() -> torchrl.data.ReplayBuffer"
+    #: an env factory takes no arguments either: "did you mean --api torchrl.ReplayBuffer?" only
+    #: for a factory annotated as returning a ReplayBuffer (rlconform.core.user)
+    suggested_when_annotated = True
     factory_argument = "make"
     quiet_loggers = ("torchrl",)
     claimed_classes = BUFFER_CLASSES
