@@ -279,6 +279,7 @@ def test_blackbox_agrees_on_some_in_process_vectorizers(system_id: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # every vectorizer and planted bug: CI runs FAST's (tests/README.md)
 @pytest.mark.parametrize("system_id", [s for s in bundled() + planted() if s not in FAST])
 def test_blackbox_agrees_with_exact_checking(system_id: str) -> None:
     system = get_system(system_id)
