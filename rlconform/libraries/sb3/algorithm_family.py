@@ -510,11 +510,9 @@ class AlgorithmFamily:
     def probe_factory(self, system: System) -> Probed:
         """Build the factory over a one-env DummyVecEnv of each observation and action kind: the
         kinds it accepts are the ones its cases draw (DQN takes Discrete actions only, an
-        ``MlpPolicy`` Box observations only). None accepted is bad input, with the first error."""
-        with _one_torch_thread():
-            return self._probe(system)
-
-    def _probe(self, system: System) -> Probed:
+        ``MlpPolicy`` Box observations only). None accepted is bad input, with the first error.
+        (The probe runs in an isolated worker, whose inherited torch runs on one thread:
+        rlconform.core.isolation.)"""
         spawned = False
         obs_kinds: set[str] = set()
         action_kinds: set[str] = set()
@@ -541,26 +539,6 @@ class AlgorithmFamily:
             obs_kinds=frozenset(obs_kinds), action_kinds=frozenset(action_kinds), max_envs=3, partial_reset=False
         )
         return Probed(spawned, caps)
-
-
-@contextlib.contextmanager
-def _one_torch_thread() -> Any:
-    """torch with one intra-op thread while the factory is probed (restored after). The probe runs
-    in a process forked from rlconform's: where that process already ran OpenMP-parallel torch code
-    (an on-policy algorithm's Categorical sampling over several sub-envs does), the fork inherits
-    OpenMP's thread pool without its threads, and the factory's first parallel call (SB3's
-    orthogonal weight init, a QR) waits for them forever. One thread starts no pool."""
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _probe_build(system: System, case: AlgorithmCase) -> Any:
