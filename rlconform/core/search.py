@@ -33,7 +33,7 @@ from rlconform.core.reproducer import reproducer_source
 from rlconform.core.runner import RUN_CACHE, RunCache
 from rlconform.core.shrink_budget import Failures
 from rlconform.core.signature import signature
-from rlconform.core.spec import COUNTED, Spec, Violation
+from rlconform.core.spec import COUNTED, Spec, Violation, documented_approximation
 from rlconform.core.system import System
 from rlconform.core.verdict import Verdict, internal_error_message, skip_status
 
@@ -123,7 +123,7 @@ def _fail_verdict(
     """The verdict of a search that found ``failure`` (``stopped``: why it could not shrink it further)."""
     kinds = sorted({v.kind for v in failure.violations})
     message = failure.message if stopped is None else f"{failure.message} (search stopped early: {stopped})"
-    known = failure.system.known_violation(failure.spec.id)
+    known = failure.system.known_violation(failure.spec.id) or documented_approximation(failure.violations)
     inherited = None if known else inherited_from(failure.system, failure.spec, failure.case, failure.run, kinds)
     return Verdict(
         status="fail",
@@ -386,7 +386,7 @@ def _hung_verdict(
                 examples=max(examples, 1),
                 checked=outcome.checked,
                 seconds=seconds,
-                known=system.known_violation(spec.id),
+                known=system.known_violation(spec.id) or documented_approximation(outcome.violations),
                 **base,
             )
     return Verdict(status="not_run", message=hang.not_run_message(), examples=examples, seconds=seconds, **base)

@@ -35,6 +35,9 @@ class Violation:
     env: int | None = None
     agent_step: int | None = None
     call: int | None = None
+    #: the documentation that makes this departure from the exact value a documented approximation
+    #: (:meth:`Checker.approximation`): the verdict is then "known", citing it, never a FAIL
+    documented: str | None = None
 
     def render(self) -> str:
         where = []
@@ -94,6 +97,15 @@ class Checker:
         self, message: str, *, env: int | None = None, agent_step: int | None = None, call: int | None = None
     ) -> None:
         self.expect(False, message, env=env, agent_step=agent_step, call=call)
+
+    def approximation(self, documented: str, message: str, *, env: int | None = None) -> None:
+        """Record a departure from the exact value that the system declares and its library
+        documents (``documented`` cites where), with the bias it measured in ``message``. A spec
+        whose only violations are approximations gives the verdict "known", citing ``documented``:
+        never a silent pass, never a FAIL. Keep approximations in a spec of their own, so that a
+        real defect elsewhere is never shrunk into an example that only shows the approximation."""
+        self.outcome.checked += 1
+        self.outcome.violations.append(Violation(self.spec_id, message, env, documented=documented))
 
     def note(self, text: str) -> None:
         """Say what was not checked, and why; not a violation."""
@@ -221,6 +233,15 @@ def _naming(spec_id: str, fn: SpecFn) -> SpecFn:
         return outcome
 
     return check
+
+
+def documented_approximation(violations: list[Violation]) -> str | None:
+    """The citation that makes a failure "known": every violation is a documented approximation
+    (:meth:`Checker.approximation`); None when any of them is not."""
+    cited = [v.documented for v in violations]
+    if not cited or any(c is None for c in cited):
+        return None
+    return "documented approximation: " + "; ".join(dict.fromkeys(c for c in cited if c is not None))
 
 
 def spec_of(fn: SpecFn) -> Spec:

@@ -37,12 +37,13 @@ def _verdicts(system_id: str) -> dict[str, object]:
     return {spec.id: check_spec(system, spec, "ci", cache=cache) for spec in SPECS}
 
 
-def test_the_family_has_its_four_off_policy_specs() -> None:
+def test_the_family_has_its_five_off_policy_specs() -> None:
     assert {
         "algorithm.buffer_transitions",
         "algorithm.buffer_next_obs",
         "algorithm.buffer_dones",
         "algorithm.nstep_returns",
+        "algorithm.exact_targets",
     } == {s for s in SPEC_IDS if not s.startswith("algorithm.rollout_")}
 
 
@@ -82,7 +83,12 @@ def test_reset_observation_as_terminal_next_obs_is_named_in_decoded_terms() -> N
 )
 def test_sb3_algorithms_store_exact_transitions(system_id: str, n_step: bool) -> None:
     verdicts = _verdicts(system_id)
-    for spec_id in ("algorithm.buffer_transitions", "algorithm.buffer_next_obs", "algorithm.buffer_dones"):
+    for spec_id in (
+        "algorithm.buffer_transitions",
+        "algorithm.buffer_next_obs",
+        "algorithm.buffer_dones",
+        "algorithm.exact_targets",
+    ):
         assert verdicts[spec_id].status == "pass", verdicts[spec_id].message  # type: ignore[attr-defined]
     assert verdicts["algorithm.nstep_returns"].status == ("pass" if n_step else "not_applicable")  # type: ignore[attr-defined]
 
@@ -98,6 +104,23 @@ def test_documented_approximations_are_told_not_failed() -> None:
     assert compact["algorithm.buffer_next_obs"].status == "pass"  # type: ignore[attr-defined]
     assert "next episode's first" in compact["algorithm.buffer_next_obs"].message  # type: ignore[attr-defined]
     assert compact["algorithm.buffer_transitions"].status == "pass"  # type: ignore[attr-defined]
+    # ... and algorithm.exact_targets reports each, "known" with its citation and measured bias
+    for verdicts, cited in ((plain, "#284"), (compact, "#934")):
+        exact = verdicts["algorithm.exact_targets"]
+        assert exact.status == "fail" and exact.ok and exact.known, exact.message  # type: ignore[attr-defined]
+        assert exact.known.startswith("documented approximation: SB3's ReplayBuffer docstring")  # type: ignore[attr-defined]
+        assert cited in exact.known  # type: ignore[attr-defined]
+    assert "store a time-out as a termination" in plain["algorithm.exact_targets"].message  # type: ignore[attr-defined]
+    assert "by up to" in plain["algorithm.exact_targets"].message  # type: ignore[attr-defined]
+    assert "q_net_target" in plain["algorithm.exact_targets"].message  # type: ignore[attr-defined]
+    assert "next episode's first observation" in compact["algorithm.exact_targets"].message  # type: ignore[attr-defined]
+
+
+def test_an_undeclared_dropped_timeout_fails_with_its_bias() -> None:
+    verdict = _verdicts("planted.sb3_algorithm.timeout_dropped")["algorithm.exact_targets"]
+    assert verdict.status == "fail" and not verdict.known, verdict.message  # type: ignore[attr-defined]
+    assert "declares handle_timeout_termination=True" in verdict.message  # type: ignore[attr-defined]
+    assert "by up to" in verdict.message  # type: ignore[attr-defined]
 
 
 def test_vecnormalize_terminal_observation_reaches_the_buffer_s8() -> None:

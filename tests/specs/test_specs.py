@@ -50,6 +50,7 @@ LIBRARY_CONTROLS = {
             "algorithm.buffer_next_obs",
             "algorithm.buffer_dones",
             "algorithm.nstep_returns",
+            "algorithm.exact_targets",
         ),
         "sb3.DQN.n_steps",
     ),

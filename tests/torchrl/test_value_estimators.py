@@ -24,6 +24,7 @@ from rlconform.core.runner import execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import Violation, all_specs, get_spec
 from rlconform.core.system import get_system
+from rlconform.core.user import user_system
 from rlconform.envs.plan import Reset
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.stamp import Stamp
@@ -196,6 +197,27 @@ def test_documented_approximations_are_known_not_failures() -> None:
         verdict = check_spec(get_system(system_id), get_spec("estimator.exact_targets"), SMALL)
         assert verdict.status == "fail" and verdict.known and verdict.ok, (system_id, verdict.message)
         assert "documented" in verdict.known
+
+
+def test_a_users_declared_approximation_is_known_with_its_bias(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a user's own factory gets no known_violations: the spec itself cites TorchRL's documentation
+    (tmp_path / "approximating_estimators.py").write_text(
+        "from torchrl.objectives.value import GAE\n\n\n"
+        "def make(value_network):\n"
+        "    return GAE(gamma=0.9, lmbda=0.8, value_network=value_network, auto_reset_env=True)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    system = user_system("approximating_estimators:make", "torchrl.ValueEstimator")
+    verdict = check_spec(system, get_spec("estimator.exact_targets"), SMALL)
+    assert verdict.status == "fail" and verdict.ok, verdict.message
+    assert verdict.known is not None and verdict.known.startswith("documented approximation: TorchRL's GAE docstring")
+    assert "biased at" in verdict.message and "by up to" in verdict.message
+    # its real defect (FINDINGS V2, a step both terminated and truncated) stays a failure, TorchRL's
+    advantage = check_spec(system, get_spec("estimator.advantage"), SMALL)
+    assert advantage.status == "fail" and advantage.known is None and not advantage.ok, advantage.message
+    assert "bootstrapped at a termination" in advantage.message
+    assert advantage.inherited and "torchrl.GAE.auto_reset_env" in advantage.inherited, advantage.inherited
+    assert "(FINDINGS V2)" in advantage.inherited
 
 
 # ------------------------------------------------------------------- a user's factory

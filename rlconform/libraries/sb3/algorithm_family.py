@@ -139,6 +139,11 @@ class AlgorithmRun:
     rollout_error: str | None = None
     #: the model has a rollout_buffer (OnPolicyAlgorithm)
     on_policy: bool = False
+    #: an off-policy algorithm: the value its target bootstraps from at each true time-out's final
+    #: observation, by (sub-env, transition index), and how it was read
+    #: (rlconform.libraries.sb3.algorithm_values)
+    final_values: dict[tuple[int, int], float] = field(default_factory=dict)
+    final_values_read: str = ""
     memo: dict[Any, Any] = field(default_factory=dict)
 
 
@@ -294,6 +299,8 @@ def run_algorithm_case(system: System, case: AlgorithmCase) -> AlgorithmRun:
         run.truth = build_truth(case.script, [sink.read() for sink in sinks])
         if run.rollout is not None and model is not None:
             _rollout_reference(model, run)
+        if run.buffer is not None and model is not None:
+            _final_values(model, run)
         for sink in sinks:
             close = getattr(sink, "close", None)
             if callable(close):
@@ -301,6 +308,30 @@ def run_algorithm_case(system: System, case: AlgorithmCase) -> AlgorithmRun:
         if folder is not None:
             folder.cleanup()
     return run
+
+
+def _final_values(model: Any, run: AlgorithmRun) -> None:
+    """What the model's target bootstraps from at every true time-out's final observation
+    (normalised as the model sees it, with VecNormalize's statistics at the end of ``learn``)."""
+    from rlconform.libraries.sb3.algorithm_values import bootstrap_values
+
+    assert run.truth is not None
+    keys: list[tuple[int, int]] = []
+    inputs: list[Any] = []
+    try:
+        normalizer = model.get_vec_normalize_env()
+        for true_env in run.truth.envs:
+            for j, t in enumerate(true_env.transitions):
+                if t.truncated and not t.terminated:
+                    encoded = run.case.script.obs.encode(t.next_obs)
+                    inputs.append(normalizer.normalize_obs(encoded) if normalizer is not None else encoded)
+                    keys.append((true_env.env, j))
+        values, run.final_values_read = bootstrap_values(model, inputs)
+    except Exception as exc:
+        run.final_values_read = f"reading the model's target networks raised {type(exc).__name__}: {exc}"
+        return
+    if values is not None:
+        run.final_values = {key: float(v) for key, v in zip(keys, values, strict=True)}
 
 
 def _collect_rollout(model: Any, case: AlgorithmCase, run: AlgorithmRun) -> None:
@@ -660,6 +691,8 @@ for _id, _algorithm, _action, _obs, _vecs, _kwargs in (
     ("sb3.SAC.SubprocVecEnv", "SAC", "box", _BOX, ("SubprocVecEnv",), {}),
     ("sb3.SAC.n_steps", "SAC", "box", _BOX, ("DummyVecEnv",), {"n_steps": 3}),
     ("sb3.TD3.n_steps.VecNormalize", "TD3", "box", _BOX, (VECNORMALIZE,), {"n_steps": 2}),
+    ("sb3.DDPG.DummyVecEnv", "DDPG", "box", frozenset({"box", "dict"}), ("DummyVecEnv",), {}),
+    ("sb3.DDPG.n_steps", "DDPG", "box", _BOX, ("DummyVecEnv",), {"n_steps": 3}),
 ):
     _args = ", ".join(f"{k}={v!r}" for k, v in _kwargs.items())
     SYSTEMS.add(

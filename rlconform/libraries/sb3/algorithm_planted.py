@@ -20,7 +20,7 @@ N_STEPS = 3
 #: name -> (buffer class, n-step buffer, fewest sub-envs, the exact specs it fails)
 PLANTS: dict[str, tuple[str, bool, int, tuple[str, ...]]] = {
     "reset_as_terminal": ("ResetAsTerminalBuffer", False, 1, ("algorithm.buffer_next_obs",)),
-    "timeout_dropped": ("TimeoutDroppedBuffer", False, 1, ("algorithm.buffer_dones",)),
+    "timeout_dropped": ("TimeoutDroppedBuffer", False, 1, ("algorithm.buffer_dones", "algorithm.exact_targets")),
     "reward_of_next_env": ("RewardOfNextEnvBuffer", False, 2, ("algorithm.buffer_transitions",)),
     "nstep_mixed_envs": ("MixedEnvNStepBuffer", True, 2, ("algorithm.nstep_returns",)),
     "nstep_cross_episode": (

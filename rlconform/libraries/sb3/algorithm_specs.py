@@ -6,8 +6,9 @@ the row's observation names the true transition it starts at, and everything els
 (the action, the reward or n-step return, the next observation, the done, the discount) follows
 from the log.
 
-Two documented SB3 options store a known approximation; they are told in the verdict (a note and a
-tally), never failed: ``handle_timeout_termination=False`` stores a time-out as a termination (no
+Two documented SB3 options store a known approximation; ``algorithm.buffer_*`` leave their rows
+out (a tally says how many) and ``algorithm.exact_targets`` reports them, "known" with the bias
+they put in the targets, never a FAIL: ``handle_timeout_termination=False`` stores a time-out as a termination (no
 bootstrap), and ``optimize_memory_usage=True`` (which SB3 allows only without time-out handling,
 DLR-RM/stable-baselines3#934) keeps the next episode's first observation as the next observation of
 an episode's last step, a row whose done is then 1.
@@ -318,4 +319,92 @@ def algorithm_nstep_returns(run: AlgorithmRun) -> Outcome:
                 ),
                 env=item.sample.env,
             )
+    return ck.done()
+
+
+#: where SB3 documents the approximations a buffer may declare
+TIMEOUT_DOCS = (
+    "SB3's ReplayBuffer docstring: handle_timeout_termination=False does not treat a time-out as an "
+    "infinite-horizon step (DLR-RM/stable-baselines3#284)"
+)
+MEMORY_DOCS = (
+    "SB3's ReplayBuffer docstring: optimize_memory_usage=True cannot be combined with handle_timeout_termination "
+    "(DLR-RM/stable-baselines3#934)"
+)
+
+
+def _bias_summary(biases: list[tuple[float, Expected]]) -> str:
+    worst_bias, worst = max(biases, key=lambda b: abs(b[0]))
+    mean = sum(abs(b) for b, _ in biases) / len(biases)
+    return (
+        f"by up to {abs(worst_bias):.4g} (mean |bias| {mean:.4g}), e.g. sub-env {worst.sample.env} {worst.where}: its target lacks "
+        f"gamma^{worst.length}*Q'({worst.last.next_obs.short()}) = {-worst_bias:.6g}"
+    )
+
+
+@spec(
+    "algorithm.exact_targets",
+    impact="training-data",
+    statement="The targets an off-policy algorithm computes from its buffer bootstrap every time-out: a row whose window ends in a time-out (and no termination) has done 0. Where the buffer declares one of SB3's documented approximations (handle_timeout_termination=False: a time-out stored as a termination; optimize_memory_usage=True: an episode's last next observation shared with the next episode's first), the approximation is reported with the rows it touches and the bias it puts in their targets: gamma^m times the value the algorithm's own target networks give the true final observation after learn.",
+    rationale="A time-out stored as a termination drops the bootstrap of a state that had a future: declared, it is SB3's documented approximation and the user should know how many targets it biases and by how much; undeclared, it is a bug whose size the same measurement gives.",
+    families=FAMILIES,
+)
+def algorithm_exact_targets(run: AlgorithmRun) -> Outcome:
+    ck = Checker()
+    if not _usable(run, ck):
+        return ck.done()
+    assert run.buffer is not None
+    declared = not run.buffer.handle_timeout_termination
+    items = [item for item in expectations(run) if item.start is not None and item.length > 0]
+    timeouts = []
+    for item in items:
+        dropped = item.last.truncated and not item.last.terminated and item.sample.done != 0
+        if dropped:
+            timeouts.append(item)
+        elif item.last.truncated and not item.last.terminated:
+            ck.expect(True, "")
+    biases: list[tuple[float, Expected]] = []
+    for item in timeouts:
+        value = run.final_values.get((item.sample.env, (item.start or 0) + item.length - 1))
+        if value is not None:
+            biases.append((-(run.buffer.gamma**item.length) * value, item))
+    measured = (
+        _bias_summary(biases) + f" ({run.final_values_read}, after learn)"
+        if biases
+        else f"the bias was not measured ({run.final_values_read or 'no value read'})"
+    )
+    if timeouts and not declared:
+        for k, item in enumerate(timeouts):
+            ck.fail(
+                f"{item.where}: done {item.sample.done:g} at a time-out ({item.last.next_obs.short()}) in a buffer that "
+                "declares handle_timeout_termination=True: its target drops the bootstrap gamma^m*Q'(true final "
+                f"observation); over the {len(timeouts)} of {len(items)} rows that drop it, {measured}"
+                if k == 0
+                else f"{item.where}: done {item.sample.done:g} at a time-out ({item.last.next_obs.short()})",
+                env=item.sample.env,
+            )
+        return ck.done()
+    parts: list[str] = []
+    cited: list[str] = []
+    if timeouts:
+        cited.append(TIMEOUT_DOCS)
+        parts.append(
+            f"{len(timeouts)} of {len(items)} rows store a time-out as a termination (handle_timeout_termination=False): "
+            f"each target loses its bootstrap gamma^m*Q'(true final observation), {measured}"
+        )
+    shared = [
+        item
+        for item in items
+        if run.buffer.optimize_memory_usage
+        and (item.last.terminated or item.last.truncated)
+        and _decode(run, item.sample.next_obs) != item.last.next_obs
+    ]
+    if shared:
+        cited.append(MEMORY_DOCS)
+        parts.append(
+            f"{len(shared)} of {len(items)} rows at an episode end keep the next episode's first observation as their "
+            "next observation (optimize_memory_usage=True; their done is 1, so the target does not read it)"
+        )
+    if parts:
+        ck.approximation("; ".join(cited), "; ".join(parts))
     return ck.done()

@@ -191,11 +191,28 @@ class Declared:
     auto_reset_env: bool = False
     #: why its outputs are standardized (then they cannot be compared), or None
     standardized: str | None = None
+    #: the nearest TorchRL estimator class it is or derives from (None: none of TorchRL's), and
+    #: whether it runs vectorized: the bundled system a user's failure may be inherited from
+    library_class: str | None = None
+    vectorized: bool = True
 
     @property
     def variants(self) -> frozenset[str]:
         """The documented approximations its targets follow (gae's variants)."""
         return frozenset({"value_at_truncation"}) if self.auto_reset_env else frozenset()
+
+    def citation(self) -> str:
+        """Where TorchRL documents the approximations it declares."""
+        cited = []
+        if self.auto_reset_env:
+            cited.append(
+                "TorchRL's GAE docstring, auto_reset_env: the value, not next_value, bootstraps truncated episodes"
+            )
+        if self.shifted:
+            cited.append(
+                "TorchRL's ValueEstimatorBase docstring, shifted_budget: a T+1 budget drops the samples an internal reset displaces"
+            )
+        return "; ".join(cited)
 
     def approximations(self) -> list[str]:
         found = []

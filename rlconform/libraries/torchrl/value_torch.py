@@ -75,6 +75,11 @@ def declared(estimator: Any) -> Declared:
         shifted_budget=int(budget) if isinstance(budget, int) else 1,
         auto_reset_env=bool(getattr(estimator, "auto_reset_env", False)),
         standardized=standardized,
+        library_class=next(
+            (cls.__name__ for cls in type(estimator).__mro__ if cls.__module__.startswith("torchrl.objectives.value")),
+            None,
+        ),
+        vectorized=bool(getattr(estimator, "vectorized", True)),
     )
 
 
