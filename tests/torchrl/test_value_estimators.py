@@ -155,6 +155,7 @@ EXACT = [
     "torchrl.TD1Estimator",
     "torchrl.TDLambdaEstimator",
     "torchrl.TDLambdaEstimator.not_vectorized",
+    "torchrl.VTrace",
 ]
 SHIFTED = [
     "torchrl.GAE.shifted",

@@ -668,6 +668,23 @@ for _name, _cls, _kwargs, _known in (
     )
 
 
+def _vtrace(value_network: Any) -> Any:
+    from torchrl.objectives.value import VTrace
+
+    from rlconform.libraries.torchrl.value_torch import make_uniform_actor
+
+    return VTrace(gamma=GAMMA, value_network=value_network, actor_network=make_uniform_actor())
+
+
+# VTrace needs the behaviour policy's log-probabilities: the harness writes its own actor's, so the
+# batch is on-policy (every ratio 1) and V-trace's targets are the lambda = 1 returns
+_register(
+    "torchrl.VTrace",
+    f"VTrace(gamma={GAMMA}, value_network=value_net, actor_network=actor), on-policy (behaviour = actor)",
+    _vtrace,
+)
+
+
 def _own(defect: str = "", dtype: str = "float32") -> Callable[[Any], Any]:
     def make(value_network: Any) -> Any:
         import torch

@@ -83,6 +83,36 @@ def declared(estimator: Any) -> Declared:
     )
 
 
+def behaviour_log_prob(estimator: Any, data: Any) -> None:
+    """For an off-policy-corrected estimator (one with an ``actor_network``, e.g. VTrace): write the
+    behaviour policy's log-probability of each logged action, as the estimator's own actor gives it
+    (``get_dist(data).log_prob(action)``), under the estimator's ``sample_log_prob`` key. The batch
+    is then on-policy: every importance ratio is 1 (so V-trace's clipped rho and c are 1) and the
+    targets are the lambda = 1 returns. Nothing is written for an estimator without an actor."""
+    actor = getattr(estimator, "actor_network", None)
+    keys = getattr(estimator, "tensor_keys", None)
+    key = getattr(keys, "sample_log_prob", None)
+    if actor is None or key is None or not hasattr(actor, "get_dist"):
+        return
+    action = data.get("action")
+    dist = actor.get_dist(data.clone())
+    if action.ndim > data.ndim and action.shape[-1] > 1:
+        action = action.float().argmax(-1)  # one-hot (GymWrapper's Discrete): the category
+    data.set(key, dist.log_prob(action).reshape(data.shape).detach())
+
+
+def make_uniform_actor() -> Any:
+    """An actor for VTrace: a Categorical over the case's actions from a linear map of the
+    observation (its weights do not matter: the batch's behaviour log-probabilities are its own)."""
+    from torch.distributions import Categorical
+    from torchrl.modules import ProbabilisticActor
+
+    logits = TensorDictModule(torch.nn.LazyLinear(NUM_ACTIONS), in_keys=["observation"], out_keys=["logits"])
+    return ProbabilisticActor(
+        logits, in_keys=["logits"], out_keys=["action"], distribution_class=Categorical, return_log_prob=True
+    )
+
+
 #: (value network) -> estimator: what a system of this family builds
 EstimatorFactory = Callable[[TensorDictModule], Any]
 
@@ -130,6 +160,7 @@ class EstimatorHarness:
         self, batch: Any, n: int, steps: int
     ) -> tuple[list[list[float]], list[list[float]], list[list[bool]] | None] | str:
         data = batch.clone()
+        behaviour_log_prob(self.estimator, data)
         out = self.estimator(data)
         out = out if isinstance(out, TensorDictBase) else data
         rows: list[list[list[float]]] = []
