@@ -20,13 +20,18 @@ import pytest
 
 pytest.importorskip("torchrl")
 
+from rlconform.core.family import get_family
+from rlconform.core.profiles import Profile
 from rlconform.core.runner import execute
+from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
+from rlconform.core.user import user_system
 from rlconform.libraries.torchrl.replay_buffers import MUST_FAIL, replay_edge_cases
 from rlconform.replay import replay
 
 ROW_SPECS = ("replay.rows_are_transitions", "replay.multistep_returns", "replay.bootstrap_targets")
+SMALL = Profile("replay-user", 6, 3, True, "a few derandomized examples", 20, 5, 20.0)
 EDGE = replay_edge_cases(get_system("reference.torchrl.MultiStepBuffer"))[0]
 
 
@@ -84,6 +89,29 @@ def test_finding_t4_multistep_transform_bootstraps_terminations(n: int) -> None:
     assert set(found) == {"replay.bootstrap_targets"}
     assert "bootstraps a termination" in found["replay.bootstrap_targets"]
     assert "terminated flag is False" in found["replay.bootstrap_targets"]
+
+
+def test_a_users_multistep_buffer_inherits_t4(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's buffer built from TorchRL's MultiStepTransform (its own gamma) fails as TorchRL's
+    does: the failure is labelled inherited from the bundled buffer, with FINDINGS T4."""
+    (tmp_path / "users_buffers.py").write_text(
+        "from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer\n"
+        "from torchrl.envs.transforms import MultiStepTransform\n\n\n"
+        "def make():\n"
+        "    return TensorDictReplayBuffer(\n"
+        "        storage=LazyTensorStorage(500, ndim=2), transform=MultiStepTransform(n_steps=3, gamma=0.99)\n"
+        "    )\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    system = user_system("users_buffers:make", "torchrl.ReplayBuffer")
+    verdict = check_spec(system, get_spec("replay.bootstrap_targets"), SMALL)
+    assert verdict.status == "fail", verdict.message
+    assert verdict.inherited == (
+        "torchrl.TensorDictReplayBuffer.MultiStepTransform.n3 fails it the same way on its own (FINDINGS T4)"
+    )
+    # an n-step transform of the user's own is not TorchRL's: nothing to inherit T4 from
+    own = execute(get_system("reference.torchrl.MultiStepBuffer"), EDGE)
+    assert get_family("torchrl.replay").library_systems(own) == ["torchrl.ReplayBuffer.LazyTensorStorage"]
 
 
 def test_replay_prints_the_violation() -> None:

@@ -157,6 +157,38 @@ class Filled:
     declared: tuple[int, float] | None
     #: rows per slice of its slice sampler (None: it draws rows one by one)
     slice_len: int | None
+    #: the bundled systems built like it from TorchRL's own classes (a user's failure may be
+    #: inherited from them: rlconform.core.inherited)
+    library: tuple[str, ...] = ()
+
+
+def library_layers(buffer: Any) -> tuple[str, ...]:
+    """The bundled systems the buffer is built like, from TorchRL's own classes: its
+    ``MultiStepTransform`` (n = 2 or 3), its slice sampler, or a plain ``LazyTensorStorage``."""
+
+    def torchrl_class(obj: Any) -> str | None:
+        return type(obj).__name__ if type(obj).__module__.startswith("torchrl.") else None
+
+    found: list[str] = []
+    transform = getattr(buffer, "_transform", None)
+    try:
+        transforms = list(transform) if transform is not None else []
+    except TypeError:
+        transforms = [transform]
+    buffer_class = torchrl_class(buffer)
+    for t in transforms:
+        n = getattr(t, "n_steps", None)
+        if torchrl_class(t) == "MultiStepTransform" and n in (2, 3):
+            found.append(f"torchrl.TensorDictReplayBuffer.MultiStepTransform.n{n}")
+    sampler = torchrl_class(getattr(buffer, "_sampler", None))
+    if buffer_class in ("ReplayBuffer", "TensorDictReplayBuffer") and sampler in (
+        "SliceSampler",
+        "SliceSamplerWithoutReplacement",
+    ):
+        found.append(f"torchrl.{buffer_class}.{sampler}")
+    if not found and buffer_class and torchrl_class(getattr(buffer, "_storage", None)) == "LazyTensorStorage":
+        found.append("torchrl.ReplayBuffer.LazyTensorStorage")
+    return tuple(found)
 
 
 def declared_multistep(buffer: Any) -> tuple[int, float] | None:
@@ -213,7 +245,9 @@ class ReplayHarness:
         self.collector = Collector(env, None, frames_per_batch=frames, total_frames=frames * case.batches)
         self.make(case)
         delivered = self._extend(case)
-        return Filled(delivered, declared_multistep(self.buffer), self.sample_size(case)[1])
+        return Filled(
+            delivered, declared_multistep(self.buffer), self.sample_size(case)[1], library_layers(self.buffer)
+        )
 
     def _extend(self, case: ReplayCase) -> int:
         assert self.collector is not None and self.buffer is not None
@@ -395,6 +429,15 @@ class ReplayFamily(DrivenObjectFamily):
 
     def claims(self, obj: Any) -> bool:
         return is_instance_of(obj, BUFFER_CLASSES)
+
+    #: the FINDINGS rows of the bundled buffers' defects
+    findings = {
+        ("torchrl.*ReplayBuffer.SliceSampler*", "replay.slices_within_episode"): "T3",
+        ("torchrl.TensorDictReplayBuffer.MultiStepTransform.n*", "replay.bootstrap_targets"): "T4",
+    }
+
+    def library_systems(self, run: Any) -> list[str]:
+        return list(dict.fromkeys(name for filled in _filled(run) for name in filled.library))
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         def factory(case: ReplayCase) -> tuple[Any, str]:

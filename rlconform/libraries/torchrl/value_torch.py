@@ -79,7 +79,7 @@ def declared(estimator: Any) -> Declared:
             (cls.__name__ for cls in type(estimator).__mro__ if cls.__module__.startswith("torchrl.objectives.value")),
             None,
         ),
-        vectorized=bool(getattr(estimator, "vectorized", True)),
+        vectorized=getattr(estimator, "vectorized", True) is not False,  # None: TorchRL decides (vectorized)
     )
 
 
