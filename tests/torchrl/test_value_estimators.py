@@ -217,7 +217,9 @@ def test_a_users_declared_approximation_is_known_with_its_bias(tmp_path: Path, m
     advantage = check_spec(system, get_spec("estimator.advantage"), SMALL)
     assert advantage.status == "fail" and advantage.known is None and not advantage.ok, advantage.message
     assert "bootstrapped at a termination" in advantage.message
-    assert advantage.inherited and advantage.inherited.startswith("torchrl.GAE.auto_reset_env fails"), advantage.inherited
+    assert advantage.inherited and advantage.inherited.startswith("torchrl.GAE.auto_reset_env fails"), (
+        advantage.inherited
+    )
     assert "(FINDINGS V2)" in advantage.inherited
 
 

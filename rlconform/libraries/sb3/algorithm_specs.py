@@ -241,7 +241,7 @@ def algorithm_buffer_next_obs(run: AlgorithmRun) -> Outcome:
 @spec(
     "algorithm.buffer_dones",
     impact="training-data",
-    statement="The done the loss reads for every buffer row (SB3: dones * (1 - timeouts), at the last step of an n-step row) is 1 exactly where the sub-env terminated: 0 at a time-out (bootstrapped), 0 mid-episode; a buffer that declares handle_timeout_termination=False stores time-outs as terminations, SB3's documented approximation, told and not failed.",
+    statement="The done the loss reads for every buffer row (SB3: dones * (1 - timeouts), at the last step of an n-step row) is 1 exactly where the sub-env terminated: 0 at a time-out (bootstrapped), 0 mid-episode; a buffer that declares handle_timeout_termination=False stores time-outs as terminations, SB3's documented approximation, left out here and reported by algorithm.exact_targets.",
     rationale="A time-out stored as a termination stops the bootstrap of a state that has a future; a termination bootstrapped adds a value the episode never had. Both bias every target, and neither is visible in the env's outputs.",
     families=FAMILIES,
 )
