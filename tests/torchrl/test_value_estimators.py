@@ -295,6 +295,30 @@ def test_user_factory_with_parametrize_with_checks(pytester: pytest.Pytester) ->
     result.stdout.fnmatch_lines(["*bootstrapped at a termination*"])
 
 
+@pytest.mark.slow  # pytest in a subprocess
+def test_a_declared_approximation_is_an_xfail_with_its_bias_in_pytest(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        estimators="from torchrl.objectives.value import GAE\n\n\n"
+        "def make(value_network):\n"
+        "    return GAE(gamma=0.9, lmbda=0.8, value_network=value_network, auto_reset_env=True)\n"
+    )
+    pytester.makepyfile(
+        test_estimators=textwrap.dedent(
+            """
+            from rlconform.testing import parametrize_with_checks
+
+
+            @parametrize_with_checks(["estimators:make"], api="torchrl.ValueEstimator", specs=["estimator.exact_targets"])
+            def test_estimator(rlconform_check):
+                rlconform_check()
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rx")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*known violation: documented approximation: TorchRL's GAE docstring*biased at*"])
+
+
 @pytest.mark.slow  # a search per spec on every bundled estimator
 @pytest.mark.parametrize("system_id", [*EXACT, "reference.torchrl.ValueEstimator"])
 def test_searches_pass_on_correct_estimators(system_id: str) -> None:
