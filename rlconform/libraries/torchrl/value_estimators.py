@@ -671,9 +671,9 @@ for _name, _cls, _kwargs, _known in (
 def _vtrace(value_network: Any) -> Any:
     from torchrl.objectives.value import VTrace
 
-    from rlconform.libraries.torchrl.value_torch import make_uniform_actor
+    from rlconform.libraries.torchrl.value_torch import make_actor
 
-    return VTrace(gamma=GAMMA, value_network=value_network, actor_network=make_uniform_actor())
+    return VTrace(gamma=GAMMA, value_network=value_network, actor_network=make_actor())
 
 
 # VTrace needs the behaviour policy's log-probabilities: the harness writes its own actor's, so the

@@ -101,7 +101,7 @@ def behaviour_log_prob(estimator: Any, data: Any) -> None:
     data.set(key, dist.log_prob(action).reshape(data.shape).detach())
 
 
-def make_uniform_actor() -> Any:
+def make_actor() -> Any:
     """An actor for VTrace: a Categorical over the case's actions from a linear map of the
     observation (its weights do not matter: the batch's behaviour log-probabilities are its own)."""
     from torch.distributions import Categorical
