@@ -10,6 +10,7 @@ searches themselves run in tests/specs/test_specificity.py and the slow tests he
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 import textwrap
@@ -265,7 +266,7 @@ def test_user_factory_from_the_cli(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=300,
-        env={"PYTHONPATH": str(tmp_path), **__import__("os").environ},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
     )
     assert again.returncode == 1, again.stdout + again.stderr
     assert "VIOLATION estimator." in again.stdout

@@ -50,6 +50,7 @@ from rlconform.libraries.sb3.algorithm_rollouts import (
     reading_callback,
     reference_gae,
 )
+from rlconform.libraries.sb3.algorithm_values import bootstrap_values
 from rlconform.libraries.sb3.vecenv_family import preload_forkserver
 from rlconform.specs.families import SB3_ALGORITHM
 
@@ -318,8 +319,6 @@ def run_algorithm_case(system: System, case: AlgorithmCase) -> AlgorithmRun:
 def _final_values(model: Any, run: AlgorithmRun) -> None:
     """What the model's target bootstraps from at every true time-out's final observation
     (normalised as the model sees it, with VecNormalize's statistics at the end of ``learn``)."""
-    from rlconform.libraries.sb3.algorithm_values import bootstrap_values
-
     assert run.truth is not None
     keys: list[tuple[int, int]] = []
     inputs: list[Any] = []
