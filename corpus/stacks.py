@@ -453,6 +453,44 @@ def minigrid_empty() -> Any:
     return gymnasium.make("MiniGrid-Empty-5x5-v0")
 
 
+# --- sb3-contrib algorithms: (env: VecEnv) -> BaseAlgorithm (family sb3.Algorithm) -----------------
+
+
+def _contrib_policy(env: Any, flat: str, dict_policy: str) -> str:
+    """The policy a user picks for the env's observations, as sb3-contrib's docs say to."""
+    return dict_policy if type(env.observation_space).__name__ == "Dict" else flat
+
+
+def sb3_contrib_qrdqn(env: Any) -> Any:
+    from sb3_contrib import QRDQN
+
+    return QRDQN(_contrib_policy(env, "MlpPolicy", "MultiInputPolicy"), env)
+
+
+def sb3_contrib_tqc(env: Any) -> Any:
+    from sb3_contrib import TQC
+
+    return TQC(_contrib_policy(env, "MlpPolicy", "MultiInputPolicy"), env)
+
+
+def sb3_contrib_crossq(env: Any) -> Any:
+    from sb3_contrib import CrossQ
+
+    return CrossQ("MlpPolicy", env)
+
+
+def sb3_contrib_trpo(env: Any) -> Any:
+    from sb3_contrib import TRPO
+
+    return TRPO(_contrib_policy(env, "MlpPolicy", "MultiInputPolicy"), env, n_steps=16)
+
+
+def sb3_contrib_recurrent_ppo(env: Any) -> Any:
+    from sb3_contrib import RecurrentPPO
+
+    return RecurrentPPO(_contrib_policy(env, "MlpLstmPolicy", "MultiInputLstmPolicy"), env, n_steps=16, batch_size=16)
+
+
 CORPUS: tuple[Entry, ...] = (
     Entry("gym_record_episode_statistics", "gymnasium.vector", "gymnasium", "episode statistics across autoresets"),
     Entry("gym_transform_reward", "gymnasium.vector", "gymnasium", "reward changed on purpose", ("reward",)),
@@ -618,5 +656,17 @@ CORPUS: tuple[Entry, ...] = (
         "gymnasium",
         "vector episode statistics over a TimeLimit on each sub-env",
         ("time_limit",),
+    ),
+    Entry(
+        "sb3_contrib_qrdqn", "sb3.Algorithm", "sb3-contrib", "a distributional off-policy algorithm (quantile targets)"
+    ),
+    Entry("sb3_contrib_tqc", "sb3.Algorithm", "sb3-contrib", "truncated quantile critics, Box actions"),
+    Entry("sb3_contrib_crossq", "sb3.Algorithm", "sb3-contrib", "no target networks, batch-normalised critics"),
+    Entry("sb3_contrib_trpo", "sb3.Algorithm", "sb3-contrib", "an on-policy algorithm with its own update"),
+    Entry(
+        "sb3_contrib_recurrent_ppo",
+        "sb3.Algorithm",
+        "sb3-contrib",
+        "a recurrent policy and its RecurrentRolloutBuffer (LSTM states)",
     ),
 )

@@ -141,6 +141,8 @@ class AlgorithmRun:
     rollout: RolloutFacts | None = None
     reference: RolloutReference | None = None
     rollout_error: str | None = None
+    #: why the reference cannot be computed for this model (rlconform's limit, not a failure)
+    reference_unavailable: str | None = None
     #: the model has a rollout_buffer (OnPolicyAlgorithm)
     on_policy: bool = False
     #: an off-policy algorithm: the value its target bootstraps from at each true time-out's final
@@ -354,6 +356,26 @@ def _collect_rollout(model: Any, case: AlgorithmCase, run: AlgorithmRun) -> None
         run.learn_error = f"model.learn(total_timesteps={total}) returned without completing a rollout"
 
 
+def value_needs_state(policy: Any) -> str | None:
+    """Why rlconform cannot evaluate the policy's V on one true observation (None: it can): a
+    recurrent policy (sb3-contrib's RecurrentPPO) values an observation with the LSTM state the
+    whole episode so far built, which rlconform does not rebuild."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(policy.predict_values).parameters
+    except (TypeError, ValueError, AttributeError):
+        return None
+    needed = [name for name in parameters if name in ("lstm_states", "episode_starts", "state", "states")]
+    if not needed:
+        return None
+    return (
+        f"{type(policy).__name__}.predict_values needs {', '.join(needed)}: a recurrent policy's V of an "
+        "observation depends on the state its episode built, which rlconform does not rebuild, so the stored "
+        "values, rewards, returns and advantages are not compared"
+    )
+
+
 def _rollout_reference(model: Any, run: AlgorithmRun) -> None:
     facts, truth = run.rollout, run.truth
     assert facts is not None and truth is not None
@@ -364,6 +386,10 @@ def _rollout_reference(model: Any, run: AlgorithmRun) -> None:
             run.rollout_error = f"sub-env {e} made {len(made)} steps; the buffer holds {facts.rows} rows"
             return
         transitions.append(made[: facts.rows])
+    unvalued = value_needs_state(model.policy)
+    if unvalued is not None:
+        run.reference_unavailable = unvalued
+        return
     try:
         run.reference = reference_gae(
             facts, transitions, run.case.script.obs.encode, model.policy, model.get_vec_normalize_env()

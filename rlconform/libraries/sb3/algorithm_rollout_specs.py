@@ -33,7 +33,7 @@ def _close(got: float, want: float) -> bool:
     return math.isclose(got, want, rel_tol=RTOL, abs_tol=ATOL)
 
 
-def _usable(run: AlgorithmRun, ck: Checker, *, report_errors: bool = False) -> bool:
+def _usable(run: AlgorithmRun, ck: Checker, *, report_errors: bool = False, needs_reference: bool = True) -> bool:
     if not run.on_policy:
         ck.not_applicable(
             f"{run.algorithm or 'the model'} has no rollout_buffer"
@@ -51,7 +51,10 @@ def _usable(run: AlgorithmRun, ck: Checker, *, report_errors: bool = False) -> b
             return False
         ck.not_applicable(f"no rollout to check: {problem} (failed by algorithm.rollout_transitions)")
         return False
-    return run.rollout is not None and run.reference is not None and run.truth is not None
+    if needs_reference and run.reference_unavailable is not None:
+        ck.not_applicable(run.reference_unavailable)
+        return False
+    return run.rollout is not None and run.truth is not None and (run.reference is not None or not needs_reference)
 
 
 def _transitions(run: AlgorithmRun, env: int) -> list[TrueTransition]:
@@ -144,7 +147,7 @@ def algorithm_rollout_transitions(run: AlgorithmRun) -> Outcome:
 )
 def algorithm_rollout_episode_starts(run: AlgorithmRun) -> Outcome:
     ck = Checker()
-    if not _usable(run, ck):
+    if not _usable(run, ck, needs_reference=False):
         return ck.done()
     facts = run.rollout
     assert facts is not None
