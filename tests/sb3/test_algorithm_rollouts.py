@@ -198,3 +198,35 @@ def test_subproc_vec_env_ppo_rollouts_equal_the_reference() -> None:
     verdicts = _verdicts("sb3.PPO.SubprocVecEnv")
     for spec_id in ROLLOUT_SPECS:
         assert verdicts[spec_id].status == "pass", verdicts[spec_id].message  # type: ignore[attr-defined]
+
+
+RECURRENT = """
+from sb3_contrib import RecurrentPPO
+
+
+def make(env):
+    return RecurrentPPO("MlpLstmPolicy", env, n_steps=12, batch_size=12)
+"""
+
+
+def test_a_recurrent_policy_is_probed_by_acting_and_its_values_are_not_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sb3-contrib's MlpLstmPolicy builds over a Dict observation and fails only when it acts: the
+    probe makes it act, so the cases draw Box observations only (the stack refusing the kind, not a
+    FAIL). Its V needs the episode's LSTM state, which rlconform does not rebuild: the specs that
+    need V are not applicable, with the reason; its episode_starts are checked."""
+    pytest.importorskip("sb3_contrib")
+    (tmp_path / "my_recurrent.py").write_text(RECURRENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    system = probe(user_system("my_recurrent:make", "sb3.Algorithm"))
+    assert system.capabilities.obs_kinds == frozenset({"box"})
+    cache = RunCache()
+    verdicts = {
+        spec.id: check_spec(system, spec, "ci", cache=cache)
+        for spec in all_specs()
+        if spec.id in ("algorithm.rollout_episode_starts", "algorithm.rollout_returns")
+    }
+    assert verdicts["algorithm.rollout_episode_starts"].status == "pass", verdicts
+    returns = verdicts["algorithm.rollout_returns"]
+    assert returns.status == "not_applicable" and "LSTM state" in returns.message, returns.message

@@ -371,7 +371,7 @@ def value_needs_state(policy: Any) -> str | None:
         return None
     return (
         f"{type(policy).__name__}.predict_values needs {', '.join(needed)}: a recurrent policy's V of an "
-        "observation depends on the state its episode built, which rlconform does not rebuild, so the stored "
+        "observation depends on the LSTM state its episode built, which rlconform does not rebuild, so the stored "
         "values, rewards, returns and advantages are not compared"
     )
 
@@ -603,7 +603,13 @@ class AlgorithmFamily:
 
 
 def _probe_build(system: System, case: AlgorithmCase) -> Any:
-    return system.build(build_vec_env(case, [MemorySink()]))  # type: ignore[arg-type]  # built from a VecEnv
+    """Build the model, then have its policy act once on the env's first observation: a policy
+    built for another observation kind may construct and fail only when it acts (sb3-contrib's
+    MlpLstmPolicy over a Dict observation), which is the stack refusing the kind, not a failure."""
+    venv = build_vec_env(case, [MemorySink()])
+    model = system.build(venv)  # type: ignore[arg-type]  # built from a VecEnv
+    model.predict(venv.reset(), deterministic=True)
+    return model
 
 
 FAMILY = AlgorithmFamily()
