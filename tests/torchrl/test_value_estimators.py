@@ -157,6 +157,8 @@ EXACT = [
     "torchrl.TDLambdaEstimator",
     "torchrl.TDLambdaEstimator.not_vectorized",
     "torchrl.VTrace",
+    "torchrl.functional.generalized_advantage_estimate",
+    "torchrl.functional.vec_generalized_advantage_estimate",
 ]
 SHIFTED = [
     "torchrl.GAE.shifted",
@@ -192,6 +194,19 @@ def test_auto_reset_env_bootstraps_a_step_both_terminated_and_truncated() -> Non
     found = failing("torchrl.GAE.auto_reset_env", [truncated_only])
     assert set(found) == {"estimator.exact_targets"}, found
     assert "biased at" in found["estimator.exact_targets"] and "by up to" in found["estimator.exact_targets"]
+
+
+def test_the_functional_api_without_terminated_does_not_bootstrap_time_outs() -> None:
+    # documented: terminated "Defaults to done if not provided"; passed, the same call is exact
+    found = failing("torchrl.functional.vec_generalized_advantage_estimate.terminated_omitted", EDGES)
+    assert set(found) == {"estimator.advantage", "estimator.value_target"}, found
+    assert "it did not bootstrap at a time-out" in found["estimator.advantage"]
+    verdict = check_spec(
+        get_system("torchrl.functional.vec_generalized_advantage_estimate.terminated_omitted"),
+        get_spec("estimator.advantage"),
+        SMALL,
+    )
+    assert verdict.status == "fail" and verdict.known and "Defaults to done" in verdict.known, verdict.message
 
 
 def test_documented_approximations_are_known_not_failures() -> None:

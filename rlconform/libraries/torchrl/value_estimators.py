@@ -685,6 +685,46 @@ _register(
 )
 
 
+def _functional(vectorized: bool, pass_terminated: bool = True) -> Callable[[Any], Any]:
+    def make(value_network: Any) -> Any:
+        from rlconform.libraries.torchrl.value_torch import FunctionalGAE
+
+        return FunctionalGAE(
+            gamma=GAMMA,
+            lmbda=LMBDA,
+            value_network=value_network,
+            vectorized=vectorized,
+            pass_terminated=pass_terminated,
+        )
+
+    return make
+
+
+#: the functional API takes ``terminated`` to be ``done`` when it is left out (its docstring)
+_TERMINATED_OMITTED_KNOWN = tuple(
+    (
+        spec_id,
+        "documented (torchrl.objectives.value.functional, generalized_advantage_estimate: terminated "
+        "'Defaults to done if not provided'): a time-out is then not bootstrapped",
+    )
+    for spec_id in ("estimator.advantage", "estimator.value_target")
+)
+_FUNCTIONAL_CALL = "(gamma, lmbda, V(obs), V(next obs), reward, done{terminated})"
+for _fn, _vectorized in (("generalized_advantage_estimate", False), ("vec_generalized_advantage_estimate", True)):
+    _register(
+        f"torchrl.functional.{_fn}",
+        f"torchrl.objectives.value.functional.{_fn}{_FUNCTIONAL_CALL.format(terminated=', terminated')}",
+        _functional(_vectorized),
+    )
+_register(
+    "torchrl.functional.vec_generalized_advantage_estimate.terminated_omitted",
+    "torchrl.objectives.value.functional.vec_generalized_advantage_estimate"
+    f"{_FUNCTIONAL_CALL.format(terminated='')}: terminated left out, so taken to be done",
+    _functional(True, pass_terminated=False),
+    known_violations=_TERMINATED_OMITTED_KNOWN,
+)
+
+
 def _own(defect: str = "", dtype: str = "float32") -> Callable[[Any], Any]:
     def make(value_network: Any) -> Any:
         import torch

@@ -329,3 +329,45 @@ class PlainGAE(ValueEstimatorBase):
             advantage[:, t] = following
         target = advantage + value
         return target.reshape(shape), advantage.reshape(shape)
+
+
+class FunctionalGAE(torch.nn.Module):
+    """TorchRL's functional GAE (``torchrl.objectives.value.functional``) called the way its docs
+    show: V of the batch's observations and next observations from the value network, the
+    ``("next", ...)`` reward, done and terminated, time along the batch's last dimension.
+    ``vectorized`` picks ``vec_generalized_advantage_estimate`` over
+    ``generalized_advantage_estimate``; ``pass_terminated=False`` leaves ``terminated`` out, which
+    the functional API then takes to be ``done`` (its documented default): a time-out is then not
+    bootstrapped."""
+
+    def __init__(
+        self,
+        *,
+        gamma: float,
+        lmbda: float,
+        value_network: TensorDictModule,
+        vectorized: bool = True,
+        pass_terminated: bool = True,
+    ) -> None:
+        super().__init__()
+        self.gamma, self.lmbda, self.vectorized, self.pass_terminated = gamma, lmbda, vectorized, pass_terminated
+        self.value_network = value_network
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        from torchrl.objectives.value.functional import (
+            generalized_advantage_estimate,
+            vec_generalized_advantage_estimate,
+        )
+
+        with torch.no_grad():
+            value = self.value_network(tensordict.select("observation").clone())["state_value"]
+            next_value = self.value_network(tensordict.get("next").select("observation").clone())["state_value"]
+        next_td = tensordict.get("next")
+        terminated = next_td.get("terminated") if self.pass_terminated else None
+        estimate = vec_generalized_advantage_estimate if self.vectorized else generalized_advantage_estimate
+        advantage, value_target = estimate(
+            self.gamma, self.lmbda, value, next_value, next_td.get("reward"), next_td.get("done"), terminated
+        )
+        tensordict.set("advantage", advantage)
+        tensordict.set("value_target", value_target)
+        return tensordict
