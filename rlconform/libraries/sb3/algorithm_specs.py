@@ -397,6 +397,7 @@ def algorithm_exact_targets(run: AlgorithmRun) -> Outcome:
         for item in items
         if run.buffer.optimize_memory_usage
         and (item.last.terminated or item.last.truncated)
+        and item.sample.done != 0  # a done of 0 here is buffer_next_obs's failure, not the approximation
         and _decode(run, item.sample.next_obs) != item.last.next_obs
     ]
     if shared:
