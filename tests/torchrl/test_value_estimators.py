@@ -239,6 +239,25 @@ def test_a_users_declared_approximation_is_known_with_its_bias(tmp_path: Path, m
     assert "(FINDINGS V2)" in advantage.inherited
 
 
+def test_an_actor_rlconform_cannot_sample_from_is_told_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # VTrace reads behaviour log-probabilities; an actor without get_dist cannot give them
+    (tmp_path / "plain_actor_vtrace.py").write_text(
+        "import torch\n"
+        "from tensordict.nn import TensorDictModule\n"
+        "from torchrl.objectives.value import VTrace\n\n\n"
+        "def make(value_network):\n"
+        "    actor = TensorDictModule(torch.nn.LazyLinear(3), in_keys=['observation'], out_keys=['logits'])\n"
+        "    return VTrace(gamma=0.9, value_network=value_network, actor_network=actor)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    verdict = check_spec(
+        user_system("plain_actor_vtrace:make", "torchrl.ValueEstimator"), get_spec("estimator.advantage"), SMALL
+    )
+    assert verdict.status == "not_applicable" and "has no get_dist" in verdict.message, verdict.message
+
+
 # ------------------------------------------------------------------- a user's factory
 
 GOOD = """

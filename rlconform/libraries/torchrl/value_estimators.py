@@ -352,6 +352,8 @@ def _start(run: Run, c: Checker) -> Readings | Outcome:
         return c.not_applicable(
             f"the estimator and collector were not built: {found.refused.error_type}: {found.refused.error_message}"
         )
+    if found.declared is not None and found.declared.undriven is not None:
+        return c.not_applicable(found.declared.undriven)
     return found
 
 

@@ -195,6 +195,8 @@ class Declared:
     #: whether it runs vectorized: the bundled system a user's failure may be inherited from
     library_class: str | None = None
     vectorized: bool = True
+    #: why rlconform cannot drive it (then nothing it computes is compared), or None
+    undriven: str | None = None
 
     @property
     def variants(self) -> frozenset[str]:

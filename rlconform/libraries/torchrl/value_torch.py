@@ -80,6 +80,19 @@ def declared(estimator: Any) -> Declared:
             None,
         ),
         vectorized=getattr(estimator, "vectorized", True) is not False,  # None: TorchRL decides (vectorized)
+        undriven=_undriven(estimator),
+    )
+
+
+def _undriven(estimator: Any) -> str | None:
+    """Why :func:`behaviour_log_prob` cannot give the estimator what it reads: an actor network
+    without ``get_dist`` (TorchRL's ProbabilisticActor has it)."""
+    actor = getattr(estimator, "actor_network", None)
+    if actor is None or hasattr(actor, "get_dist"):
+        return None
+    return (
+        f"its actor_network ({type(actor).__name__}) has no get_dist: rlconform cannot write the behaviour "
+        "log-probabilities the estimator reads, so its targets are not compared"
     )
 
 
