@@ -20,7 +20,7 @@ pytest.importorskip("stable_baselines3")
 
 from rlconform.core.runner import RunCache
 from rlconform.core.search import check_spec
-from rlconform.core.spec import all_specs
+from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import get_system
 from rlconform.core.user import probe, user_system
 from rlconform.envs.calllog import MemorySink
@@ -201,32 +201,47 @@ def test_subproc_vec_env_ppo_rollouts_equal_the_reference() -> None:
 
 
 RECURRENT = """
+import numpy as np
 from sb3_contrib import RecurrentPPO
+from sb3_contrib.common.recurrent.buffers import RecurrentRolloutBuffer
 
 
 def make(env):
     return RecurrentPPO("MlpLstmPolicy", env, n_steps=12, batch_size=12)
+
+
+class CrossEpisodeBuffer(RecurrentRolloutBuffer):
+    # planted: GAE's trace and bootstrap run on across episode ends
+    def compute_returns_and_advantage(self, last_values, dones):
+        self.episode_starts = np.zeros_like(self.episode_starts)
+        super().compute_returns_and_advantage(last_values, np.zeros_like(dones))
+
+
+def make_cross_episode(env):
+    model = make(env)
+    model.rollout_buffer.__class__ = CrossEpisodeBuffer
+    return model
 """
 
 
-def test_a_recurrent_policy_is_probed_by_acting_and_its_values_are_not_compared(
+def test_a_recurrent_policy_is_probed_by_acting_and_valued_from_its_stored_lstm_states(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """sb3-contrib's MlpLstmPolicy builds over a Dict observation and fails only when it acts: the
     probe makes it act, so the cases draw Box observations only (the stack refusing the kind, not a
-    FAIL). Its V needs the episode's LSTM state, which rlconform does not rebuild: the specs that
-    need V are not applicable, with the reason; its episode_starts are checked."""
+    FAIL). Its V of an observation needs the episode's LSTM state: the reference reads the critic
+    states the RecurrentRolloutBuffer stored, and RecurrentPPO passes every rollout spec; a GAE
+    that runs across episode ends fails."""
     pytest.importorskip("sb3_contrib")
     (tmp_path / "my_recurrent.py").write_text(RECURRENT)
     monkeypatch.syspath_prepend(str(tmp_path))
     system = probe(user_system("my_recurrent:make", "sb3.Algorithm"))
     assert system.capabilities.obs_kinds == frozenset({"box"})
+    rollout_specs = [spec for spec in all_specs() if spec.id.startswith("algorithm.rollout_")]
     cache = RunCache()
-    verdicts = {
-        spec.id: check_spec(system, spec, "ci", cache=cache)
-        for spec in all_specs()
-        if spec.id in ("algorithm.rollout_episode_starts", "algorithm.rollout_returns")
-    }
-    assert verdicts["algorithm.rollout_episode_starts"].status == "pass", verdicts
-    returns = verdicts["algorithm.rollout_returns"]
-    assert returns.status == "not_applicable" and "LSTM state" in returns.message, returns.message
+    for spec in rollout_specs:
+        verdict = check_spec(system, spec, "ci", cache=cache)
+        assert verdict.status == "pass", (spec.id, verdict.message)
+    planted = probe(user_system("my_recurrent:make_cross_episode", "sb3.Algorithm"))
+    returns = check_spec(planted, get_spec("algorithm.rollout_returns"), "ci")
+    assert returns.status == "fail" and "advantage" in returns.message, returns.message

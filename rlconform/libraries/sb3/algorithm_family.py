@@ -357,9 +357,11 @@ def _collect_rollout(model: Any, case: AlgorithmCase, run: AlgorithmRun) -> None
 
 
 def value_needs_state(policy: Any) -> str | None:
-    """Why rlconform cannot evaluate the policy's V on one true observation (None: it can): a
-    recurrent policy (sb3-contrib's RecurrentPPO) values an observation with the LSTM state the
-    whole episode so far built, which rlconform does not rebuild."""
+    """Why rlconform cannot evaluate the policy's V on one true observation alone (None: it can):
+    a recurrent policy (sb3-contrib's RecurrentPPO) values an observation with the LSTM state the
+    episode so far built. With a buffer that stores those states (RecurrentRolloutBuffer) the
+    reference reads them (algorithm_rollouts.recurrent_values); without one, this is the reason
+    nothing that needs V is compared."""
     import inspect
 
     try:
@@ -371,8 +373,8 @@ def value_needs_state(policy: Any) -> str | None:
         return None
     return (
         f"{type(policy).__name__}.predict_values needs {', '.join(needed)}: a recurrent policy's V of an "
-        "observation depends on the LSTM state its episode built, which rlconform does not rebuild, so the stored "
-        "values, rewards, returns and advantages are not compared"
+        "observation depends on the LSTM state its episode built, which its rollout buffer does not store "
+        "(no hidden_states_vf), so the stored values, rewards, returns and advantages are not compared"
     )
 
 
@@ -387,7 +389,7 @@ def _rollout_reference(model: Any, run: AlgorithmRun) -> None:
             return
         transitions.append(made[: facts.rows])
     unvalued = value_needs_state(model.policy)
-    if unvalued is not None:
+    if unvalued is not None and (facts.vf_states is None or facts.final_vf_state is None):
         run.reference_unavailable = unvalued
         return
     try:

@@ -56,6 +56,11 @@ class RolloutFacts:
     normalized: bool = False
     #: VecNormalize's (obs_rms, ret_rms) after reset and after each step (``stats[t + 1]``: step t)
     stats: list[tuple[Any, Any]] = field(default_factory=list)
+    #: a recurrent buffer (sb3-contrib's RecurrentRolloutBuffer): the critic's LSTM (hidden, cell)
+    #: states it stored for each row, ``[rows, layers, n_envs, hidden]`` (the state before the row's
+    #: observation), and the model's state after the rollout's last step, ``[layers, n_envs, hidden]``
+    vf_states: tuple[np.ndarray, np.ndarray] | None = None
+    final_vf_state: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -123,10 +128,57 @@ def reading_callback(model: Any, sink: dict[str, Any]) -> Any:
                 advantages=np.array(buffer.advantages, dtype=np.float64, copy=True),
                 normalized=vec_normalize is not None,
                 stats=list(self.stats),
+                **_recurrent_states(model, buffer),
             )
             raise RolloutCollected
 
     return ReadRollout()
+
+
+def _recurrent_states(model: Any, buffer: Any) -> dict[str, Any]:
+    """The critic's LSTM states a recurrent rollout buffer stored, and the model's last ones."""
+    if not hasattr(buffer, "hidden_states_vf"):
+        return {}
+    found: dict[str, Any] = {
+        "vf_states": (np.array(buffer.hidden_states_vf, copy=True), np.array(buffer.cell_states_vf, copy=True))
+    }
+    last = getattr(getattr(model, "_last_lstm_states", None), "vf", None)
+    if last is not None:
+        found["final_vf_state"] = tuple(np.array(x.detach().cpu().numpy(), copy=True) for x in last)
+    return found
+
+
+def recurrent_values(
+    policy: Any, facts: RolloutFacts, inputs: list[list[Any]], nexts: list[list[Any]], starts: list[list[bool]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """A recurrent policy's V of each row's true observation, from the LSTM state the buffer stored
+    for the row (reset where the observation starts an episode, ``starts``), and of the true
+    observation after the row's step, from the state after that step (the next row's, or the
+    model's last), as sb3-contrib's RecurrentPPO bootstraps a time-out: float64 ``[rows, n_envs]``."""
+    import torch
+
+    assert facts.vf_states is not None and facts.final_vf_state is not None
+    hidden, cell = facts.vf_states
+    rows, n_envs = facts.rows, facts.n_envs
+
+    def value(obs: Any, h: np.ndarray, c: np.ndarray, start: bool) -> float:
+        tensor, _ = policy.obs_to_tensor(_stack([obs]))
+        state = (torch.as_tensor(h, device=policy.device), torch.as_tensor(c, device=policy.device))
+        with torch.no_grad():
+            out = policy.predict_values(tensor, state, torch.tensor([float(start)], device=policy.device))
+        return float(out.reshape(-1)[0])
+
+    v_obs, v_next = np.zeros((rows, n_envs)), np.zeros((rows, n_envs))
+    for t in range(rows):
+        for e in range(n_envs):
+            v_obs[t, e] = value(inputs[t][e], hidden[t][:, e : e + 1], cell[t][:, e : e + 1], starts[t][e])
+            after = (
+                (hidden[t + 1][:, e : e + 1], cell[t + 1][:, e : e + 1])
+                if t + 1 < rows
+                else (facts.final_vf_state[0][:, e : e + 1], facts.final_vf_state[1][:, e : e + 1])
+            )
+            v_next[t, e] = value(nexts[t][e], after[0], after[1], False)
+    return v_obs, v_next
 
 
 def _with_stats(vec_normalize: Any, stats: tuple[Any, Any] | None, fn: Any, value: Any) -> Any:
@@ -175,9 +227,13 @@ def reference_gae(
 
     inputs = [[policy_input(transitions[e][t].obs, t) for e in range(n_envs)] for t in range(rows)]
     nexts = [[policy_input(transitions[e][t].next_obs, t + 1) for e in range(n_envs)] for t in range(rows)]
-    values = predict_values(policy, [x for row in inputs for x in row] + [x for row in nexts for x in row])
-    v_obs = values[: rows * n_envs].reshape(rows, n_envs)
-    v_next = values[rows * n_envs :].reshape(rows, n_envs)
+    if facts.vf_states is not None:
+        starts = [[transitions[e][t].obs.step == 0 for e in range(n_envs)] for t in range(rows)]
+        v_obs, v_next = recurrent_values(policy, facts, inputs, nexts, starts)
+    else:
+        values = predict_values(policy, [x for row in inputs for x in row] + [x for row in nexts for x in row])
+        v_obs = values[: rows * n_envs].reshape(rows, n_envs)
+        v_next = values[rows * n_envs :].reshape(rows, n_envs)
     plain = np.zeros((rows, n_envs))
     for t in range(rows):
         for e in range(n_envs):
