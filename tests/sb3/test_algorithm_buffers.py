@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
@@ -210,3 +211,30 @@ def test_subproc_vec_env_algorithms_store_exact_transitions(system_id: str) -> N
     statuses = {k: v.status for k, v in verdicts.items()}  # type: ignore[attr-defined]
     assert set(statuses.values()) <= {"pass", "not_applicable"}, {k: v.message for k, v in verdicts.items()}  # type: ignore[attr-defined]
     assert statuses["algorithm.buffer_next_obs"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "env_id", "read"),
+    [
+        ("DQN", "CartPole-v1", "q_net_target"),
+        ("SAC", "Pendulum-v1", "actor's mean action"),
+        ("TD3", "Pendulum-v1", "actor_target"),
+        ("DDPG", "Pendulum-v1", "actor_target"),
+    ],
+)
+def test_the_bias_is_read_from_each_algorithms_own_target_networks(algorithm: str, env_id: str, read: str) -> None:
+    """algorithm.exact_targets measures a dropped bootstrap with the value the algorithm's own
+    target networks give (rlconform.libraries.sb3.algorithm_values): one value per observation."""
+    import gymnasium as gym
+    import stable_baselines3
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from rlconform.libraries.sb3.algorithm_values import bootstrap_values
+
+    venv = DummyVecEnv([lambda: gym.make(env_id)])
+    model = getattr(stable_baselines3, algorithm)("MlpPolicy", venv, seed=0, device="cpu")
+    observations = [venv.observation_space.sample() for _ in range(3)]
+    values, how = bootstrap_values(model, observations)
+    assert values is not None and values.shape == (3,) and np.isfinite(values).all(), how
+    assert read in how
+    venv.close()
