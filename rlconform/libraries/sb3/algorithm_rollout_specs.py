@@ -12,6 +12,7 @@ step that truncated, 0 after a termination, V(next observation) at the rollout's
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -57,9 +58,12 @@ def _usable(run: AlgorithmRun, ck: Checker, *, report_errors: bool = False, need
     return run.rollout is not None and run.truth is not None and (run.reference is not None or not needs_reference)
 
 
-def _transitions(run: AlgorithmRun, env: int) -> list[TrueTransition]:
+def _rows(run: AlgorithmRun) -> Iterator[tuple[int, int, TrueTransition]]:
+    """(sub-env, buffer row, the sub-env's true transition at that row) for every row of the rollout."""
     assert run.truth is not None and run.rollout is not None
-    return run.truth.envs[env].transitions[: run.rollout.rows]
+    for env in range(run.rollout.n_envs):
+        for row, true in enumerate(run.truth.envs[env].transitions[: run.rollout.rows]):
+            yield env, row, true
 
 
 def _end(true: TrueTransition) -> str:
@@ -104,37 +108,36 @@ def algorithm_rollout_transitions(run: AlgorithmRun) -> Outcome:
     facts, ref = run.rollout, run.reference
     assert facts is not None and ref is not None
     box = run.case.script.action.kind == "box"
-    for env in range(facts.n_envs):
-        for row, true in enumerate(_transitions(run, env)):
-            where = _where(env, row, true)
-            stored = _stored_obs(run, row, env)
-            if not _same_input(stored, ref.inputs[row][env]):
-                if facts.normalized:
-                    seen = "another (normalised) observation"
-                else:
-                    try:
-                        decoded = run.case.script.obs.decode(stored)
-                    except Exception as exc:
-                        decoded = Garbage(f"undecodable: {exc}")
-                    seen = decoded.describe() if isinstance(decoded, Stamp) else describe_decoded(decoded)
-                ck.fail(f"{where}: the stored observation is {seen}; expected {true.obs.describe()}", env=env)
+    for env, row, true in _rows(run):
+        where = _where(env, row, true)
+        stored = _stored_obs(run, row, env)
+        if not _same_input(stored, ref.inputs[row][env]):
+            if facts.normalized:
+                seen = "another (normalised) observation"
             else:
-                ck.expect(True, "")
-            action = np.asarray(facts.actions[row, env], dtype=np.float64).reshape(-1)
-            if box:
-                action = np.clip(action, -1.0, 1.0)
-            want = np.asarray(true.action.value, dtype=np.float64).reshape(-1)
-            ck.expect(
-                action.shape == want.shape and bool(np.allclose(action, want, rtol=0, atol=1e-5)),
-                lambda: f"{where}: action {action.tolist()}; the sub-env received {want.tolist()}",
-                env=env,
-            )
-            got, value = float(facts.values[row, env]), float(ref.v_obs[row, env])
-            ck.expect(
-                _close(got, value),
-                lambda: f"{where}: stored value {got!r}; the model's V of the true observation is {value!r}",
-                env=env,
-            )
+                try:
+                    decoded = run.case.script.obs.decode(stored)
+                except Exception as exc:
+                    decoded = Garbage(f"undecodable: {exc}")
+                seen = decoded.describe() if isinstance(decoded, Stamp) else describe_decoded(decoded)
+            ck.fail(f"{where}: the stored observation is {seen}; expected {true.obs.describe()}", env=env)
+        else:
+            ck.expect(True, "")
+        action = np.asarray(facts.actions[row, env], dtype=np.float64).reshape(-1)
+        if box:
+            action = np.clip(action, -1.0, 1.0)
+        want = np.asarray(true.action.value, dtype=np.float64).reshape(-1)
+        ck.expect(
+            action.shape == want.shape and bool(np.allclose(action, want, rtol=0, atol=1e-5)),
+            lambda: f"{where}: action {action.tolist()}; the sub-env received {want.tolist()}",
+            env=env,
+        )
+        got, value = float(facts.values[row, env]), float(ref.v_obs[row, env])
+        ck.expect(
+            _close(got, value),
+            lambda: f"{where}: stored value {got!r}; the model's V of the true observation is {value!r}",
+            env=env,
+        )
     return ck.done()
 
 
@@ -151,18 +154,17 @@ def algorithm_rollout_episode_starts(run: AlgorithmRun) -> Outcome:
         return ck.done()
     facts = run.rollout
     assert facts is not None
-    for env in range(facts.n_envs):
-        for row, true in enumerate(_transitions(run, env)):
-            want = 1.0 if true.obs.step == 0 else 0.0
-            got = float(facts.episode_starts[row, env])
-            ck.expect(
-                got == want,
-                lambda: (
-                    f"{_where(env, row, true)}: episode_starts {got:g}; expected {want:g} "
-                    + ("(the episode's first observation)" if want else "(mid-episode)")
-                ),
-                env=env,
-            )
+    for env, row, true in _rows(run):
+        want = 1.0 if true.obs.step == 0 else 0.0
+        got = float(facts.episode_starts[row, env])
+        ck.expect(
+            got == want,
+            lambda: (
+                f"{_where(env, row, true)}: episode_starts {got:g}; expected {want:g} "
+                + ("(the episode's first observation)" if want else "(mid-episode)")
+            ),
+            env=env,
+        )
     return ck.done()
 
 
@@ -179,23 +181,22 @@ def algorithm_rollout_rewards(run: AlgorithmRun) -> Outcome:
         return ck.done()
     facts, ref = run.rollout, run.reference
     assert facts is not None and ref is not None
-    for env in range(facts.n_envs):
-        for row, true in enumerate(_transitions(run, env)):
-            got, want = float(facts.rewards[row, env]), float(ref.rewards[row, env])
-            plain = float(ref.plain_rewards[row, env])
-            timeout = true.truncated and not true.terminated
+    for env, row, true in _rows(run):
+        got, want = float(facts.rewards[row, env]), float(ref.rewards[row, env])
+        plain = float(ref.plain_rewards[row, env])
+        timeout = true.truncated and not true.terminated
 
-            def message(got: float = got, want: float = want, plain: float = plain, timeout: bool = timeout) -> str:
-                text = f"{_where(env, row, true)}: reward {got!r}; expected {want!r}"
-                if timeout:
-                    text += f" = {plain!r} + gamma * V(final observation {true.next_obs.short()})"
-                    if _close(got, plain):
-                        text += " (the time-out was not bootstrapped)"
-                elif true.terminated and not _close(got, plain):
-                    text += " (a termination: no bootstrap)"
-                return text
+        def message(got: float = got, want: float = want, plain: float = plain, timeout: bool = timeout) -> str:
+            text = f"{_where(env, row, true)}: reward {got!r}; expected {want!r}"
+            if timeout:
+                text += f" = {plain!r} + gamma * V(final observation {true.next_obs.short()})"
+                if _close(got, plain):
+                    text += " (the time-out was not bootstrapped)"
+            elif true.terminated and not _close(got, plain):
+                text += " (a termination: no bootstrap)"
+            return text
 
-            ck.expect(_close(got, want), message, env=env)
+        ck.expect(_close(got, want), message, env=env)
     return ck.done()
 
 
@@ -212,22 +213,21 @@ def algorithm_rollout_returns(run: AlgorithmRun) -> Outcome:
         return ck.done()
     facts, ref = run.rollout, run.reference
     assert facts is not None and ref is not None
-    for env in range(facts.n_envs):
-        for row, true in enumerate(_transitions(run, env)):
-            where = _where(env, row, true)
-            for name, got_array, want_array in (
-                ("advantage", facts.advantages, ref.advantages),
-                ("return", facts.returns, ref.returns),
-            ):
-                got, want = float(got_array[row, env]), float(want_array[row, env])
-                ck.expect(
-                    _close(got, want),
-                    lambda name=name, got=got, want=want: (  # type: ignore[misc]
-                        f"{where}: {name} {got!r}; expected {want!r} (GAE gamma={facts.buffer_gamma:g}, "
-                        f"lambda={facts.gae_lambda:g}"
-                        + (", the rollout's last row: V(next observation)" if row == facts.rows - 1 else "")
-                        + ")"
-                    ),
-                    env=env,
-                )
+    for env, row, true in _rows(run):
+        where = _where(env, row, true)
+        for name, got_array, want_array in (
+            ("advantage", facts.advantages, ref.advantages),
+            ("return", facts.returns, ref.returns),
+        ):
+            got, want = float(got_array[row, env]), float(want_array[row, env])
+            ck.expect(
+                _close(got, want),
+                lambda name=name, got=got, want=want: (  # type: ignore[misc]
+                    f"{where}: {name} {got!r}; expected {want!r} (GAE gamma={facts.buffer_gamma:g}, "
+                    f"lambda={facts.gae_lambda:g}"
+                    + (", the rollout's last row: V(next observation)" if row == facts.rows - 1 else "")
+                    + ")"
+                ),
+                env=env,
+            )
     return ck.done()

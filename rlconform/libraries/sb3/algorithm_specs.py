@@ -60,9 +60,19 @@ class Expected:
         return f"buffer row {self.sample.row} ({at})"
 
     @property
-    def last(self) -> TrueTransition:
+    def last_index(self) -> int:
+        """The index of the window's last transition in ``transitions``."""
         assert self.start is not None
-        return self.transitions[self.start + self.length - 1]
+        return self.start + self.length - 1
+
+    @property
+    def last(self) -> TrueTransition:
+        return self.transitions[self.last_index]
+
+    @property
+    def window(self) -> list[TrueTransition]:
+        """The true transitions the row's (n-step) window covers."""
+        return self.transitions[self.last_index - self.length + 1 : self.last_index + 1]
 
 
 def _decode(run: AlgorithmRun, value: Any) -> Decoded:
@@ -112,6 +122,12 @@ def expectations(run: AlgorithmRun) -> list[Expected]:
         found.append(item)
     run.memo["expected"] = found
     return found
+
+
+def windows(run: AlgorithmRun) -> list[Expected]:
+    """The sampled rows that start a true window (their observation is a transition of their
+    sub-env, and the window has at least one step)."""
+    return [item for item in expectations(run) if item.start is not None and item.length > 0]
 
 
 def _usable(run: AlgorithmRun, ck: Checker) -> bool:
@@ -209,9 +225,7 @@ def algorithm_buffer_next_obs(run: AlgorithmRun) -> Outcome:
         return ck.done()
     assert run.buffer is not None
     approximated = 0
-    for item in expectations(run):
-        if item.start is None or item.length == 0:
-            continue
+    for item in windows(run):
         last = item.last
         got = _decode(run, item.sample.next_obs)
         if got == last.next_obs:
@@ -251,9 +265,7 @@ def algorithm_buffer_dones(run: AlgorithmRun) -> Outcome:
         return ck.done()
     assert run.buffer is not None
     approximated = 0
-    for item in expectations(run):
-        if item.start is None or item.length == 0:
-            continue
+    for item in windows(run):
         last = item.last
         done = item.sample.done != 0
         if done and not last.terminated and last.truncated and not run.buffer.handle_timeout_termination:
@@ -296,10 +308,8 @@ def algorithm_nstep_returns(run: AlgorithmRun) -> Outcome:
         return ck.not_applicable(f"the {run.buffer.class_name if run.buffer else 'buffer'} returns one-step rewards")
     assert run.buffer is not None
     gamma = run.buffer.gamma
-    for item in expectations(run):
-        if item.start is None or item.length == 0:
-            continue
-        window = item.transitions[item.start : item.start + item.length]
+    for item in windows(run):
+        window = item.window
         want = sum(gamma**k * t.reward for k, t in enumerate(window))
         got = item.sample.reward
         ck.expect(
@@ -355,17 +365,18 @@ def algorithm_exact_targets(run: AlgorithmRun) -> Outcome:
         return ck.done()
     assert run.buffer is not None
     declared = not run.buffer.handle_timeout_termination
-    items = [item for item in expectations(run) if item.start is not None and item.length > 0]
+    items = windows(run)
     timeouts = []
     for item in items:
-        dropped = item.last.truncated and not item.last.terminated and item.sample.done != 0
-        if dropped:
+        if not item.last.truncated or item.last.terminated:
+            continue
+        if item.sample.done != 0:
             timeouts.append(item)
-        elif item.last.truncated and not item.last.terminated:
+        else:
             ck.expect(True, "")
     biases: list[tuple[float, Expected]] = []
     for item in timeouts:
-        value = run.final_values.get((item.sample.env, (item.start or 0) + item.length - 1))
+        value = run.final_values.get((item.sample.env, item.last_index))
         if value is not None:
             biases.append((-(run.buffer.gamma**item.length) * value, item))
     measured = (
