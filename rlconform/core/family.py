@@ -2,9 +2,10 @@
 
 A family is how one library's objects are built, driven and read. The core (runner, search,
 reproducer, CLI, plugin) names no family: it asks the catalog for the family of a system and calls
-this protocol. The families driven around the reference envs share one implementation,
-:class:`rlconform.envs.driver.ReferenceEnvFamily`; the Isaac Lab torch tier and env-author mode
-implement it on their own.
+this protocol, and reads nothing of a family or of a run that the protocols below do not list.
+Every family stands on one base, :class:`rlconform.envs.whole_run.WholeRunFamily`, which gives
+each member its default; the families driven around the reference envs one call at a time use
+:class:`rlconform.envs.driver.ReferenceEnvFamily`, which adds the call-by-call driver.
 """
 
 from __future__ import annotations
@@ -30,6 +31,18 @@ class RunRecord(Protocol):
     system: System
     build_error: str | None
 
+    @property
+    def usable(self) -> bool:
+        """Whether the case ran far enough for the specs to read it (the system was built and
+        the ground truth could be read): a spec's ``needs="usable"`` gate asks it."""
+        ...
+
+    @property
+    def semantics(self) -> Mapping[str, Any]:
+        """What the built stack declared about itself (``Spec.applies_to_stack`` reads it); empty
+        where the family reads none."""
+        ...
+
 
 @runtime_checkable
 class Family(Protocol):
@@ -51,6 +64,12 @@ class Family(Protocol):
     libraries: tuple[str, ...]
     #: the family's systems run on a torch device: the header says which accelerator there is
     uses_accelerator: bool
+    #: the parameter name of what a user's factory is given (``env_fns``, ``env``, ``num_envs``):
+    #: a factory whose signature names another family's says which ``--api`` it fits
+    factory_argument: str
+    #: what the family documents about its outputs (``rlconform.envs.driver.Contract``), which the
+    #: cross-family specs read instead of its name; None where no cross-family spec reads its runs
+    contract: Any
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> RunRecord:
         """Build ``system``, run ``case`` on it, close it, and return what the specs read."""
@@ -58,6 +77,11 @@ class Family(Protocol):
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
         """The strategy of cases a search draws for ``system`` (``scenario``: the spec's)."""
+        ...
+
+    def boundary_cases(self, system: System, scenario: str) -> list[Any]:
+        """The cases every search tries before it draws any, under every profile (none for a
+        family without edge cases of its own)."""
         ...
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:

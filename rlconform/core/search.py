@@ -113,8 +113,7 @@ def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
 def edge_cases_for(system: System, spec: Spec) -> list[Any]:
     """The cases every search for ``spec`` on ``system`` tries before it draws any, under every
     profile: the family's edge cases (a family may have none; rlconform.envs.boundary_cases)."""
-    edges = getattr(get_family(system.family), "boundary_cases", None)
-    return list(edges(system, spec.scenario)) if callable(edges) else []
+    return list(get_family(system.family).boundary_cases(system, spec.scenario))
 
 
 def _fail_verdict(

@@ -135,7 +135,7 @@ def _signature_fits(signature: inspect.Signature, family: Family) -> str:
     fits = annotated or [f for f in fits if not getattr(f, "suggested_when_annotated", False)]
     # a parameter named as a family names its factory's argument (env_fns, env_fn, env, num_envs)
     # says which of the families that could call it is meant
-    named = [f for f in fits if getattr(f, "factory_argument", None) in signature.parameters]
+    named = [f for f in fits if f.factory_argument in signature.parameters]
     chosen = sorted(f"--api {f.api}" for f in (named or fits))
     return f"; did you mean {' or '.join(chosen)}?" if chosen else ""
 

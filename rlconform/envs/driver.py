@@ -19,16 +19,16 @@ import threading
 import time
 import traceback
 import warnings
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO
 
 from rlconform.core.crashlog import announce
-from rlconform.core.family import ModelMatch, get_family, is_instance_of
+from rlconform.core.family import ModelMatch, get_family
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, get_system
-from rlconform.core.user import BadInput, close_within_limit, returned_type, spawns_workers
+from rlconform.core.user import BadInput, returned_type, spawns_workers
 from rlconform.core.watchdog import (
     CallTimeout,
     call_timeout,
@@ -48,6 +48,7 @@ from rlconform.envs.spaces import batch_actions, single_action
 from rlconform.envs.tap import SubEnvTap
 from rlconform.envs.trace import CallRecord, CallView, Slot, snapshot
 from rlconform.envs.truth import GroundTruth, build_truth
+from rlconform.envs.whole_run import WholeRunFamily
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -99,29 +100,16 @@ class Contract:
         return truncated and (self.truncation_survives_termination or not terminated)
 
 
-class ReferenceEnvFamily(ABC):
+class ReferenceEnvFamily(WholeRunFamily):
     """A family whose systems are driven around the reference envs, one plan operation at a time,
     and read by the library's documented recipe (Gymnasium, SB3, TorchRL envs, Isaac Lab's
     DirectRLEnv contract, TorchRL collectors and replay buffers).
 
-    It implements :class:`~rlconform.core.family.Family` for them: cases are call sequences drawn
-    by :func:`rlconform.envs.strategies.cases` (or the family's own :meth:`cases`), a case runs
-    through :class:`LiveRun`, and its reproducer replays the calls."""
+    It adds the call-by-call driver to :class:`~rlconform.envs.whole_run.WholeRunFamily`: cases
+    are call sequences drawn by :func:`rlconform.envs.strategies.cases` (or the family's own
+    :meth:`cases`), a case runs through :class:`LiveRun`, and its reproducer replays the calls."""
 
-    name: ClassVar[str]
     contract: ClassVar[Contract]
-    #: the ``--api`` name users check their own factories with (None: no user API)
-    api: ClassVar[str | None] = None
-    #: the factory signature a user's factory must have, as shown by ``check --help``
-    factory_signature: ClassVar[str] = ""
-    #: loggers of the library that log a line per env it builds, quieted while it is driven
-    quiet_loggers: ClassVar[tuple[str, ...]] = ()
-    user_options: ClassVar[tuple[str, ...]] = ()
-    #: distributions whose versions matter to a check of this family (the reference envs are
-    #: Gymnasium envs); a library's family adds its own
-    libraries: ClassVar[tuple[str, ...]] = ("gymnasium",)
-    #: the family's systems run on a torch device
-    uses_accelerator: ClassVar[bool] = False
     #: how a user's regression test builds the user's object (``{factory}``: the factory) from
     #: ``env_fns``, binding the name the family's call sources use; None: no plain-call test
     #: (rlconform.envs.reproducer.user_reproducer)
@@ -130,12 +118,10 @@ class ReferenceEnvFamily(ABC):
     plain_object: ClassVar[str] = "envs"
     #: names of rlconform.replay the build statement uses
     plain_imports: ClassVar[tuple[str, ...]] = ()
-    #: the library base classes (``module.QualName``) of what a user's factory returns
-    #: (:meth:`claims`)
-    claimed_classes: ClassVar[tuple[str, ...]] = ()
-    #: (bundled system id pattern, spec id) -> the FINDINGS.md row of the defect it shows there
-    #: (:meth:`findings_row`)
-    findings: ClassVar[dict[tuple[str, str], str]] = {}
+    #: a user's factory gets one ``env_fn`` that builds sub-env k on its k-th call (TorchRL): a
+    #: sub-env built and driven more than once at the same time means workers with copies of it
+    one_env_fn: ClassVar[bool] = False
+    required_attributes: ClassVar[tuple[str, ...]] = ("reset", "step", "num_envs")
 
     # ------------------------------------------------------------ the Family protocol
     def run_case(self, system: System, case: Any, *, with_model: bool) -> Run:
@@ -146,7 +132,7 @@ class ReferenceEnvFamily(ABC):
 
         return cases(system, scenario, vectorized=self.contract.vectorized)
 
-    def boundary_cases(self, system: System, scenario: str) -> list[Case]:
+    def boundary_cases(self, system: System, scenario: str) -> list[Any]:
         """The edge cases every search tries first (rlconform.envs.boundary_cases)."""
         return boundary_cases(system, scenario, vectorized=self.contract.vectorized)
 
@@ -160,39 +146,19 @@ class ReferenceEnvFamily(ABC):
         """Raise TypeError when a user's factory cannot take ``env_fns`` (the default API)."""
         signature.bind([])
 
-    def claims(self, obj: Any) -> bool:
-        return is_instance_of(obj, self.claimed_classes)
-
     def library_layers(self, obj: Any) -> list[str]:
         """The bundled systems that are the library part of the built stack ``obj`` (read while it
         is alive, kept in the run's semantics as ``library_systems``); none by default."""
         return []
 
     def library_systems(self, run: Any) -> list[str]:
-        return list(getattr(run, "semantics", {}).get("library_systems") or [])
-
-    def findings_row(self, system_id: str, spec_id: str) -> str | None:
-        import fnmatch
-
-        for (pattern, spec), row in self.findings.items():
-            if spec == spec_id and fnmatch.fnmatchcase(system_id, pattern):
-                return row
-        return None
-
-    #: what a user's factory is given to build its sub-envs with
-    factory_argument: ClassVar[str] = "env_fns"
-    #: a user's factory gets one ``env_fn`` that builds sub-env k on its k-th call (TorchRL): a
-    #: sub-env built and driven more than once at the same time means workers with copies of it
-    one_env_fn: ClassVar[bool] = False
-    #: attributes every object of the family has (a user's factory that returns something
-    #: without them is bad input)
-    required_attributes: ClassVar[tuple[str, ...]] = ("reset", "step", "num_envs")
+        return list(run.semantics.get("library_systems") or [])
 
     def user_capabilities(self) -> Capabilities:
         """What a user's system of this family is drawn with before the probe narrows it."""
         return Capabilities(partial_reset=False)
 
-    def prepare_user_build(self) -> None:  # noqa: B027 - optional hook
+    def prepare_user_build(self) -> None:
         """Called before each build of a user's factory (SB3 preloads its fork server)."""
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
@@ -214,9 +180,6 @@ class ReferenceEnvFamily(ABC):
             capabilities=self.user_capabilities(),
         )
 
-    def companions(self, system: System) -> list[System]:
-        return []
-
     def probe_num_envs(self, system: System) -> int:
         """How many reference envs the probe builds a user's system around."""
         return 2
@@ -224,11 +187,6 @@ class ReferenceEnvFamily(ABC):
     def refuse_shared_sub_envs(self, system: System, reason: str) -> str | None:
         """Why a factory whose sub-envs share one env factory cannot be checked (None: it can)."""
         return None
-
-    def close_probe(self, obj: Any) -> None:
-        close = getattr(obj, "close", None)
-        if callable(close):
-            close_within_limit(close)
 
     def probe_factory(self, system: System) -> Probed:
         """Whether building it starts worker processes, the capabilities to draw its cases with,
@@ -278,7 +236,7 @@ class ReferenceEnvFamily(ABC):
 
     # ------------------------------------------------------------ driving, op by op
 
-    def begin(self, driver: Driver, obj: Any) -> None:  # noqa: B027 - optional hook
+    def begin(self, driver: Driver, obj: Any) -> None:
         """Prepare per-run driver state before the first operation."""
 
     @abstractmethod
@@ -292,7 +250,7 @@ class ReferenceEnvFamily(ABC):
         ``semantics`` is what :meth:`describe_semantics` read off the built object (for example
         the autoreset mode a Gymnasium vector env declares)."""
 
-    def observe(self, obj: Any, record: CallRecord) -> None:  # noqa: B027 - optional hook
+    def observe(self, obj: Any, record: CallRecord) -> None:
         """Record family-specific state right after a call (e.g. normalizer statistics)."""
 
     def close(self, obj: Any) -> None:

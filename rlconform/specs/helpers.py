@@ -212,7 +212,7 @@ def agent_step_of_call(run: Run, position: int) -> int | None:
 def contract_of(system: System) -> Contract:
     """What ``system``'s family documents about its outputs: the facts a cross-family spec reads
     instead of branching on the family's name (each family states its own in its library)."""
-    contract = getattr(get_family(system.family), "contract", None)
+    contract = get_family(system.family).contract
     if not isinstance(contract, Contract):
         raise TypeError(f"family {system.family} documents no output contract for the cross-family specs")
     return contract

@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
-from rlconform.core.family import is_instance_of
 from rlconform.core.hangs import hung_call
-from rlconform.core.system import Capabilities, Probed, System, get_system
-from rlconform.core.user import BadInput, returned_type, spawns_workers
+from rlconform.core.system import Capabilities, System, get_system
+from rlconform.core.user import BadInput
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.envs.driver import ActionCodec, LiveRun, Run
 from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.reproducer import import_factory, print_run, test_name
 from rlconform.envs.script import EnvScript
 from rlconform.envs.trace import Slot
+from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.libraries.envauthor.layers import LayerRun, drive_layers
 from rlconform.libraries.envauthor.probes import edge_actions, probe_edges, probe_stream
 from rlconform.libraries.envauthor.torch_envs import (
@@ -156,6 +156,11 @@ class EnvRun:
     @property
     def usable(self) -> bool:
         return self.build_error is None and self.first is not None
+
+    @property
+    def semantics(self) -> dict[str, Any]:
+        """The core's RunRecord: this family reads no stack semantics."""
+        return {}
 
     def edges(self) -> dict[str, Any]:
         """The env stepped once with each action at the edges of its action space
@@ -783,7 +788,7 @@ if __name__ == "__main__":
 '''
 
 
-class EnvAuthorFamily:
+class EnvAuthorFamily(WholeRunFamily):
     """Family ``user.env``: a user's own env, checked for what holds for any env and run through
     every installed stack (``--api gymnasium.Env``)."""
 
@@ -791,11 +796,12 @@ class EnvAuthorFamily:
     api = "gymnasium.Env"
     factory_signature = "() -> gymnasium.Env"
     quiet_loggers = ("torchrl",)
-    user_options: tuple[str, ...] = (STACKS_OPTION,)
+    user_options = (STACKS_OPTION,)
     #: every stack the env is run through comes from one of these (a missing one is named in the
     #: verdicts as not exercised)
     libraries = ("gymnasium", "stable-baselines3", "torch", "torchrl", "tensordict")
-    uses_accelerator = False
+    claimed_classes = ("gymnasium.core.Env",)
+    required_attributes = ("reset", "step", "observation_space", "action_space")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> EnvRun:
         return execute_user_env(system, case)
@@ -813,15 +819,6 @@ class EnvAuthorFamily:
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind()
-
-    def claims(self, obj: Any) -> bool:
-        return is_instance_of(obj, ("gymnasium.core.Env",))
-
-    def library_systems(self, run: Any) -> list[str]:
-        return []  # the user's own object: no library under it to inherit from
-
-    def findings_row(self, system_id: str, spec_id: str) -> str | None:
-        return None
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         stacks = tuple(options.get(STACKS_OPTION) or ())
@@ -841,14 +838,6 @@ class EnvAuthorFamily:
             env_factory=fn,
             options=((STACKS_OPTION, stacks),) if stacks else (),
         )
-
-    def companions(self, system: System) -> list[System]:
-        return []
-
-    def probe_factory(self, system: System) -> Probed:
-        required = ("reset", "step", "observation_space", "action_space")
-        spawned = spawns_workers(system, lambda: system.build([]), required, returned_type(self.factory_signature))
-        return Probed(spawned, system.capabilities)
 
 
 FAMILY = EnvAuthorFamily()

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
-from rlconform.core.family import is_instance_of
-from rlconform.core.system import Capabilities, Probed, System
-from rlconform.core.user import BadInput, close_within_limit, load_callable, returned_type, spawns_workers
+from rlconform.core.system import Capabilities, System
+from rlconform.core.user import BadInput, close_within_limit, load_callable
 from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, deadline, reap
+from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.specs.families import NATIVE_VECTOR
 
 if TYPE_CHECKING:
@@ -121,6 +121,16 @@ class NativeRun:
     #: the single env's transitions per sub-env, where --single-env names one
     single: list[list[dict[str, Any]]] | None = None
     single_error: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        """The env was built (the core's RunRecord)."""
+        return self.build_error is None
+
+    @property
+    def semantics(self) -> dict[str, Any]:
+        """The core's RunRecord: this family reads no stack semantics."""
+        return {}
 
 
 def _mode_of(env: Any) -> str | None:
@@ -360,18 +370,16 @@ if __name__ == "__main__":
 '''
 
 
-class NativeVectorFamily:
+class NativeVectorFamily(WholeRunFamily):
     """Family ``gymnasium.VectorEnv`` (``--api gymnasium.VectorEnv``)."""
 
     name = NATIVE_VECTOR
     api = "gymnasium.VectorEnv"
     factory_signature = "(num_envs: int) -> gymnasium.vector.VectorEnv (a ready-made vector env)"
-    quiet_loggers: tuple[str, ...] = ()
-    user_options: tuple[str, ...] = (SINGLE_ENV_OPTION, SEEDING_OPTION, AUTORESET_OPTION)
-    #: what a user's factory is given (the name a factory's parameter says it fits, rlconform.core.user)
+    user_options = (SINGLE_ENV_OPTION, SEEDING_OPTION, AUTORESET_OPTION)
     factory_argument = "num_envs"
-    libraries = ("gymnasium",)
-    uses_accelerator = False
+    claimed_classes = ("gymnasium.vector.vector_env.VectorEnv",)
+    required_attributes = ("reset", "step", "num_envs", "single_action_space", "single_observation_space")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> NativeRun:
         return run_native_case(system, case)
@@ -393,15 +401,6 @@ class NativeVectorFamily:
         signature.bind(2)
         if "env_fns" in signature.parameters:
             raise TypeError("takes env factories")
-
-    def claims(self, obj: Any) -> bool:
-        return is_instance_of(obj, ("gymnasium.vector.vector_env.VectorEnv",))
-
-    def library_systems(self, run: Any) -> list[str]:
-        return []  # the user's own env: no library under it
-
-    def findings_row(self, system_id: str, spec_id: str) -> str | None:
-        return None
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         seeding = options.get(SEEDING_OPTION) or "seed+i"
@@ -429,14 +428,9 @@ class NativeVectorFamily:
             options=given,
         )
 
-    def companions(self, system: System) -> list[System]:
-        return []
-
-    def probe_factory(self, system: System) -> Probed:
-        required = ("reset", "step", "num_envs", "single_action_space", "single_observation_space")
+    def probe_build(self, system: System) -> Any:
         build: Callable[[int], Any] = system.build  # type: ignore[assignment]  # built from num_envs
-        spawned = spawns_workers(system, lambda: build(2), required, returned_type(self.factory_signature))
-        return Probed(spawned, system.capabilities)
+        return build(2)
 
 
 FAMILY = NativeVectorFamily()

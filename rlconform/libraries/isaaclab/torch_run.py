@@ -63,10 +63,17 @@ class TorchRun:
     notes: list[str] = field(default_factory=list)
     #: notes that concern one spec only
     spec_notes: dict[str, list[str]] = field(default_factory=dict)
+    #: the system the case ran on (the core's RunRecord; set by the family's ``run_case``)
+    system: Any = None
 
     @property
     def usable(self) -> bool:
         return self.build_error is None
+
+    @property
+    def semantics(self) -> dict[str, Any]:
+        """The core's RunRecord: this family reads no stack semantics."""
+        return {}
 
 
 _ENVS: dict[tuple[Any, ...], Any] = {}

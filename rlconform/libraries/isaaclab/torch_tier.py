@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-from rlconform.core.system import Probed, System
-from rlconform.core.user import returned_type, spawns_workers
+from rlconform.core.system import System
+from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.libraries.isaaclab.user import isaaclab_installed, reference_system, torch_system
 from rlconform.specs.families import ISAACLAB_TORCH
 
@@ -54,7 +54,7 @@ if __name__ == "__main__":
 '''
 
 
-class TorchTierFamily:
+class TorchTierFamily(WholeRunFamily):
     """Family ``isaaclab.torch`` (``--api isaaclab``): a ``(num_envs, device)`` factory driven
     with torch actions under the contract monitor."""
 
@@ -66,12 +66,17 @@ class TorchTierFamily:
     user_options = ("num_envs", "device")
     libraries = ("torch", "isaaclab")
     uses_accelerator = True
+    # DirectRLEnv's contract is duck-typed: a torch-batched env subclasses nothing in common, so
+    # the family claims no class (claimed_classes stays empty)
+    required_attributes = ("reset", "step", "num_envs", "device")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> TorchRun:
         from rlconform.libraries.isaaclab.torch_run import drive
         from rlconform.libraries.isaaclab.torch_specs import target_of
 
-        return drive(target_of(system), case)
+        run = drive(target_of(system), case)
+        run.system = system
+        return run
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[TorchCase]:
         from hypothesis import strategies as st
@@ -89,23 +94,8 @@ class TorchTierFamily:
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
         return reproducer(system, spec.id, case)
 
-    def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
-        print(f"system: {run.system.id} ({run.system.title}), {case}", file=stream)
-        if run.build_error is not None:
-            print(f"build error: {run.build_error}", file=stream)
-
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(1, "cpu")
-
-    def claims(self, obj: Any) -> bool:
-        # DirectRLEnv's contract is duck-typed: a torch-batched env subclasses nothing in common
-        return False
-
-    def library_systems(self, run: Any) -> list[str]:
-        return []  # the user's own object: no library under it to inherit from
-
-    def findings_row(self, system_id: str, spec_id: str) -> str | None:
-        return None
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         return torch_system(fn, reference, num_envs=options.get("num_envs"), device=options.get("device"))
@@ -120,11 +110,6 @@ class TorchTierFamily:
         if not isaaclab_installed():
             return []
         return [reference_system(target_of(system).device)]
-
-    def probe_factory(self, system: System) -> Probed:
-        required = ("reset", "step", "num_envs", "device")
-        spawned = spawns_workers(system, lambda: system.build([]), required, returned_type(self.factory_signature))
-        return Probed(spawned, system.capabilities)
 
 
 FAMILY = TorchTierFamily()

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from rlconform.core.family import is_instance_of
 from rlconform.core.system import Capabilities, Probed, System, SystemTable
 from rlconform.core.user import BadInput, close_within_limit, returned_type, spawns_workers
 from rlconform.core.watchdog import child_processes, reap
@@ -43,6 +42,7 @@ from rlconform.envs.calllog import FileSink, LogSink, MemorySink
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxAction, BoxObs, DictObs, DiscreteAction
 from rlconform.envs.truth import GroundTruth, build_truth
+from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.libraries.sb3.algorithm_rollouts import (
     RolloutCollected,
     RolloutFacts,
@@ -151,6 +151,16 @@ class AlgorithmRun:
     final_values: dict[tuple[int, int], float] = field(default_factory=dict)
     final_values_read: str = ""
     memo: dict[Any, Any] = field(default_factory=dict)
+
+    @property
+    def usable(self) -> bool:
+        """The model was built and the env logs read (the core's RunRecord)."""
+        return self.build_error is None and self.truth is not None
+
+    @property
+    def semantics(self) -> dict[str, Any]:
+        """The core's RunRecord: this family reads no stack semantics."""
+        return {}
 
 
 # ----------------------------------------------------------------------------------- building
@@ -498,18 +508,15 @@ if __name__ == "__main__":
 '''
 
 
-class AlgorithmFamily:
+class AlgorithmFamily(WholeRunFamily):
     """Family ``sb3.Algorithm`` (``--api sb3.Algorithm``)."""
 
     name = SB3_ALGORITHM
     api = "sb3.Algorithm"
     factory_signature = "(env: stable_baselines3 VecEnv) -> stable_baselines3 BaseAlgorithm"
-    quiet_loggers: tuple[str, ...] = ()
-    user_options: tuple[str, ...] = ()
-    #: what a user's factory is given (the name a factory's parameter says it fits, rlconform.core.user)
     factory_argument = "env"
     libraries = ("gymnasium", "stable-baselines3", "torch")
-    uses_accelerator = False
+    claimed_classes = ("stable_baselines3.common.base_class.BaseAlgorithm",)
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> AlgorithmRun:
         return run_algorithm_case(system, case)
@@ -545,15 +552,6 @@ class AlgorithmFamily:
             if name in signature.parameters:
                 raise TypeError(f"takes {name}")
 
-    def claims(self, obj: Any) -> bool:
-        return is_instance_of(obj, ("stable_baselines3.common.base_class.BaseAlgorithm",))
-
-    def library_systems(self, run: Any) -> list[str]:
-        return []
-
-    def findings_row(self, system_id: str, spec_id: str) -> str | None:
-        return None
-
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         return System(
             id=f"user:{reference}",
@@ -566,9 +564,6 @@ class AlgorithmFamily:
             capabilities=Capabilities(max_envs=3, partial_reset=False),
             description="an SB3 algorithm: what it stores in its replay buffer, against the env logs",
         )
-
-    def companions(self, system: System) -> list[System]:
-        return []
 
     def probe_factory(self, system: System) -> Probed:
         """Build the factory over a one-env DummyVecEnv of each observation and action kind: the
