@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rlconform.core.family import Family
+    from rlconform.core.options import FamilyOption
     from rlconform.core.spec import Spec
     from rlconform.core.system import System
 
@@ -46,6 +47,9 @@ class Library:
     #: modules loaded only where a top-level module is importable ({"isaaclab": (...)}): their
     #: systems cannot even be described without it (they subclass its classes)
     modules_when_importable: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the options of its families' user APIs, by ``--api`` name (rlconform.core.options): listed
+    #: here, from a light module, so that the front ends render them without loading a family
+    options: dict[str, tuple[FamilyOption, ...]] = field(default_factory=dict)
 
 
 @dataclass

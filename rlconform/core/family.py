@@ -20,6 +20,7 @@ from rlconform.core.catalog import current
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
+    from rlconform.core.options import FamilyOption
     from rlconform.core.spec import Spec
     from rlconform.core.system import Probed, System
 
@@ -56,9 +57,11 @@ class Family(Protocol):
     factory_signature: str
     #: loggers of the library that log a line per object it builds; quieted while driving it
     quiet_loggers: tuple[str, ...]
-    #: the options a user's factory is built with (``--num-envs``/``--device`` -> ``num_envs``,
-    #: ``device``), passed to :meth:`user_system`
-    user_options: tuple[str, ...]
+    #: the options a user's factory is built with, declared once (rlconform.core.options) and
+    #: rendered by every front end: ``--single-env`` for ``rlconform check``,
+    #: ``--rlconform-single-env`` for the plugin, ``options={"single_env": ...}`` for
+    #: ``parametrize_with_checks``; their values are passed to :meth:`user_system` by name
+    options: tuple[FamilyOption, ...]
     #: the distributions (as pip names them) whose versions matter to a check of this family: the
     #: header of ``rlconform check`` names these (beside numpy, Hypothesis and pytest), no others
     libraries: tuple[str, ...]

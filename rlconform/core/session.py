@@ -27,6 +27,7 @@ from typing import Any
 
 from rlconform.core.catalog import Catalog, current
 from rlconform.core.expected import FAILING, ExpectedFailures
+from rlconform.core.options import FamilyOption, OptionError, declared_options, given_options
 from rlconform.core.profiles import Profile, get_profile, session_seed
 from rlconform.core.progress import Event, Progress
 from rlconform.core.runner import RunCache
@@ -35,7 +36,7 @@ from rlconform.core.selection import matching
 from rlconform.core.spec import Spec
 from rlconform.core.suite import SystemProgress, run_checks
 from rlconform.core.system import System
-from rlconform.core.user import factory_system, family_for, probe, user_system, with_intents
+from rlconform.core.user import BadInput, factory_system, family_for, probe, user_system, with_intents
 from rlconform.core.verdict import Verdict, skip_status
 
 #: the kinds of system a user selects among by id (``rlconform list``): planted bugs are the
@@ -113,10 +114,19 @@ class Session:
         return with_intents(system, intended)
 
     def family_options(self, api: str, value: Callable[[str], Any]) -> dict[str, Any]:
-        """The options the family of ``api`` takes (Family.user_options: ``num_envs``, ``device``,
-        ``stacks``), each read with ``value(name)`` from the front end's own flags; an unknown api
+        """The options the family of ``api`` declares (``Family.options``: ``num_envs``,
+        ``device``, ``stacks``, ...), each read with ``value(name)`` from the front end's own flags;
+        an unknown api, an option of another family given, or a value the option does not accept
         is bad input."""
-        return {name: value(name) for name in family_for(api).user_options}
+        family = family_for(api)
+        try:
+            return given_options(family, self.family_option_list(), value)
+        except OptionError as exc:
+            raise BadInput(str(exc)) from None
+
+    def family_option_list(self) -> list[FamilyOption]:
+        """Every option a family of the catalog declares, once (what the front ends render)."""
+        return [option for option, _ in declared_options(self.catalog.libraries)]
 
     @staticmethod
     def unique(systems: Iterable[System]) -> list[System]:
@@ -258,7 +268,9 @@ class _ExpectedProgress(Progress):
         self.progress = progress
 
     def event(self, event: Event) -> None:
-        if event[0] == "verdict" and event[5] in FAILING:
+        # the event carries the shown status (suite: cell_status): an inherited failure is one
+        # the expected-failures file can excuse too (ExpectedFailures.apply reads its outcome, fail)
+        if event[0] == "verdict" and event[5] in (*FAILING, "inherited"):
             entry = self.expected.match(event[1], event[4])
             # an entry pinned to a signature excuses that failure only
             if entry is not None and entry.excuses(event[8] if len(event) > 8 else None):

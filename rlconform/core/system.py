@@ -145,7 +145,7 @@ class System:
     #: value changes the user declared to be on purpose (rlconform.core.intents): the specs accept
     #: them and list them as "changed as declared" instead of failing
     intended: frozenset[str] = frozenset()
-    #: a user's system: the family options it was given (``Family.user_options``, e.g. the stacks
+    #: a user's system: the family options it was given (``Family.options``, e.g. the stacks
     #: env-author mode runs the env through), as (name, value) pairs; its family reads them, and
     #: its reproducers rebuild the system with them
     options: tuple[tuple[str, Any], ...] = ()

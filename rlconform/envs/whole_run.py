@@ -26,8 +26,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from rlconform.core.family import is_instance_of
+from rlconform.core.options import FamilyOption
 from rlconform.core.system import Probed, System
-from rlconform.core.user import close_within_limit, returned_type, spawns_workers
+from rlconform.core.user import FactoryShape, close_within_limit, returned_type, spawns_workers
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -49,8 +50,9 @@ class WholeRunFamily(ABC):
     factory_argument: ClassVar[str] = "env_fns"
     #: loggers of the library that log a line per object it builds, quieted while it is driven
     quiet_loggers: ClassVar[tuple[str, ...]] = ()
-    #: the options a user's factory is built with, passed to :meth:`user_system`
-    user_options: ClassVar[tuple[str, ...]] = ()
+    #: the options a user's factory is built with, declared once (rlconform.core.options) and
+    #: passed to :meth:`user_system` by name
+    options: ClassVar[tuple[FamilyOption, ...]] = ()
     #: distributions whose versions matter to a check of this family
     libraries: ClassVar[tuple[str, ...]] = ("gymnasium",)
     #: the family's systems run on a torch device
@@ -60,6 +62,9 @@ class WholeRunFamily(ABC):
     contract: ClassVar[Any] = None
     #: the library base classes (``module.QualName``) of what a user's factory returns (:meth:`claims`)
     claimed_classes: ClassVar[tuple[str, ...]] = ()
+    #: what a factory of the family is annotated with (the classes it returns and is passed),
+    #: which tells a factory given the wrong ``--api`` (rlconform.core.user.api_it_fits)
+    factory_shape: ClassVar[FactoryShape] = FactoryShape()
     #: attributes every object of the family has: a user's factory that returns something
     #: without them is bad input (:meth:`probe_factory`)
     required_attributes: ClassVar[tuple[str, ...]] = ("reset", "step")

@@ -244,3 +244,15 @@ def test_readme_says_how_to_install_honestly() -> None:
     assert 'pip install "rlconform[gymnasium]"' in text
     assert 'pip install -e ".[gymnasium]"' in text
     assert "not on PyPI yet" in text
+
+
+def test_the_family_options_table_is_the_declaration() -> None:
+    """docs/cli.md lists every family option as the families declare it (rlconform.core.options):
+    regenerate the block between its markers from ``markdown_table`` when a declaration changes."""
+    from rlconform.core.catalog import current
+    from rlconform.core.options import markdown_table
+
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    start, end = "<!-- family-options: start -->\n", "\n<!-- family-options: end -->"
+    shown = text[text.index(start) + len(start) : text.index(end)]
+    assert shown == markdown_table(current().libraries)

@@ -3,6 +3,7 @@ through every installed stack (Gymnasium vector modes, SB3, TorchRL) that must g
 transitions (family ``user.env``, ``--api gymnasium.Env``)."""
 
 from rlconform.core.catalog import Library
+from rlconform.libraries.envauthor.options import ENV_AUTHOR_OPTIONS
 
 LIBRARY = Library(
     name="envauthor",
@@ -13,4 +14,5 @@ LIBRARY = Library(
     ),
     # the planted envs are Gymnasium envs, built once to read their docstrings
     modules_when_importable={"gymnasium": ("rlconform.libraries.envauthor.planted",)},
+    options={"gymnasium.Env": ENV_AUTHOR_OPTIONS},
 )

@@ -31,16 +31,18 @@ import numpy as np
 
 from rlconform.core.compare import first_difference
 from rlconform.core.hangs import hung_call
+from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System, get_system
-from rlconform.core.user import BadInput
+from rlconform.core.user import BadInput, FactoryShape
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.envs.driver import ActionCodec, LiveRun, Run
 from rlconform.envs.plan import Case, Op, Reset, Step
-from rlconform.envs.reproducer import import_factory, print_run, test_name
+from rlconform.envs.reproducer import print_run
 from rlconform.envs.script import EnvScript
 from rlconform.envs.trace import Slot
 from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.libraries.envauthor.layers import LayerRun, drive_layers
+from rlconform.libraries.envauthor.options import ENV_AUTHOR_OPTIONS, STACKS_OPTION
 from rlconform.libraries.envauthor.probes import edge_actions, probe_edges, probe_stream
 from rlconform.libraries.envauthor.torch_envs import (
     to_env_action,
@@ -214,7 +216,6 @@ class EnvRun:
 
 
 #: the family option naming the stacks to run (``check --stacks``, ``--rlconform-stacks``)
-STACKS_OPTION = "stacks"
 
 
 def chosen_stacks(system: System) -> tuple[str, ...]:
@@ -677,12 +678,6 @@ def _matches_any(pattern: str) -> bool:
     return any(_matches(stack_id, (pattern,)) for stack_id in STACKS)
 
 
-def _stacks_argument(system: System) -> str:
-    """``, stacks=(...)`` for a reproducer's ``replay`` call when the user chose the stacks."""
-    stacks = system.option(STACKS_OPTION)
-    return f", stacks={tuple(stacks)!r}" if stacks else ""
-
-
 def _steps_driven(case: EnvCase, run: Any) -> int:
     """The steps the case drove each copy: its own, or more to reach the episode ends (a replay
     of the case drives as many again)."""
@@ -696,20 +691,15 @@ def _steps_phrase(case: EnvCase, steps: int, same: str | None = None) -> str:
     return f"{steps} (the case's {case.steps}, continued past the first episode ends)"
 
 
-def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = None) -> str | None:
-    """The reproducer as a pytest regression test the env's author can keep: it imports the env
-    factory, makes the case's bare run as plain ``reset``/``step`` calls (a NumPy env's: a
-    torch-native env's actions go through rlconform's conversion), and asserts that replaying the
-    case finds no violation of ``spec``. None where the factory cannot be imported by name."""
-    name = test_name(spec)
-    found = import_factory(system.source, {"copy", "case", "violations", "replay", "EnvCase", "env", "actions", name})
-    if found is None:
+def _env_plain(system: System, spec: Spec, case: EnvCase, run: Any) -> Callable[[str], tuple[list[str], str]] | None:
+    """The bare run a user's test makes on the env before replaying: a NumPy env's reset and
+    sampled steps as plain calls (a torch-native env's actions go through rlconform's conversion,
+    and a hung env would hang the test: those only replay)."""
+    if run is None or getattr(run, "torch_device", None) is not None or hung_call(run) is not None:
         return None
-    imported, factory = found
-    plain = run is not None and getattr(run, "torch_device", None) is None and hung_call(run) is None
     steps = _steps_driven(case, run)
-    body = []
-    if plain:
+
+    def plain(factory: str) -> tuple[list[str], str]:
         body = [
             f"env = {factory}()",
             "actions = copy.deepcopy(env.action_space)",
@@ -729,63 +719,30 @@ def env_regression_test(system: System, spec: Spec, case: EnvCase, run: Any = No
             "    after each episode end); then rlconform replays the case, the bare env and every installed\n"
             f"    stack, and {spec.id} must hold."
         )
-    else:
-        what = f"Replays the minimal case on {system.source} (bare and through every installed stack): {spec.id} must hold."
-    body += [
-        f'violations = replay({factory}, case, {spec.id!r}, family="gymnasium.Env"{_stacks_argument(system)})',
-        'assert not violations, "\\n".join(v.render() for v in violations)',
-    ]
-    indented = "\n".join(f"    {line}" for line in body)
-    return f'''"""rlconform reproducer: {system.source} violates {spec.id}.
+        return body, what
 
-{spec.statement}
-
-The env is reset with seed {case.seed}, stepped {_steps_phrase(case, _steps_driven(case, run))} times with actions sampled from its
-action space seeded with {case.action_seed} (+ i for copy i), and run through {case.num_envs}
-copies in each installed stack.
-
-Keep it as a regression test: pytest collects {name}, which makes the case's calls on your env
-and fails while the violation remains. Or run it: exit status 1 while the violation remains.
-"""
-import copy
-
-{imported}
-from rlconform.replay import EnvCase, replay
-
-case = {case!r}
-
-
-def {name}() -> None:
-    """{what}"""
-{indented}
-
-
-if __name__ == "__main__":
-    violations = replay({factory}, case, {spec.id!r}, family="gymnasium.Env"{_stacks_argument(system)})
-    raise SystemExit(1 if violations else 0)
-'''
+    return plain
 
 
 def env_reproducer(system: System, spec: Spec, case: EnvCase, run: Any = None) -> str:
-    kept = env_regression_test(system, spec, case, run)
-    if kept is not None:
-        return kept
-    return f'''"""rlconform reproducer: {system.source} violates {spec.id}.
-
-{spec.statement}
-
-The env is reset with seed {case.seed}, stepped {_steps_phrase(case, _steps_driven(case, run))} times with actions sampled from its
-action space seeded with {case.action_seed} (+ i for copy i), and run through {case.num_envs}
-copies in each installed stack.
-"""
-from rlconform.replay import EnvCase, replay
-
-case = {case!r}
-
-if __name__ == "__main__":
-    violations = replay({system.source!r}, case, {spec.id!r}, family={GYMNASIUM_ENV!r}{_stacks_argument(system)})
-    raise SystemExit(1 if violations else 0)
-'''
+    """The reproducer of ``case``: a user's env by its factory (its test first makes the bare run's
+    calls on it), a bundled one by its id, with the stacks the user chose."""
+    about = (
+        f"The env is reset with seed {case.seed}, stepped {_steps_phrase(case, _steps_driven(case, run))} times with actions sampled from its\n"
+        f"action space seeded with {case.action_seed} (+ i for copy i), and run through {case.num_envs}\n"
+        "copies in each installed stack."
+    )
+    stacks = system.option(STACKS_OPTION)
+    parts = ReproducerParts(
+        system,
+        spec,
+        case_lines(case),
+        GYMNASIUM_ENV,
+        about,
+        {"stacks": tuple(stacks) if stacks else None},
+        plain=_env_plain(system, spec, case, run),
+    )
+    return write(parts)
 
 
 class EnvAuthorFamily(WholeRunFamily):
@@ -796,11 +753,14 @@ class EnvAuthorFamily(WholeRunFamily):
     api = "gymnasium.Env"
     factory_signature = "() -> gymnasium.Env"
     quiet_loggers = ("torchrl",)
-    user_options = (STACKS_OPTION,)
+    options = ENV_AUTHOR_OPTIONS
     #: every stack the env is run through comes from one of these (a missing one is named in the
     #: verdicts as not exercised)
     libraries = ("gymnasium", "stable-baselines3", "torch", "torchrl", "tensordict")
     claimed_classes = ("gymnasium.core.Env",)
+    factory_shape = FactoryShape(returns=claimed_classes)
+    #: the factory takes no argument
+    factory_argument = ""
     required_attributes = ("reset", "step", "observation_space", "action_space")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> EnvRun:

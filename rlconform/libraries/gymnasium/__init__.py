@@ -2,6 +2,7 @@
 in every autoreset mode (family ``gymnasium.vector``), their reference models and planted bugs."""
 
 from rlconform.core.catalog import Library
+from rlconform.libraries.gymnasium.options import NATIVE_VECTOR_OPTIONS
 
 LIBRARY = Library(
     name="gymnasium",
@@ -16,4 +17,5 @@ LIBRARY = Library(
         "rlconform.libraries.gymnasium.native_planted",
         "rlconform.libraries.gymnasium.native_envpool",
     ),
+    options={"gymnasium.VectorEnv": NATIVE_VECTOR_OPTIONS},
 )

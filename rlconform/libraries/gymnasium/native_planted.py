@@ -9,6 +9,7 @@ import functools
 from typing import Any
 
 from rlconform.core.system import Capabilities, System, SystemTable
+from rlconform.libraries.gymnasium.options import MODES
 from rlconform.specs.families import NATIVE_VECTOR
 
 SYSTEMS = SystemTable()
@@ -103,7 +104,7 @@ for _name, (_cls, _mode, _options, _fails) in PLANTS.items():
             availability=_no_autoreset_mode,
         )
     )
-for _mode in ("NextStep", "SameStep", "Disabled"):
+for _mode in MODES:
     SYSTEMS.add(
         _system(
             f"reference.native_vector.{_mode}",

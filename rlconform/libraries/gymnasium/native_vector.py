@@ -30,10 +30,18 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
+from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System
-from rlconform.core.user import BadInput, close_within_limit, load_callable
+from rlconform.core.user import FactoryShape, close_within_limit, load_callable
 from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, deadline, reap
 from rlconform.envs.whole_run import WholeRunFamily
+from rlconform.libraries.gymnasium.options import (
+    AUTORESET_OPTION,
+    MODES,
+    NATIVE_VECTOR_OPTIONS,
+    SEEDING_OPTION,
+    SINGLE_ENV_OPTION,
+)
 from rlconform.specs.families import NATIVE_VECTOR
 
 if TYPE_CHECKING:
@@ -41,13 +49,6 @@ if TYPE_CHECKING:
 
     from rlconform.core.spec import Spec
 
-#: the options of ``--api gymnasium.VectorEnv`` (rlconform check --single-env/--seeding/--autoreset-mode)
-SINGLE_ENV_OPTION = "single_env"
-SEEDING_OPTION = "seeding"
-AUTORESET_OPTION = "autoreset_mode"
-#: the seeding schemes a vector env may declare (``--seeding``)
-SEEDINGS = ("seed+i", "shared", "construction")
-MODES = ("NextStep", "SameStep", "Disabled")
 
 
 @dataclass(frozen=True)
@@ -345,29 +346,14 @@ def native_cases(system: System) -> SearchStrategy[NativeCase]:
 
 
 def native_reproducer(system: System, spec: Spec, case: NativeCase) -> str:
-    """A script that replays ``case``: a user's factory by its name with its options, a bundled
-    system by its id (its options are its own)."""
-    if system.kind != "user":
-        target, given = system.id, ""
-    else:
-        options = {name: system.option(name) for name in (SINGLE_ENV_OPTION, SEEDING_OPTION, AUTORESET_OPTION)}
-        target = system.source
-        given = f", family={NativeVectorFamily.api!r}" + "".join(
-            f", {name}={value!r}" for name, value in options.items() if value
-        )
-    return f'''"""rlconform reproducer: {system.source} violates {spec.id}.
-
-{spec.statement}
-"""
-from rlconform.libraries.gymnasium.native_vector import NativeCase
-from rlconform.replay import replay
-
-case = {case!r}
-
-if __name__ == "__main__":
-    violations = replay({target!r}, case, {spec.id!r}{given})
-    raise SystemExit(1 if violations else 0)
-'''
+    """The reproducer of ``case``: a user's factory with its options, a bundled system by its id
+    (its options are its own)."""
+    options = {name: system.option(name) or None for name in (SINGLE_ENV_OPTION, SEEDING_OPTION, AUTORESET_OPTION)}
+    about = (
+        f"{system.title}: reset with seed {case.seed}, {case.num_envs} sub-envs, stepped {case.steps} times with\n"
+        f"actions sampled from its action space seeded with {case.action_seed}."
+    )
+    return write(ReproducerParts(system, spec, case_lines(case), NativeVectorFamily.api, about, options))
 
 
 class NativeVectorFamily(WholeRunFamily):
@@ -376,9 +362,12 @@ class NativeVectorFamily(WholeRunFamily):
     name = NATIVE_VECTOR
     api = "gymnasium.VectorEnv"
     factory_signature = "(num_envs: int) -> gymnasium.vector.VectorEnv (a ready-made vector env)"
-    user_options = (SINGLE_ENV_OPTION, SEEDING_OPTION, AUTORESET_OPTION)
+    options = NATIVE_VECTOR_OPTIONS
     factory_argument = "num_envs"
     claimed_classes = ("gymnasium.vector.vector_env.VectorEnv",)
+    factory_shape = FactoryShape(
+        returns=claimed_classes, return_names=("SyncVectorEnv", "AsyncVectorEnv", "VectorWrapper")
+    )
     required_attributes = ("reset", "step", "num_envs", "single_action_space", "single_observation_space")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> NativeRun:
@@ -399,16 +388,10 @@ class NativeVectorFamily(WholeRunFamily):
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(2)
-        if "env_fns" in signature.parameters:
-            raise TypeError("takes env factories")
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         seeding = options.get(SEEDING_OPTION) or "seed+i"
-        if seeding not in SEEDINGS:
-            raise BadInput(f"--seeding {seeding!r}: one of {', '.join(SEEDINGS)}")
         mode = options.get(AUTORESET_OPTION)
-        if mode is not None and mode not in MODES:
-            raise BadInput(f"--autoreset-mode {mode!r}: one of {', '.join(MODES)}")
         single = options.get(SINGLE_ENV_OPTION)
         if single:
             load_callable(str(single))  # a typo is bad input now, not an error later

@@ -10,6 +10,7 @@ from typing import Any
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.libraries.gymnasium import vector_model as models
 from rlconform.libraries.gymnasium.env_model import build_model_env
+from rlconform.libraries.gymnasium.options import MODES
 from rlconform.specs.families import GYMNASIUM_ENV, GYMNASIUM_VECTOR
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -44,7 +45,7 @@ def _vector_model(mode: str, wrapper: str | None, capabilities: Capabilities) ->
 
 
 def _register_vector_models() -> None:
-    for mode in ("NextStep", "SameStep", "Disabled"):
+    for mode in MODES:
         SYSTEMS.add(_vector_model(mode, None, Capabilities()))
         SYSTEMS.add(_vector_model(mode, "RecordEpisodeStatistics", Capabilities()))
         SYSTEMS.add(_vector_model(mode, "NormalizeReward", Capabilities()))

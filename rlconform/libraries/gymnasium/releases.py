@@ -27,7 +27,9 @@ import importlib.metadata
 import re
 from dataclasses import dataclass
 
-ALL_MODES = ("NextStep", "SameStep", "Disabled")
+from rlconform.libraries.gymnasium.options import MODES
+
+ALL_MODES = MODES
 
 
 def parse_version(text: str) -> tuple[int, ...]:

@@ -24,6 +24,7 @@ import numpy as np
 
 from rlconform.core.family import find_layer, layer_chain
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.core.user import FactoryShape
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, missing_masks, split_batch, unbatch_infos
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
@@ -32,6 +33,7 @@ from rlconform.envs.spaces import array_literal
 from rlconform.envs.tap import sub_env_layers
 from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.libraries.gymnasium.model_selection import ModelMatch, match_vector_env_model
+from rlconform.libraries.gymnasium.options import MODES
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
 from rlconform.specs.families import GYMNASIUM_VECTOR
@@ -50,7 +52,6 @@ from rlconform.specs.statistics import (
 #: this module's systems, read by the catalog (rlconform.core.catalog)
 SYSTEMS = SystemTable()
 
-MODES = ("NextStep", "SameStep", "Disabled")
 #: the specs AsyncVectorEnv(shared_memory=False) fails in NEXT_STEP mode (FINDINGS G4)
 _G4_SPECS = (
     "continuity.no_discarded_episode",
@@ -87,6 +88,9 @@ class GymVectorFamily(ReferenceEnvFamily):
     name = GYMNASIUM_VECTOR
     api = "gymnasium.vector"
     claimed_classes = ("gymnasium.vector.vector_env.VectorEnv",)
+    factory_shape = FactoryShape(
+        returns=claimed_classes, return_names=("SyncVectorEnv", "AsyncVectorEnv", "VectorWrapper")
+    )
     #: the Gymnasium defects the bundled systems show (FINDINGS.md), for failures a user's stack
     #: inherits from them (rlconform.core.inherited)
     findings = {

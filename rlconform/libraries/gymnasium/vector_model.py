@@ -17,9 +17,8 @@ import numpy as np
 from rlconform.core.system import EnvFn
 from rlconform.envs.stacking import stack_obs
 from rlconform.libraries.gymnasium.infos import final_entries, merge_info
+from rlconform.libraries.gymnasium.options import MODES
 from rlconform.libraries.gymnasium.releases import installed as installed_release
-
-MODES = ("NextStep", "SameStep", "Disabled")
 
 
 def _seeds(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int | None]:

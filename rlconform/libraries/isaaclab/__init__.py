@@ -8,6 +8,7 @@ with a few tensor operations whatever the number of sub-envs.
 """
 
 from rlconform.core.catalog import Library
+from rlconform.libraries.isaaclab.options import TORCH_TIER_OPTIONS
 
 LIBRARY = Library(
     name="isaaclab",
@@ -28,4 +29,5 @@ LIBRARY = Library(
         ),
         "isaaclab": ("rlconform.libraries.isaaclab.bundled",),
     },
+    options={"isaaclab": TORCH_TIER_OPTIONS},
 )

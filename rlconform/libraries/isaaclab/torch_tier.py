@@ -15,8 +15,11 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import System
+from rlconform.core.user import FactoryShape
 from rlconform.envs.whole_run import WholeRunFamily
+from rlconform.libraries.isaaclab.options import TORCH_TIER_OPTIONS
 from rlconform.libraries.isaaclab.user import isaaclab_installed, reference_system, torch_system
 from rlconform.specs.families import ISAACLAB_TORCH
 
@@ -27,31 +30,19 @@ if TYPE_CHECKING:
     from rlconform.libraries.isaaclab.torch_run import TorchCase, TorchRun
 
 
-def reproducer(system: System, spec_id: str, case: TorchCase) -> str:
+def reproducer(system: System, spec: Spec, case: TorchCase) -> str:
     from rlconform.libraries.isaaclab import wrappers as wr
     from rlconform.libraries.isaaclab.torch_specs import target_of
 
     target = target_of(system)
     through = f" through {wr.driver_for(target.wrapper).title}" if target.wrapper else ""
-    build = (
-        f", family={TorchTierFamily.api!r}, num_envs={target.num_envs}, device={target.device!r}"
-        if system.kind == "user"
-        else ""
+    about = (
+        f"{system.title}: {target.num_envs} sub-envs on {target.device}{through}, reset with seed {case.seed},\n"
+        f"stepped {case.steps} times with {case.pattern} torch actions (generator seed {case.action_seed})\n"
+        "under rlconform's contract monitor."
     )
-    return f'''"""rlconform reproducer: {system.id} violates {spec_id}.
-
-{system.title}: {target.num_envs} sub-envs on {target.device}{through}, reset with seed {case.seed},
-stepped {case.steps} times with {case.pattern} torch actions (generator seed {case.action_seed})
-under rlconform's contract monitor.
-"""
-from rlconform.replay import TorchCase, replay
-
-case = {case!r}
-
-if __name__ == "__main__":
-    violations = replay({system.id!r}, case, {spec_id!r}{build})
-    raise SystemExit(1 if violations else 0)
-'''
+    options = {"num_envs": target.num_envs, "device": target.device}
+    return write(ReproducerParts(system, spec, case_lines(case), TorchTierFamily.api, about, options))
 
 
 class TorchTierFamily(WholeRunFamily):
@@ -63,11 +54,16 @@ class TorchTierFamily(WholeRunFamily):
     factory_signature = "(num_envs: int, device: str) -> env following DirectRLEnv's step/reset contract"
     # a wrapper the tier drives may be TorchRL's, which logs a line per env it builds
     quiet_loggers = ("torchrl",)
-    user_options = ("num_envs", "device")
+    options = TORCH_TIER_OPTIONS
     libraries = ("torch", "isaaclab")
     uses_accelerator = True
     # DirectRLEnv's contract is duck-typed: a torch-batched env subclasses nothing in common, so
-    # the family claims no class (claimed_classes stays empty)
+    # the family claims no class (claimed_classes stays empty); a factory annotated as returning
+    # one of Isaac Lab's env classes is one of its factories all the same
+    factory_shape = FactoryShape(
+        returns=("isaaclab.envs.direct_rl_env.DirectRLEnv", "isaaclab.envs.manager_based_rl_env.ManagerBasedRLEnv")
+    )
+    factory_argument = "num_envs"
     required_attributes = ("reset", "step", "num_envs", "device")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> TorchRun:
@@ -92,7 +88,7 @@ class TorchTierFamily(WholeRunFamily):
         )
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        return reproducer(system, spec.id, case)
+        return reproducer(system, spec, case)
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(1, "cpu")
