@@ -1,15 +1,17 @@
 """The stable public entry point of reproducers: replay one case on one system, without Hypothesis.
 
 A reproducer imports only from here: :func:`replay` and the names its case is written with (plan
-operations, env scripts and spaces, and the case types of the families that draw their own). The
-modules behind them may move; these names stay. The case types of optional libraries (Isaac Lab's
-``TorchCase``, TorchRL's collector and replay-buffer cases) are imported only when a reproducer
-asks for them, so that importing this module needs no optional library.
+operations, env scripts and spaces, and the case type of every family that draws its own:
+``AlgorithmCase``, ``NativeCase``, ``EstimatorCase``, ``ReplayCase``, ``CollectorCase``,
+``TorchCase``, ``EnvCase``). The modules behind them may move; these names stay. The case types
+live in their libraries' packages and are imported only when a reproducer asks for them, so that
+importing this module needs no optional library.
 
-A reproducer of a user's own factory is also a pytest regression test: it imports the factory,
-builds it around rlconform's reference envs (:func:`make_reference_env`; a ``torchrl.EnvBase``
-factory gets a :class:`SubEnvFactory`), makes the minimal case's calls as plain ``reset``/``step``
-calls, and asserts that :func:`replay` finds no violation (``replay`` takes the factory object).
+Every reproducer, whatever the ``--api``, is a pytest test that asserts that :func:`replay` finds no
+violation (``rlconform.core.reproducer.write``). One of a user's own factory imports the factory
+(``replay`` takes the factory object) and, where the family has a plain-call form, first builds it
+around rlconform's reference envs (:func:`make_reference_env`; a ``torchrl.EnvBase`` factory gets a
+:class:`SubEnvFactory`) and makes the minimal case's calls as plain ``reset``/``step`` calls.
 """
 
 from __future__ import annotations
@@ -39,12 +41,17 @@ from rlconform.envs.spaces import (
     TupleObs,
 )
 
-#: names a reproducer may import from here that live in an optional library's package
+#: names a reproducer may import from here that live in a library's package: every family's case
+#: type, imported only when a reproducer asks for it (a module that moves changes its line here,
+#: never a reproducer)
 _LAZY = {
-    "EnvCase": "rlconform.libraries.envauthor.family",
-    "TorchCase": "rlconform.libraries.isaaclab.torch_run",
+    "AlgorithmCase": "rlconform.libraries.sb3.algorithm_family",
     "CollectorCase": "rlconform.libraries.torchrl.collectors",
+    "EnvCase": "rlconform.libraries.envauthor.family",
+    "EstimatorCase": "rlconform.libraries.torchrl.value_estimators",
+    "NativeCase": "rlconform.libraries.gymnasium.native_vector",
     "ReplayCase": "rlconform.libraries.torchrl.replay_buffers",
+    "TorchCase": "rlconform.libraries.isaaclab.torch_run",
     # the reference env is a gymnasium.Env: imported only when a reproducer builds one
     "make_reference_env": "rlconform.envs.reference_env",
     # the env_fn a torchrl.EnvBase factory gets: its k-th call builds sub-env k

@@ -319,9 +319,9 @@ def _undefined_names(source: str) -> set[str]:
 
 @pytest.mark.parametrize("importable", [True, False], ids=["regression-test", "script"])
 def test_env_reproducers_read_only_names_they_define(importable: bool) -> None:
-    """Both forms of an env-author reproducer: the regression test (the factory importable by
-    name) and the script (a factory defined where no test file can import it, e.g. in a function),
-    with the stacks chosen carried into the replay call."""
+    """Both forms of an env-author reproducer, each a pytest test: the factory imported by name,
+    or named by its reference where no test file can import it (e.g. defined in a function), with
+    the stacks chosen carried into the replay call."""
     reference = _fixture("counter")
     system = user_system(reference, "gymnasium.Env", stacks=("sb3.DummyVecEnv",))
     if not importable:
@@ -329,4 +329,5 @@ def test_env_reproducers_read_only_names_they_define(importable: bool) -> None:
     source = envcheck.env_reproducer(system, get_spec("env.step_after_end"), ONE_CASE)
     assert _undefined_names(source) == set(), source
     assert "stacks=('sb3.DummyVecEnv',)" in source
-    assert ("def test_" in source) is importable
+    assert "def test_env_step_after_end() -> None:" in source
+    assert ("from rlconform.libraries.envauthor.sample_envs import counter" in source) is importable

@@ -255,7 +255,7 @@ def test_check_api_isaaclab_runs_the_users_env_and_the_reference_env() -> None:
     assert f"PASS            [user:{FACTORY}] isaaclab.final_obs" in out
     # a DirectRLEnv subclass inherits the reused flag buffers: the user's env fails, with a reproducer
     assert f"FAIL            [user:{FACTORY}] isaaclab.returned_data_stable" in out
-    assert "replay('user:" in out and "num_envs=32, device='cpu'" in out
+    assert "replay(make_batch_stamp_env, case, " in out and "num_envs=32, device='cpu'" in out
     assert done.returncode == 1
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
+from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, Probed, System, SystemTable
 from rlconform.core.user import BadInput, close_within_limit, returned_type, spawns_workers
 from rlconform.core.watchdog import child_processes, reap
@@ -487,25 +488,11 @@ def algorithm_boundary_cases(system: System) -> list[AlgorithmCase]:
 
 
 def algorithm_reproducer(system: System, spec: Spec, case: AlgorithmCase) -> str:
-    if system.kind != "user":
-        target, given = system.id, ""
-    else:
-        target, given = system.source, f", family={AlgorithmFamily.api!r}"
-    return f'''"""rlconform reproducer: {system.source} violates {spec.id}.
-
-{spec.statement}
-"""
-from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.envs.spaces import BoxAction, BoxObs, DictObs, DiscreteAction
-from rlconform.libraries.sb3.algorithm_family import AlgorithmCase
-from rlconform.replay import replay
-
-case = {case!r}
-
-if __name__ == "__main__":
-    violations = replay({target!r}, case, {spec.id!r}{given})
-    raise SystemExit(1 if violations else 0)
-'''
+    about = (
+        f"{system.title}: model.learn(total_timesteps={case.steps * case.num_envs}) over {case.num_envs} reference envs\n"
+        f"following the case's script, vectorized by {case.vec_env}; then its buffer is read back."
+    )
+    return write(ReproducerParts(system, spec, case_lines(case), AlgorithmFamily.api, about))
 
 
 class AlgorithmFamily(WholeRunFamily):

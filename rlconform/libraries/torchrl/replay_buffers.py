@@ -18,16 +18,19 @@ the torch in constraints.txt.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from rlconform.core.family import is_instance_of
+from rlconform.core.reproducer import write
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, SystemTable
 from rlconform.core.user import returned_type, spawns_workers
 from rlconform.envs.plan import Case, Op, Reset
+from rlconform.envs.reproducer import reference_parts
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, Decoded, DiscreteAction
 from rlconform.envs.stamp import Stamp
@@ -468,26 +471,15 @@ class ReplayFamily(DrivenObjectFamily):
         return Probed(spawned, system.capabilities)
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        if system.kind != "user":
-            return super().reproducer(system, spec, case, run)
-        return f'''"""rlconform reproducer: {system.id} violates {spec.id}.
-
-{spec.statement}
-
-Buffer: {system.title}, filled from
-Collector({env_source(case.num_envs)}, None, frames_per_batch={case.steps_per_batch * case.num_envs}, ...)
-with env_fns[i] = functools.partial(make_reference_env, script, i), then sampled.
-"""
-from rlconform.libraries.torchrl.replay_buffers import ReplayCase
-from rlconform.replay import BoxObs, DiscreteAction, EnvScript, EpisodePlan, Reset, replay
-
-script = {case.script!r}
-case = {case!r}
-
-if __name__ == "__main__":
-    violations = replay({system.source!r}, case, {spec.id!r}, family={self.api!r})
-    raise SystemExit(1 if violations else 0)
-'''
+        parts = reference_parts(system, spec, case, run, family=self)
+        if not isinstance(case, ReplayCase):
+            return write(parts)
+        about = (
+            f"Buffer: {system.title}, filled from\n"
+            f"Collector({env_source(case.num_envs)}, None, frames_per_batch={case.steps_per_batch * case.num_envs}, ...)\n"
+            "with env_fns[i] = functools.partial(make_reference_env, script, i), then sampled."
+        )
+        return write(dataclasses.replace(parts, about=about))
 
 
 def _no_close(obj: Any) -> None:

@@ -23,16 +23,19 @@ documentation).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rlconform.core.family import is_instance_of
+from rlconform.core.reproducer import write
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, SystemTable
 from rlconform.core.user import returned_type, spawns_workers
 from rlconform.envs.plan import Case, Op, Reset
+from rlconform.envs.reproducer import reference_parts
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, DiscreteAction
 from rlconform.envs.stamp import Stamp
@@ -225,27 +228,15 @@ class ValueEstimatorFamily(DrivenObjectFamily):
         return Probed(spawned, system.capabilities)
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        target = system.id if system.kind != "user" else system.source
-        given = f", family={self.api!r}" if system.kind == "user" else ""
-        return f'''"""rlconform reproducer: {system.id} violates {spec.id}.
-
-{spec.statement}
-
-Estimator: {system.title}, built around a linear value network of the observation
-(rlconform.libraries.torchrl.value_torch.make_value_network), fed the batches of
-{case.collector_source()}
-with env_fns[i] = functools.partial(make_reference_env, script, i).
-"""
-from rlconform.libraries.torchrl.value_estimators import EstimatorCase
-from rlconform.replay import BoxObs, DiscreteAction, EnvScript, EpisodePlan, Reset, replay
-
-script = {case.script!r}
-case = {case!r}
-
-if __name__ == "__main__":
-    violations = replay({target!r}, case, {spec.id!r}{given})
-    raise SystemExit(1 if violations else 0)
-'''
+        parts = reference_parts(system, spec, case, run, family=self)
+        if not isinstance(case, EstimatorCase):
+            return write(parts)
+        about = (
+            f"Estimator: {system.title}, built around a linear value network of the observation\n"
+            f"(make_value_network), fed the batches of\n{case.collector_source()}\n"
+            "with env_fns[i] = functools.partial(make_reference_env, script, i)."
+        )
+        return write(dataclasses.replace(parts, about=about))
 
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
         print(f"system: {run.system.id} ({run.system.title})", file=stream)
