@@ -87,8 +87,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reproducers",
         metavar="DIR",
-        help="write each failure's reproducer to DIR, one .py file per failure group (test_*.py for "
-        "your own factory: a pytest regression test you can keep; repro_*.py otherwise); the listing then "
+        help="write each failure's reproducer to DIR, one .py file per failure group (test_*.py: a pytest "
+        "test, for your own factory a regression test you can keep); the listing then "
         "names each file instead of printing the script",
     )
     parser.add_argument(
@@ -638,8 +638,8 @@ def _safe_name(text: str) -> str:
 
 def reproducer_path(directory: str, verdict: Verdict, taken: set[str]) -> str:
     """Where ``--reproducers DIR`` writes ``verdict``'s reproducer: ``test_SYSTEM__SPEC.py`` when it
-    holds a pytest test (your own factory's regression test), else ``repro_SYSTEM__SPEC.py``;
-    letters, digits and '_' only, numbered when two names would meet."""
+    holds a pytest test (every reproducer does: ``rlconform.core.reproducer.write``), else
+    ``repro_SYSTEM__SPEC.py``; letters, digits and '_' only, numbered when two names would meet."""
     source = verdict.reproducer or ""
     prefix = "test" if re.search(r"^def test_", source, re.MULTILINE) else "repro"
     stem = f"{prefix}_{_safe_name(verdict.system_id)}__{_safe_name(verdict.spec_id)}"
