@@ -64,6 +64,7 @@ from rlconform.reports.results import (
     render_table,
     shows_reproducer,
     spec_column,
+    status_label,
 )
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -689,8 +690,10 @@ def _write_reproducers(
 
 
 def _verdict_lines(verdicts: Sequence[Verdict], *, several_systems: bool) -> list[str]:
-    """One line per verdict; the specs not run for one reason (a hang, a crash) share one line, so
-    that a hanging system reads as one failure and one note, not as thirty lines saying the same."""
+    """One line per verdict, labelled with its status as the listing of failures and every report
+    show it (:func:`status_label`: INHERITED, KNOWN for a known or expected failure); the specs not
+    run for one reason (a hang, a crash) share one line, so that a hanging system reads as one
+    failure and one note, not as thirty lines saying the same."""
 
     def headline(verdict: Verdict) -> str:
         return verdict.message.splitlines()[0] if verdict.message else ""
@@ -711,7 +714,7 @@ def _verdict_lines(verdicts: Sequence[Verdict], *, several_systems: bool) -> lis
                 named = specs[0] if len(specs) == 1 else f"{len(specs)} specs"
                 lines.append(f"  {'NOT_RUN':15s} {key[0]}{named}: {key[1]}")
             continue
-        label = "EXPECTED" if verdict.expected else "KNOWN" if verdict.known else verdict.status.upper()
+        label = status_label(verdict)
         lines.append(f"  {label:15s} {key[0]}{verdict.spec_id}: {key[1]}")
     return lines
 

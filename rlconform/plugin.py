@@ -63,7 +63,7 @@ from rlconform.core.impact import IMPACTS, UNCLASSIFIED, at_least, check_fail_on
 from rlconform.core.impact import title as impact_title
 from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
 from rlconform.core.spec import Spec, get_spec
-from rlconform.core.verdict import Verdict, table_status
+from rlconform.core.verdict import Verdict, cell_status
 
 if TYPE_CHECKING:
     from rlconform.core.profiles import Profile
@@ -453,7 +453,8 @@ def enforce_verdict(
     if plugin is not None:
         plugin.record(verdict, system, spec)
     first_line = verdict.message.splitlines()[0] if verdict.message else ""
-    item.user_properties.append(("rlconform_status", verdict.status))
+    # the status every report shows (known, inherited, ...), as the JSON's "status" field
+    item.user_properties.append(("rlconform_status", cell_status(verdict)))
     item.user_properties.append(("rlconform_message", first_line))
     if verdict.known:
         item.user_properties.append(("rlconform_known", verdict.known))
@@ -815,9 +816,8 @@ class RlconformSession:
     def summary(self) -> dict[str, int]:
         from rlconform.reports.document import STATUSES
 
-        counts = Counter(
-            table_status(r["status"], r["known"], r.get("expected"), r.get("inherited")) for r in self.verdicts.values()
-        )
+        # each result's status is already the one every report shows (verdict_json)
+        counts = Counter(r["status"] for r in self.verdicts.values())
         return {status: counts[status] for status in (*STATUSES, *sorted(counts)) if counts[status]}
 
     def summary_text(self) -> str:

@@ -63,7 +63,9 @@ def check(entry: Entry, profile: str, out: Path) -> dict[str, str]:
         reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return {"*": f"no results (exit {done.returncode}): {reason}"}
     document = json.loads(target.read_text(encoding="utf-8"))
-    return {r["spec"]: r["status"] for r in document["results"] if r["system"].startswith("user:")}
+    # the pins record each check's outcome ("fail" for an inherited failure too: the inherited ones
+    # are marked apart, inherited_specs); schema_version 2 writes it as "outcome", 1 as "status"
+    return {r["spec"]: r.get("outcome", r["status"]) for r in document["results"] if r["system"].startswith("user:")}
 
 
 def inherited_specs(document_path: Path) -> set[str]:

@@ -108,13 +108,16 @@ def heads(failures: Iterable[Failing]) -> dict[tuple[str, str], str]:
 
 
 def failing_from_json(results: Sequence[dict[str, Any]], spec_ids: Sequence[str]) -> list[Failing]:
-    """The failed results of a JSON document's ``results`` list, as grouping reads them."""
+    """The failed results of a JSON document's ``results`` list, as grouping reads them: those whose
+    outcome is fail (``outcome`` in a schema_version 2 document, whose ``status`` shows a known or
+    inherited failure as such; ``status`` in a v1 document or a row without ``outcome``), known,
+    expected and inherited ones included (each grouped apart from the user's own)."""
     spec_order = {spec_id: i for i, spec_id in enumerate(spec_ids)}
     system_order: dict[str, int] = {}
     found = []
     for result in results:
         system_order.setdefault(result["system"], len(system_order))
-        if result["status"] != "fail":
+        if result.get("outcome", result["status"]) != "fail":
             continue
         found.append(
             Failing(

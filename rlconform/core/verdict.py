@@ -1,4 +1,21 @@
-"""A verdict and the status it shows: what a check concludes, and how every table counts it.
+"""A verdict and the status it shows: what a check concludes, and how every report shows it.
+
+Two words, one rule. A verdict's ``status`` is its *outcome*: what the check itself concluded
+(:data:`Status`: pass, fail, not_applicable, not_exercised, skipped, not_run, error). Whether a
+failure is the user's is decided after the search, by facts kept beside it: ``known`` (rlconform
+documents it: a known violation of the system, or a documented approximation), ``expected`` (the
+downstream project's expected-failures file) and ``inherited`` (the library under the user's code
+fails the same way on its own). Every report shows one vocabulary, :data:`ReportStatus`, made
+from the outcome and those facts by :func:`table_status`: the outcome, except that a failure
+rlconform documents or the project expects is ``known`` and a failure the library shows on its
+own is ``inherited``. The JSON ``status`` field, the text table and listings, JUnit, Markdown and
+HTML all show that one word (the JSON keeps the outcome in ``outcome`` and the three facts in
+their own fields, so nothing is lost).
+
+The verdict keeps its outcome rather than the shown status because the facts arrive after it is
+made (an expected-failures file is applied by each front end) and because the exit status reads
+the outcome together with the facts: a known or expected failure never counts (:attr:`Verdict.ok`),
+an inherited one counts unless ``--fail-on own``, a plain failure always does.
 
 This lives in core, not with the reports, because core itself summarises verdicts while it runs
 (the progress lines, the suite's per-system counts, the crash messages) and core imports no layer
@@ -9,9 +26,18 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
+#: a check's outcome: what :attr:`Verdict.status` holds (the JSON's ``outcome`` field)
 Status = Literal["pass", "fail", "not_applicable", "not_exercised", "skipped", "not_run", "error"]
+#: the status every report shows (the JSON's ``status`` field): the outcome, with a failure that is
+#: known or expected shown as "known" and one the library under the user's code shows on its own
+#: as "inherited" (:func:`table_status`)
+ReportStatus = Literal[
+    "pass", "fail", "inherited", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error"
+]
+#: the report statuses in report order
+REPORT_STATUSES: tuple[ReportStatus, ...] = get_args(ReportStatus)
 
 #: how the message of an error verdict raised by rlconform itself begins
 INTERNAL_ERROR = "internal error in rlconform (please report)"
@@ -23,6 +49,9 @@ NATIVE_TRACEBACK = "native traceback (faulthandler):"
 
 @dataclass
 class Verdict:
+    """What one check of one system concluded. ``status`` is the outcome (:data:`Status`); the
+    status a report shows is :func:`cell_status` of the verdict (:data:`ReportStatus`)."""
+
     system_id: str
     spec_id: str
     status: Status
@@ -84,18 +113,23 @@ def skip_status(reason: str) -> Status:
     return "not_exercised" if reason.startswith(NOT_EXERCISED) else "skipped"
 
 
-def table_status(status: str, known: str | None, expected: str | None, inherited: str | None = None) -> str:
-    """The status a verdict shows in tables and counts: a failure documented by rlconform (known)
-    or expected by the project is "known"; a failure the library under the user's code shows on
-    its own is "inherited"; everything else shows its own status. One rule for the run table, the
-    plugin's summary and every report format."""
+def table_status(status: str, known: str | None, expected: str | None, inherited: str | None = None) -> ReportStatus:
+    """The status a verdict shows in every report (:data:`ReportStatus`), from its outcome
+    ``status`` and the facts beside it: a failure documented by rlconform (known) or expected by
+    the project is "known" (an expected-failures entry also excuses an error or an unexercised
+    spec: that too is "known"); a failure the library under the user's code shows on its own is
+    "inherited"; everything else shows its outcome. One rule for the run table and listings, the
+    progress lines, the plugin's summary, the JSON ``status`` field and every report format.
+
+    A shown status given back as ``status`` maps to itself, so a document's status can be read
+    through it whatever its schema version (a v1 document holds the outcome there)."""
     if (status == "fail" and known) or expected:
         return "known"
     if status == "fail" and inherited:
         return "inherited"
-    return status
+    return cast("ReportStatus", status)
 
 
-def cell_status(verdict: Verdict) -> str:
-    """:func:`table_status` of a live verdict."""
+def cell_status(verdict: Verdict) -> ReportStatus:
+    """:func:`table_status` of a live verdict: the status every report shows for it."""
     return table_status(verdict.status, verdict.known, verdict.expected, verdict.inherited)

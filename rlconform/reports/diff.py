@@ -4,8 +4,11 @@ A CI job keeps a baseline results document and compares each new run against it:
 first is whether anything that used to hold (or was documented as failing) now fails, because that
 is what should fail the job. Fixes come next (worth a changelog line), then any other change, then
 the (system, spec) pairs only one document has (a spec added or removed, a system whose library is
-missing). Statuses are the table's statuses (``Result.cell``), so a failure that became documented
-as known is a change, not a fix. The header names both documents' library versions, and which ones
+missing). Statuses are the documents' statuses (``Result.status``, the one vocabulary every
+report shows), each document read through its schema version: a schema_version 1 baseline wrote a
+known or inherited failure as "fail", and is read as "known" or "inherited", so a diff of an old
+baseline with a new run shows the verdicts that changed, never the change of vocabulary. A failure
+that became documented as known is a change, not a fix. The header names both documents' library versions, and which ones
 differ, because a verdict change between releases is read against the release that caused it.
 
 A check that fails in both documents but with another signature (``rlconform.core.signature``: the spec
@@ -74,10 +77,10 @@ def classify(old: str | None, new: str | None) -> str | None:
 
 
 def signature_changed(before: Result | None, after: Result | None) -> bool:
-    """Both failed (the same table status) and both say how, differently."""
-    if before is None or after is None or before.cell != after.cell or before.status != "fail":
+    """Both failed (the same status, and the outcome fail) and both say how, differently."""
+    if before is None or after is None or before.status != after.status or not before.failed:
         return False
-    if after.status != "fail" or before.signature is None or after.signature is None:
+    if not after.failed or before.signature is None or after.signature is None:
         return False
     return before.signature != after.signature
 

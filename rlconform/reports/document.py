@@ -4,6 +4,15 @@ The renderers work from the JSON document, never from live ``Verdict`` objects, 
 can be made later, elsewhere (a CI artifact), by a newer rlconform, and so that the CLI's and the
 plugin's documents render alike. This module holds only what the formats share: statuses, their
 symbols, the grid's rows and columns, and the list of failures.
+
+A result has two words (``rlconform.core.verdict``): its ``status``, the one vocabulary every
+format shows (pass, fail, inherited, known, not_applicable, not_exercised, skipped, not_run,
+error), and its ``outcome``, what the check itself concluded (a known, expected or inherited
+failure's outcome is fail), which the listings read to group failures and to say which results
+have a section of their own. A document is read through its schema version: schema_version 2
+writes both; schema_version 1 wrote the outcome as ``status``, and its shown status is made from it
+by the same rule (``table_status``), so that a v1 and a v2 document of the same verdicts read
+alike (``rlconform diff`` of an old baseline and a new run shows no change of vocabulary).
 """
 
 from __future__ import annotations
@@ -14,11 +23,13 @@ from typing import Any
 
 from rlconform.core.grouping import failing_from_json, groups
 from rlconform.core.impact import rank
-from rlconform.core.verdict import table_status
+from rlconform.core.verdict import REPORT_STATUSES, table_status
 from rlconform.reports.left_out import LeftOut, left_out
 
-#: table statuses in report order; "known" is a failure that is known (documented) or expected
-STATUSES = ("pass", "fail", "inherited", "known", "not_applicable", "not_exercised", "skipped", "not_run", "error")
+#: the statuses every format shows, in report order (``rlconform.core.verdict.ReportStatus``):
+#: "known" is a failure that is known (documented) or expected, "inherited" a failure the library
+#: under the user's code shows on its own
+STATUSES: tuple[str, ...] = REPORT_STATUSES
 #: the symbols of the text table printed by ``rlconform run`` (rlconform.reports.results uses these)
 SYMBOLS = {
     "pass": "ok",
@@ -44,7 +55,8 @@ LABELS = {
     "not_run": "not run (the system hung or crashed, or the run was interrupted, before this spec was checked)",
     "error": "error",
 }
-#: statuses that get a section of their own (message, violations, reproducer)
+#: outcomes that get a section of their own (message, violations, reproducer): known, expected
+#: and inherited failures included
 REPORTED = ("fail", "not_exercised", "error")
 
 
@@ -80,6 +92,7 @@ class SystemInfo:
 class Result:
     system: str
     spec: str
+    #: the status every format shows (``rlconform.core.verdict.ReportStatus``)
     status: str
     message: str
     violations: tuple[str, ...]
@@ -99,14 +112,29 @@ class Result:
     violation_kinds: tuple[str, ...] = ()
     #: why a user's failure is the library's (rlconform.core.inherited); None: the user's own
     inherited: str | None = None
+    #: what the check concluded (``rlconform.core.verdict.Status``): fail for a known, expected or
+    #: inherited failure; "" only for a Result built by hand without one (then read off its status)
+    outcome: str = ""
+
+    def __post_init__(self) -> None:
+        # one rule whatever wrote the result: the status shown is made from the outcome and the facts
+        outcome = self.outcome or ("fail" if self.status in ("known", "inherited") else self.status)
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "status", table_status(self.status, self.known, self.expected, self.inherited))
 
     @property
     def cell(self) -> str:
-        return table_status(self.status, self.known, self.expected, self.inherited)
+        """The status shown in a table's cell: :attr:`status` (kept for the formats' readers)."""
+        return self.status
+
+    @property
+    def failed(self) -> bool:
+        """The check found a violation, whether or not it counts (known, expected, inherited)."""
+        return self.outcome == "fail"
 
     @property
     def reported(self) -> bool:
-        return self.status in REPORTED
+        return self.outcome in REPORTED
 
     @property
     def excuse(self) -> str | None:
@@ -133,6 +161,8 @@ class ResultsDocument:
     systems: list[SystemInfo]
     results: list[Result]
     summary: dict[str, int]
+    #: the schema_version the document was written with (read through it: :meth:`from_json`)
+    schema_version: int = 2
     _index: dict[tuple[str, str], Result] = field(default_factory=dict, repr=False)
     #: (system, spec) of a failure -> the spec heading its group (rlconform.core.grouping)
     group_heads: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
@@ -150,6 +180,7 @@ class ResultsDocument:
                 "system": r.system,
                 "spec": r.spec,
                 "status": r.status,
+                "outcome": r.outcome,
                 "case": r.case,
                 "known": r.known,
                 "expected": r.expected,
@@ -164,7 +195,11 @@ class ResultsDocument:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ResultsDocument:
-        """Build from a document that already passed schema validation."""
+        """Build from a document that already passed schema validation, through its schema version:
+        a v1 document's ``status`` is the outcome (a known, expected or inherited failure is "fail"
+        there), shown as :func:`~rlconform.core.verdict.table_status` makes it; a v2 document
+        writes the shown status and the outcome both."""
+        version = int(data.get("schema_version", 2))
         return cls(
             rlconform_version=data["rlconform_version"],
             created=data["created"],
@@ -200,10 +235,12 @@ class ResultsDocument:
                     signature=r.get("signature"),
                     violation_kinds=tuple(r.get("violation_kinds") or ()),
                     inherited=r.get("inherited"),
+                    outcome=r["status"] if version < 2 else r["outcome"],
                 )
                 for r in data["results"]
             ],
             summary=dict(data["summary"]),
+            schema_version=version,
         )
 
     # -- header -----------------------------------------------------------------------------
@@ -313,11 +350,11 @@ class ResultsDocument:
             group = [self._index[pair] for pair in members if pair in chosen_pairs]
             if group:
                 found.append(group)
-        found += [[r] for r in chosen if r.status != "fail"]
+        found += [[r] for r in chosen if not r.failed]
 
         def key(group: list[Result]) -> tuple[int, int, str, int]:
             head = group[0]
-            category = {"fail": 0, "error": 1}.get(head.status, 2)
+            category = {"fail": 0, "error": 1}.get(head.outcome, 2)
             return (category, rank(self.impact_of(head)), head.spec, system_order.get(head.system, 0))
 
         return sorted(found, key=key)

@@ -57,6 +57,7 @@ table.list td.n { text-align: right; color: #666; }
 .legend span { display: inline-block; margin: .15rem .4rem .15rem 0; padding: 0 .4rem; border-radius: 3px; }
 .s-pass { background: #d3f2d3; color: #0f4d0f; }
 .s-fail { background: #f9c9c9; color: #7c0b0b; font-weight: 700; }
+.s-inherited { background: #fcd9c0; color: #6b2a00; }
 .s-known { background: #fbe5b2; color: #5c4000; }
 .s-not_applicable { background: #f3f3f3; color: #8a8a8a; }
 .s-not_exercised { background: #e6d5f7; color: #46166f; font-weight: 700; }
@@ -247,7 +248,7 @@ def _also(members: list[Result], document: ResultsDocument, anchors: _Anchors) -
 
 def failure(result: Result, document: ResultsDocument, anchors: _Anchors, also: list[Result] | None = None) -> str:
     status = result.cell
-    label = "KNOWN" if result.known else "EXPECTED" if result.expected else result.status.upper()
+    label = status.upper()  # the word of the grid and the JSON (an expected failure is KNOWN)
     classes = "failure known" if status == "known" else "failure"
     impact = document.impact_of(result)
     parts = [
@@ -350,7 +351,8 @@ def render_html(document: ResultsDocument) -> str:
             specs(document),
             "</main>",
             "<footer>Made by <code>rlconform report</code> from a results document "
-            "(schema rlconform/results, schema_version 1). No scripts, no external resources.</footer>",
+            f"(schema rlconform/results, schema_version {document.schema_version}). "
+            "No scripts, no external resources.</footer>",
         ],
         head=(f'<meta name="generator" content="rlconform {esc(document.rlconform_version)}">',),
     )

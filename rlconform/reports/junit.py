@@ -5,7 +5,9 @@ spec id), so that a CI's test browser groups the matrix the way the table does. 
 JUnit's meaning of each outcome: a violation or a spec nothing exercised is a ``<failure>`` (the
 run did not show the spec holds), a crash is an ``<error>``, and what is not counted against the
 system (known or expected failures, not applicable, library not installed) is ``<skipped>`` with
-its reason. Every string goes through ``text.clean``: one control character in a message would
+its reason. Each of these elements carries the result's status (the word the JSON, the text and
+the other formats show: ``fail``, ``inherited``, ``known``, ...) as its ``type``; a passing case
+has none. Every string goes through ``text.clean``: one control character in a message would
 make the whole file unreadable to every consumer.
 """
 
@@ -21,12 +23,12 @@ from rlconform.reports.text import clean
 
 def outcome(result: Result) -> str:
     """``passed``, ``failure``, ``error`` or ``skipped``: the JUnit outcome of a result."""
-    cell = result.cell
-    if cell in ("fail", "not_exercised"):
+    status = result.status
+    if status in ("fail", "not_exercised"):
         return "failure"
-    if cell == "error":
+    if status == "error":
         return "error"
-    if cell == "pass":
+    if status == "pass":
         return "passed"
     return "skipped"
 
@@ -77,6 +79,8 @@ def _element(tag: str, attrib: dict[str, str], text: str | None = None) -> ET.El
 def _skip_reason(result: Result) -> str:
     if result.excuse:
         return result.excuse.splitlines()[0]
+    if result.status == "inherited" and result.inherited:
+        return f"inherited: {result.inherited}"
     prefix = "not applicable" if result.status == "not_applicable" else result.status.replace("_", " ")
     if result.headline.startswith(prefix):  # "not run: system hung (...)" says its status itself
         return result.headline
@@ -120,8 +124,8 @@ def testcase(result: Result, document: ResultsDocument | None = None) -> ET.Elem
     elif kind == "error":
         case.append(_element("error", {"message": result.headline, "type": "error"}, details))
     elif kind == "skipped":
-        body = details if result.status in ("fail", "not_exercised", "error") else None
-        case.append(_element("skipped", {"message": _skip_reason(result)}, body))
+        body = details if result.reported else None
+        case.append(_element("skipped", {"message": _skip_reason(result), "type": result.status}, body))
     return case
 
 

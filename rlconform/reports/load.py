@@ -4,6 +4,11 @@ A report made from a file that is not what it claims (another tool's JSON, a new
 cut short) would be wrong without saying so; this refuses it with a one-line reason instead. The
 checks run in order of what a user most likely got wrong: not JSON, not rlconform's, a
 schema_version this rlconform cannot read, then the first field that breaks the schema.
+
+Every schema_version this rlconform ever wrote stays readable, each validated by its own shipped
+schema: a committed baseline written before a change of meaning is compared with a new run as the
+verdicts it holds, not as the words it used (``ResultsDocument.from_json`` maps a v1 document's
+statuses to the current vocabulary).
 """
 
 from __future__ import annotations
@@ -19,21 +24,25 @@ from rlconform.reports.document import ResultsDocument
 from rlconform.reports.validate import Validator
 
 SCHEMA = "rlconform/results"
-SUPPORTED_VERSIONS = (1,)
-SCHEMA_FILES = {1: "results-v1.schema.json"}
+#: the schema_version this rlconform writes: 2 shows one status vocabulary (a known or inherited
+#: failure has the status "known" or "inherited", its outcome "fail"); 1 wrote the outcome as the
+#: status. Both are read, each through its own schema (``ResultsDocument.from_json``).
+SCHEMA_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+SCHEMA_FILES = {1: "results-v1.schema.json", 2: "results-v2.schema.json"}
 
 
 class ResultsError(ValueError):
     """The file is not a results document this rlconform can read; the message is one line."""
 
 
-def schema_text(version: int = 1) -> str:
+def schema_text(version: int = SCHEMA_VERSION) -> str:
     """The JSON Schema of results documents of ``schema_version`` ``version``, as shipped."""
     return (resources.files("rlconform") / "schema" / SCHEMA_FILES[version]).read_text(encoding="utf-8")
 
 
 @functools.cache
-def schema(version: int = 1) -> dict[str, Any]:
+def schema(version: int = SCHEMA_VERSION) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(schema_text(version))
     return loaded
 
@@ -53,7 +62,7 @@ def validate(data: Any, source: str = "document") -> ResultsDocument:
         raise ResultsError(f"{source} is not an rlconform results document: {found}, expected {SCHEMA!r}")
     version = data.get("schema_version")
     if isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
-        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        supported = " and ".join(map(str, SUPPORTED_VERSIONS))
         raise ResultsError(
             f"{source} has schema_version {version!r}; this rlconform reads schema_version {supported} "
             "(a newer rlconform may read it)"

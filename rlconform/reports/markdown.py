@@ -133,8 +133,10 @@ def table(document: ResultsDocument) -> list[str]:
 
 
 def section(index: int, result: Result, document: ResultsDocument, also: list[Result] | None = None) -> list[str]:
-    """One group: its head in full (one reproducer), the specs that also fail on its case by name."""
-    label = "KNOWN" if result.known else "EXPECTED" if result.expected else result.status.upper()
+    """One group: its head in full (one reproducer), the specs that also fail on its case by name;
+    headed by its status in capitals, the word the table and the JSON show (a failure the project
+    expects is KNOWN, its excuse line says why)."""
+    label = result.status.upper()
     impact = title(document.impact_of(result))
     lines = [f"### {index}. {label} {code(result.system)} :: {code(result.spec)} ({inline(impact)})", ""]
     statement = document.statement(result.spec)

@@ -7,6 +7,11 @@ the few rows that change. A column is labelled by what distinguishes its documen
 version and any other library whose version differs between the documents (the file stem when
 they all agree, or when two documents would get the same label).
 
+Each document is read through its schema version (``ResultsDocument.from_json``), so documents
+written before and after a change of vocabulary (schema_version 1 wrote a known or inherited
+failure as "fail") show the same status for the same verdict: a row differs only where the
+verdict does.
+
 A failure also shows its signature's hash (``rlconform.core.signature``), and a row whose status is the
 same everywhere is still kept when its failures' signatures differ: two releases that fail one
 spec in different ways differ in the matrix. A document written before signatures has none there,
@@ -51,7 +56,7 @@ class Row:
 
 def signatures_differ(results: list[Result | None]) -> bool:
     """Failures in several documents whose recorded signatures are not all the same."""
-    found = {r.signature for r in results if r is not None and r.status == "fail" and r.signature is not None}
+    found = {r.signature for r in results if r is not None and r.failed and r.signature is not None}
     return len(found) > 1
 
 
@@ -137,7 +142,7 @@ class Matrix:
         for system, spec in pairs:
             results = [doc.result(system, spec) for _, doc in documents]
             cells = tuple(r.cell if r else None for r in results)
-            signatures = tuple(r.signature if r is not None and r.status == "fail" else None for r in results)
+            signatures = tuple(r.signature if r is not None and r.failed else None for r in results)
             for i, result in enumerate(results):
                 if result is not None and result.cell == "skipped":
                     skipped.setdefault(system, [None] * len(documents))[i] = result.headline or "skipped"
@@ -291,6 +296,7 @@ def render_html(matrix: Matrix) -> str:
             f'<thead><tr><th scope="col">system</th>{heads}</tr></thead><tbody>{avail_rows}</tbody></table></div>'
             "<ol>" + "".join(f"<li>{esc(note)}</li>" for note in notes) + "</ol></section>"
         )
+    versions = " and ".join(str(v) for v in sorted({column.document.schema_version for column in matrix.columns}))
     return page(
         "rlconform compatibility matrix",
         [
@@ -299,7 +305,8 @@ def render_html(matrix: Matrix) -> str:
             f'<ul class="notes">{sources}</ul></header>',
             f'<main><section id="grid"><h2>Changing verdicts</h2>{table}</section>{availability}</main>',
             "<footer>Made by <code>rlconform matrix</code> from results documents "
-            "(schema rlconform/results, schema_version 1). No scripts, no external resources.</footer>",
+            f"(schema rlconform/results, schema_version {versions}, each read through its own). "
+            "No scripts, no external resources.</footer>",
         ],
         css=CSS + MATRIX_CSS,
     )

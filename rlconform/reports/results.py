@@ -2,6 +2,12 @@
 
 The JSON schema is stable: fields are only added, and ``schema_version`` changes when a field
 changes meaning. Every result carries its status, message, violations and reproducer.
+
+Every result's ``status`` is the status every report shows, the one vocabulary of
+``rlconform.core.verdict.ReportStatus`` (a known or expected failure is "known", an inherited one
+"inherited"), with the check's own outcome in ``outcome`` and the facts that decided the status in
+``known``, ``expected`` and ``inherited``; the text table and the listing of failures print the
+same word (:func:`status_label`).
 """
 
 from __future__ import annotations
@@ -21,14 +27,14 @@ from rlconform.core.impact import rank, title
 from rlconform.core.profiles import Profile
 from rlconform.core.spec import Spec, all_specs, registered_impact
 from rlconform.core.system import System, library_version
-from rlconform.core.verdict import NATIVE_TRACEBACK, Verdict, cell_status, table_status
+from rlconform.core.verdict import NATIVE_TRACEBACK, ReportStatus, Verdict, cell_status, table_status
 from rlconform.reports.document import SYMBOLS as REPORT_SYMBOLS
+from rlconform.reports.load import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from rlconform.core.family import Family
 
 SCHEMA = "rlconform/results"
-SCHEMA_VERSION = 1
 LIBRARIES = (
     "gymnasium",
     "stable-baselines3",
@@ -159,8 +165,9 @@ SUMMARY_WORDS = {
 
 
 def summary_status(status: str, known: str | None, expected: str | None, inherited: str | None = None) -> str:
-    """A verdict's status in the summary sentence: the table's status, with the failures the
-    project expects apart from those rlconform documents (both are "known" in the table)."""
+    """A verdict's status in the summary sentence: its status (:func:`table_status`), with the
+    failures the project expects counted apart from those rlconform documents (both have the
+    status "known" in every report; the sentence says how many of them the project expects)."""
     if expected:
         return "expected"
     return table_status(status, known, expected, inherited)
@@ -202,11 +209,14 @@ def impact_of(verdict: Verdict) -> str | None:
 
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:
-    """One result of the document; ``group`` is set by ``grouping.annotate`` over all of them."""
+    """One result of the document; ``group`` is set by ``grouping.annotate`` over all of them.
+    ``status`` is the status every report shows (:func:`~rlconform.core.verdict.cell_status`),
+    ``outcome`` the verdict's own (what the check concluded)."""
     return {
         "system": verdict.system_id,
         "spec": verdict.spec_id,
-        "status": verdict.status,
+        "status": cell_status(verdict),
+        "outcome": verdict.status,
         "known": verdict.known,
         "expected": verdict.expected,
         "inherited": verdict.inherited,
@@ -283,7 +293,8 @@ def render_table(results: Results, systems: Sequence[System] | None = None, spec
             row.append(f"{SYMBOLS[cell_status(verdict)] if verdict else '':>{cell}}")
         lines.append(f"{system.id:<{width}} " + "".join(row))
     lines.append(
-        "legend: ok pass | FAIL violation found | known documented or expected failure | "
+        "legend: ok pass | FAIL violation found | inh inherited (the library under the system fails it alone) | "
+        "known documented or expected failure | "
         ". not applicable | n/e not exercised by any example | skip not installed or not in this release | "
         "n/r not run (the system hung or crashed first) | ERR error"
     )
@@ -307,12 +318,12 @@ def column_numbers(spec_ids: Sequence[str]) -> list[int]:
     return out
 
 
-def _label(verdict: Verdict) -> str:
-    if verdict.known:
-        return "KNOWN"
-    if verdict.expected:
-        return "EXPECTED"
-    return "INHERITED" if verdict.status == "fail" and verdict.inherited else verdict.status.upper()
+def status_label(verdict: Verdict) -> str:
+    """How the text listings name a verdict: its status (:func:`cell_status`) in capitals, the
+    same word in the listing of failures and in ``check``'s per-spec list (FAIL, INHERITED, KNOWN
+    for a known or expected failure, NOT_EXERCISED, ...), as the JSON and every report show it."""
+    status: ReportStatus = cell_status(verdict)
+    return status.upper()
 
 
 def _case_line(case: Any) -> str:
@@ -390,7 +401,7 @@ def render_failures(
     for group in failure_groups(list(verdicts), specs):
         verdict = group[0]
         impact = impact_of(verdict)
-        lines.append(f"{_label(verdict)} [{title(impact)}] {verdict.system_id} :: {verdict.spec_id}")
+        lines.append(f"{status_label(verdict)} [{title(impact)}] {verdict.system_id} :: {verdict.spec_id}")
         lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
         if NATIVE_TRACEBACK in verdict.message:
             # a crashed or stuck worker's native traceback, told once (its other specs are "not run")

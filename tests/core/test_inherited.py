@@ -11,6 +11,7 @@ the user's own, and ``--fail-on own`` leaves it out.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,13 @@ def test_the_cli_reports_inherited_failures_and_fail_on_own_leaves_them_out(tmp_
         "aliasing.caller_arguments",
         "api.failed_call_no_side_effect",
     }
+    # one status in every report (issue 34): the JSON's status and the per-spec list say inherited,
+    # as the listing does; the outcome stays fail
+    inherited = [r for r in document["results"] if r.get("inherited")]
+    assert {(r["status"], r["outcome"]) for r in inherited} == {("inherited", "fail")}
+    for spec in ("aliasing.caller_arguments", "api.failed_call_no_side_effect"):
+        assert re.search(rf"^\s*INHERITED\s+{re.escape(spec)}: ", plain.stdout, re.MULTILINE), plain.stdout
+        assert not re.search(rf"^\s*FAIL\s+{re.escape(spec)}: ", plain.stdout, re.MULTILINE), plain.stdout
     own = check("--fail-on", "own")
     assert own.returncode == 0, own.stdout + own.stderr
 
@@ -150,7 +158,9 @@ def test_the_plugin_reports_an_inherited_failure_as_xfail_under_fail_on_own(
     args += ["--rlconform-specs", "aliasing.caller_arguments"]
     # in subprocesses: a second in-process run of the same failing search in one pytester session
     # hits an internal error in the replay of the first one's cases (noted in the closing note)
-    pytester.runpytest_subprocess(*args).assert_outcomes(failed=1)
+    pytester.runpytest_subprocess(*args, "--junitxml=junit.xml").assert_outcomes(failed=1)
+    # the item's status property is the word every report uses
+    assert '<property name="rlconform_status" value="inherited"' in (pytester.path / "junit.xml").read_text()
     own = pytester.runpytest_subprocess(*args, "--rlconform-fail-on", "own", "-rx")
     own.assert_outcomes(xfailed=1)
     own.stdout.fnmatch_lines(

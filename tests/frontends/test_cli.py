@@ -115,12 +115,18 @@ def test_expected_failure_is_not_counted_as_a_failure_and_prints_no_reproducer(w
         "user:myvec:broken-terminal.final_obs  drops final_obs; fix in review (#42)\n"
     )
     result = run(
-        workdir, "check", "myvec:broken", "--api", "gymnasium.vector", *SPECS, "--expected-failures", "expected.txt"
+        workdir,
+        *("check", "myvec:broken", "--api", "gymnasium.vector", *SPECS, "--expected-failures", "expected.txt"),
+        *("--json", "expected.json"),
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    (entry,) = [r for r in json.loads((workdir / "expected.json").read_text())["results"] if r["expected"]]
+    assert (entry["spec"], entry["status"], entry["outcome"]) == ("terminal.final_obs", "known", "fail")
     progress = next(line for line in result.stdout.splitlines() if line.startswith("[1/1] "))
     assert "fail" not in progress and "1 known" in progress, progress
-    assert re.search(r"^\s*EXPECTED\s+terminal\.final_obs:", result.stdout, re.MULTILINE), result.stdout
+    # an expected failure has the status known, in the per-spec list as in the listing and the JSON
+    assert re.search(r"^\s*KNOWN\s+terminal\.final_obs:", result.stdout, re.MULTILINE), result.stdout
+    assert re.search(r"^KNOWN \[[^\]]+\] \S+ :: terminal\.final_obs$", result.stdout, re.MULTILINE), result.stdout
     assert "expected by the project: drops final_obs; fix in review (#42)" in result.stdout
     assert "rlconform reproducer" not in result.stdout
     assert "summary: 2 passed, 1 expected failure" in result.stdout
@@ -146,7 +152,7 @@ def test_an_unlisted_failure_prints_a_pinned_line_to_paste_and_a_changed_failure
     (workdir / "expected.txt").write_text(pasted + "\n")
     second = run(workdir, *check)
     assert second.returncode == 0, second.stdout + second.stderr
-    assert re.search(r"^\s*EXPECTED\s+terminal\.final_obs:", second.stdout, re.MULTILINE), second.stdout
+    assert re.search(r"^\s*KNOWN\s+terminal\.final_obs:", second.stdout, re.MULTILINE), second.stdout
     assert "not in expected.txt" not in second.stdout and "warning" not in second.stderr
     (workdir / "expected.txt").write_text(pasted.replace(signature.rsplit("#", 1)[1], "00000000") + "\n")
     third = run(workdir, *check)

@@ -44,7 +44,9 @@ def test_baseline_then_gate_then_planted_regression(tmp_path):
 
     for result in document["results"]:
         if (result["system"], result["spec"]) == PAIR:
-            result.update(status="pass", message="planted: passed in the baseline", violations=[], reproducer=None)
+            result.update(
+                status="pass", outcome="pass", message="planted: passed in the baseline", violations=[], reproducer=None
+            )
     baseline.write_bytes(gzip.compress(json.dumps(document).encode()))
     regressed = _matrix(tmp_path)
     assert regressed.returncode == 1, regressed.stdout + regressed.stderr

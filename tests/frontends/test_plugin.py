@@ -482,7 +482,7 @@ def test_json_document_is_the_same_with_and_without_xdist(downstream: pytest.Pyt
     assert statuses(first) == statuses(second) == expected
     for document in (first, second):
         assert document["schema"] == "rlconform/results"
-        assert document["schema_version"] == 1
+        assert document["schema_version"] == 2
         assert document["profile"]["name"] == "ci"
         assert document["profile"]["seed"] is None
         assert [s["id"] for s in document["systems"]] == ["user:myvec:make", "user:myvec:broken", "gymnasium.Env.raw"]

@@ -49,12 +49,14 @@ def base() -> dict[str, Any]:
 
 
 def _with(base: dict[str, Any], **changes: tuple[str, str]) -> dict[str, Any]:
-    """A copy with ``spec=(status, message)`` set for system SAME (``known`` status: a known failure)."""
+    """A copy with ``spec=(status, message)`` set for system SAME (``known`` status: a known failure,
+    its outcome fail)."""
     document = copy.deepcopy(base)
     for result in document["results"]:
         if result["system"] == SAME and result["spec"].replace(".", "_") in changes:
             status, message = changes[result["spec"].replace(".", "_")]
-            result["status"], result["message"] = ("fail", message) if status == "known" else (status, message)
+            result["status"], result["message"] = status, message
+            result["outcome"] = "fail" if status == "known" else status
             result["known"] = "documented upstream" if status == "known" else None
     document["summary"] = validate(document).counts()
     validate(document)
@@ -295,12 +297,12 @@ def test_matrix_lists_skipped_systems_once_and_groups_rows(base: dict[str, Any],
     old["environment"]["libraries"]["gymnasium"] = "0.29.1"
     for result in old["results"]:
         if result["system"] == KNOWN and result["spec"] == "flags.truncated":
-            result.update(status="fail", message="fails in 0.29.1")
+            result.update(status="fail", outcome="fail", message="fails in 0.29.1")
     mid = _with(base, flags_truncated=("fail", "fails"))
     mid["environment"]["libraries"]["gymnasium"] = "1.1.1"
     for result in mid["results"]:
         if result["system"] == KNOWN and result["spec"] == "flags.truncated":
-            result.update(status="fail", message="fails in 1.1.1")
+            result.update(status="fail", outcome="fail", message="fails in 1.1.1")
     new = copy.deepcopy(base)
     new["environment"]["libraries"]["gymnasium"] = "1.4.0"
     for name, document in {"a.json": old, "b.json": mid, "c.json": new}.items():

@@ -33,7 +33,7 @@ from rlconform.core.profiles import get_profile
 from rlconform.core.search import check_spec
 from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import SystemKind, get_system
-from rlconform.core.verdict import Status, Verdict
+from rlconform.core.verdict import ReportStatus, Status, Verdict
 from rlconform.reports import (
     ResultsDocument,
     ResultsError,
@@ -128,23 +128,28 @@ def _verdict(document: dict[str, Any], system: str, spec: str) -> dict[str, Any]
 
 
 def test_schema_uses_only_what_the_runtime_validator_implements() -> None:
-    shipped = schema(1)
-    assert shipped["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    Validator(shipped)  # raises SchemaError for any keyword it would otherwise ignore
+    for version in (1, 2):
+        shipped = schema(version)
+        assert shipped["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        Validator(shipped)  # raises SchemaError for any keyword it would otherwise ignore
     with pytest.raises(SchemaError, match="unsupported keywords"):
         Validator({"type": "object", "patternProperties": {}})
 
 
 def test_schema_enums_match_the_code() -> None:
-    defs = schema(1)["$defs"]
-    assert set(defs["result"]["properties"]["status"]["enum"]) == set(typing.get_args(Status))
+    defs = schema()["$defs"]
+    # a result's status is the one every report shows; its outcome is the verdict's own
+    assert defs["result"]["properties"]["status"]["enum"] == list(typing.get_args(ReportStatus)) == list(STATUSES)
+    assert set(defs["result"]["properties"]["outcome"]["enum"]) == set(typing.get_args(Status))
     assert set(defs["system"]["properties"]["kind"]["enum"]) == set(typing.get_args(SystemKind))
     assert set(STATUSES) == set(SYMBOLS)
+    # schema_version 1 wrote the outcome as the status
+    assert set(schema(1)["$defs"]["result"]["properties"]["status"]["enum"]) == set(typing.get_args(Status))
 
 
 def _undescribed(document: dict[str, Any]) -> list[str]:
     """Fields the producer writes that the schema does not describe (it must describe them all)."""
-    shipped = schema(1)
+    shipped = schema()
     defs = shipped["$defs"]
     checks: list[tuple[str, dict[str, Any], dict[str, Any]]] = [("$", document, shipped)]
     checks += [
@@ -158,7 +163,8 @@ def _undescribed(document: dict[str, Any]) -> list[str]:
 
 
 def _check_document(document: dict[str, Any]) -> None:
-    assert Validator(schema(1)).first_error(document) is None
+    assert document["schema_version"] == 2
+    assert Validator(schema()).first_error(document) is None
     assert not _undescribed(document)
     # the table statuses the reports count are the document's own summary
     assert validate(document).counts() == document["summary"]
@@ -170,8 +176,13 @@ def test_schema_validates_a_cli_document(cli_document: dict[str, Any]) -> None:
 
 
 def test_schema_validates_a_document_with_every_status(planted_document: dict[str, Any]) -> None:
+    outcomes = {r["outcome"] for r in planted_document["results"]}
+    assert outcomes == set(typing.get_args(Status))
+    # every status but inherited (a user's system only: tests/reports/test_one_vocabulary.py)
     statuses = {r["status"] for r in planted_document["results"]}
-    assert statuses == set(typing.get_args(Status))
+    assert statuses == set(typing.get_args(ReportStatus)) - {"inherited"}
+    known = _verdict(planted_document, KNOWN_SYSTEM, KNOWN_SPEC)
+    assert (known["status"], known["outcome"]) == ("known", "fail") and known["known"]
     _check_document(planted_document)
 
 
@@ -216,11 +227,15 @@ def _set_result(key: str, value: Any) -> Any:
         ),
         pytest.param(_drop("schema"), "is not an rlconform results document: no 'schema' field", id="no-schema"),
         pytest.param(
-            _set("schema_version", 2), "has schema_version 2; this rlconform reads schema_version 1", id="version"
+            _set("schema_version", 3),
+            "has schema_version 3; this rlconform reads schema_version 1 and 2",
+            id="version",
         ),
         pytest.param(_set("schema_version", True), "has schema_version True", id="version-bool"),
         pytest.param(_drop("results"), "$: required field 'results' is missing", id="no-results"),
         pytest.param(_drop("results.0.status"), "$.results[0]: required field 'status' is missing", id="no-status"),
+        pytest.param(_drop("results.0.outcome"), "$.results[0]: required field 'outcome' is missing", id="no-outcome"),
+        pytest.param(_set_result("outcome", "known"), "$.results[0].outcome: 'known' is not one of", id="outcome"),
         pytest.param(_set_result("status", "passed"), "$.results[0].status: 'passed' is not one of", id="status"),
         pytest.param(_set_result("examples", "3"), "$.results[0].examples: expected integer, got string", id="type"),
         pytest.param(_set_result("checked", -1), "$.results[0].checked: -1 is less than the minimum 0", id="minimum"),
@@ -241,7 +256,7 @@ def test_invalid_documents_are_refused_with_a_one_line_reason(
 
 
 def test_documents_may_gain_fields(planted_document: dict[str, Any]) -> None:
-    # the schema is open: a field added later (within schema_version 1) does not break old readers
+    # the schema is open: a field added later (within schema_version 2) does not break old readers
     document = copy.deepcopy(planted_document)
     document["new_top_level"] = {"anything": [1]}
     document["results"][0]["new_field"] = 1
