@@ -20,8 +20,9 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from traceback import FrameSummary
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rlconform.core.catalog import current
 from rlconform.core.family import get_family
@@ -103,41 +104,274 @@ def family_for(api: str) -> Family:
 
 
 def check_signature(fn: Callable[..., Any], family: Family, reference: str) -> None:
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return  # builtins and some C callables have no signature: let the call decide
-    try:
-        family.check_factory(signature)
-    except TypeError:
-        raise BadInput(
-            f"{reference} has signature {signature}; family {family.api} expects {family.factory_signature}"
-            + _signature_fits(signature, family)
-        ) from None
+    """Refuse a factory whose signature says it is not one of ``family``'s: bad input naming the
+    ``--api`` it fits (:func:`api_it_fits`), before anything of the factory runs."""
+    misfit = api_it_fits(fn, family)
+    if misfit is not None:
+        raise BadInput(misfit.refusal(reference, family))
 
 
-def _signature_fits(signature: inspect.Signature, family: Family) -> str:
-    """The suffix ``; did you mean --api X?`` when another family's factories have ``signature``."""
-    fits: list[Family] = []
-    for other in user_apis().values():
-        if other is family:
-            continue
+# -------------------------------------------------------------------- the --api a factory fits
+
+
+@dataclass(frozen=True)
+class FactoryShape:
+    """What a family's factories are annotated with, declared on the family (``factory_shape``,
+    beside ``factory_argument``, the name of the parameter it passes them): read off a user's
+    factory before anything of it runs, they say which ``--api`` it was written for
+    (:func:`api_it_fits`). Classes are ``module.QualName`` and their subclasses count."""
+
+    #: the library base classes of what the family's factories return (a return annotation)
+    returns: tuple[str, ...] = ()
+    #: further class names a return annotation written as a string may use (``-> "PPO"``)
+    return_names: tuple[str, ...] = ()
+    #: the classes of what the family passes its factories (their parameter's annotation)
+    takes: tuple[str, ...] = ()
+    #: suggested to a factory that fits it by its calling convention alone; False for a family
+    #: whose factories look like another's (a replay buffer's ``make()`` is an env factory's
+    #: signature too: only a factory annotated as returning a buffer is told that --api)
+    suggested_unannotated: bool = True
+
+
+@runtime_checkable
+class ShapedFamily(Protocol):
+    """A family that declares its factories' annotations (every family on
+    ``rlconform.envs.whole_run.WholeRunFamily`` does)."""
+
+    factory_shape: FactoryShape
+
+
+@dataclass(frozen=True)
+class Misfit:
+    """A factory given the wrong ``--api``: the ``--api``(s) it fits (none: no family can call it)
+    and what showed it."""
+
+    #: the fitting families, by ``--api`` name
+    apis: tuple[str, ...]
+    #: ``signature`` (the asked family cannot call it), ``annotation``, ``name`` (its parameter's)
+    #: or ``product`` (what it returned)
+    evidence: str
+    #: what the evidence was, as the refusal says it: "takes num_envs", "returned a ..."
+    detail: str = ""
+    #: the signature, for a refusal by signature
+    signature: inspect.Signature | None = None
+
+    def refusal(self, reference: str, asked: Family, expected: str | None = None) -> str:
+        """The one-line refusal: what showed the factory is not ``asked``'s, the ``--api`` it fits
+        and that API's factory signature."""
+        fits = " or ".join(f"--api {api}" for api in self.apis)
+        suggestion = ""
+        if self.apis:
+            factories = "; ".join(f"--api {api}: {user_apis()[api].factory_signature}" for api in self.apis)
+            suggestion = f"; did you mean {fits}? (factories: {factories})"
+        if self.evidence == "signature":
+            return f"{reference} has signature {self.signature}; family {asked.api} expects {asked.factory_signature}{suggestion}"
+        what = "passes" if self.detail.startswith("takes") else "checks"
+        return (
+            f"{reference} {self.detail}, which is what {fits} {what}, not --api {asked.api} "
+            f"(which expects {expected or asked.factory_signature}){suggestion}"
+        )
+
+
+#: ``product`` of :func:`api_it_fits` before the factory was built
+NOT_BUILT: Any = object()
+
+#: the factories given to :func:`factory_system`, by reference: their signatures decide between the
+#: families that claim what one returned (the probe runs in a fork, which inherits this)
+_FACTORIES: dict[str, Callable[..., Any]] = {}
+
+
+def api_it_fits(factory: Callable[..., Any] | None, asked: Family, *, product: Any = NOT_BUILT) -> Misfit | None:
+    """The ``--api`` a factory given as ``--api asked.api`` fits instead, or None when it may be
+    ``asked``'s: the one decision behind every refusal of a wrong ``--api``.
+
+    Before the factory is built (``product`` left out) it is read, never called: the families
+    that can call it (``check_factory``), narrowed to those its annotations name (its return
+    annotation, else the annotations of its required parameters, against each family's
+    ``factory_shape``), then to those whose ``factory_argument`` is one of its parameter names.
+    A narrowing that would leave no family is skipped, so a factory with ``**kwargs``, no
+    annotations or parameter names of its own is never refused by them. It fits ``asked`` when
+    ``asked`` survives.
+
+    Given what the factory returned, it fits another family when that family claims the object
+    by its library's base class (``claims``) and ``asked`` does not; the claimants are narrowed
+    by the same signature evidence."""
+    families = sorted(user_apis().values(), key=lambda family: str(family.api))
+    facts = _FactoryFacts.of(factory)
+    if product is not NOT_BUILT:
+        if asked.claims(product):
+            return None
+        claimants = [family for family in families if family is not asked and family.claims(product)]
+        if not claimants:
+            return None
+        fits, _ = facts.narrow(claimants, (facts.calls, facts.annotated, facts.named))
+        kind = type(product)
+        return Misfit(_apis(fits), "product", f"returned a {kind.__module__}.{kind.__qualname__}")
+    callers = [family for family in families if facts.calls(family)]
+    fits, excluded_by = facts.narrow(callers, (facts.annotated, facts.named), keep=asked)
+    if asked in fits:
+        return None
+    suggested = [f for f in fits if f is not asked and (_shape(f).suggested_unannotated or facts.annotated(f))]
+    if asked not in callers:
+        return Misfit(_apis(suggested), "signature", signature=facts.signature)
+    if excluded_by == 0:
+        return Misfit(_apis(suggested), "annotation", facts.annotation_detail(fits))
+    return Misfit(_apis(suggested), "name", facts.name_detail(fits))
+
+
+def _apis(families: Sequence[Family]) -> tuple[str, ...]:
+    return tuple(sorted(str(family.api) for family in families))
+
+
+def _shape(family: Family) -> FactoryShape:
+    return family.factory_shape if isinstance(family, ShapedFamily) else FactoryShape()
+
+
+@dataclass(frozen=True)
+class _Annotation:
+    """One annotation of a factory, as the classes it names: a class (resolved, strings included,
+    in the factory's module) by its MRO, or, where it cannot be resolved without running anything
+    (a name imported under ``TYPE_CHECKING``), by its dotted name."""
+
+    text: str
+    #: ``module.QualName`` of the class and its bases, where it resolved to a class
+    mro: frozenset[str] = frozenset()
+    #: the dotted name's last part and first part, where it did not
+    name: str | None = None
+    root: str | None = None
+
+    def names(self, classes: tuple[str, ...], extra: tuple[str, ...] = ()) -> bool:
+        """Whether this annotation names one of ``classes`` (or a class named one of ``extra``)."""
+        if self.name is None:
+            return bool(self.mro & set(classes))
+        if self.name not in {path.rsplit(".", 1)[-1] for path in classes} | set(extra):
+            return False
+        roots = {path.split(".", 1)[0] for path in classes}
+        return self.root is None or not roots or self.root in roots
+
+    @staticmethod
+    def of(annotation: Any, namespace: dict[str, Any]) -> _Annotation | None:
+        import builtins
+        import re
+
+        if annotation is inspect.Parameter.empty:
+            return None
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__qualname__", str(annotation))
+        if isinstance(annotation, str):
+            if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", annotation.strip()):
+                return None  # a generic (list[Callable[[], Env]]): it names what it holds, not what it is
+            parts = annotation.strip().split(".")
+            annotation = namespace.get(parts[0], getattr(builtins, parts[0], None))
+            for part in parts[1:]:
+                if not (inspect.ismodule(annotation) or inspect.isclass(annotation)):
+                    break
+                annotation = getattr(annotation, part, None)
+            else:
+                if annotation is not None and not inspect.isclass(annotation):
+                    return None  # an alias (EnvFns = Sequence[...]), a module: no class
+            if not inspect.isclass(annotation):
+                root = namespace.get(parts[0])
+                first = root.__name__.split(".")[0] if inspect.ismodule(root) else parts[0]
+                return _Annotation(text, name=parts[-1], root=first if len(parts) > 1 else None)
+        if not inspect.isclass(annotation) or annotation.__module__ == "builtins":
+            return None  # int, str, a typing construct: they name no family's object
+        return _Annotation(text, mro=frozenset(f"{c.__module__}.{c.__qualname__}" for c in annotation.__mro__))
+
+
+@dataclass(frozen=True)
+class _FactoryFacts:
+    """What a factory's signature says, read without calling it."""
+
+    signature: inspect.Signature | None
+    #: its return annotation (a class given as the factory: the class itself)
+    returns: _Annotation | None
+    #: the annotations of its required parameters, by name
+    takes: dict[str, _Annotation]
+
+    @staticmethod
+    def of(factory: Callable[..., Any] | None) -> _FactoryFacts:
+        if factory is None:
+            return _FactoryFacts(None, None, {})
         try:
-            other.check_factory(signature)
+            signature = inspect.signature(factory)
+        except (TypeError, ValueError):
+            return _FactoryFacts(None, None, {})  # builtins and some C callables: let the call decide
+        module = sys.modules.get(getattr(factory, "__module__", None) or "")
+        namespace = getattr(inspect.unwrap(factory), "__globals__", None) or (vars(module) if module else {})
+        returns = (
+            _Annotation(
+                factory.__qualname__, mro=frozenset(f"{c.__module__}.{c.__qualname__}" for c in factory.__mro__)
+            )
+            if inspect.isclass(factory)
+            else _Annotation.of(signature.return_annotation, namespace)
+        )
+        takes = {
+            name: found
+            for name, parameter in signature.parameters.items()
+            if parameter.default is inspect.Parameter.empty
+            and parameter.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+            and (found := _Annotation.of(parameter.annotation, namespace)) is not None
+        }
+        return _FactoryFacts(signature, returns, takes)
+
+    def calls(self, family: Family) -> bool:
+        """Whether ``family`` can call the factory as it calls its factories."""
+        if self.signature is None:
+            return True
+        try:
+            family.check_factory(self.signature)
         except TypeError:
-            continue
-        fits.append(other)
-    # a factory of no arguments fits several families (an env's, a replay buffer's): the families
-    # whose returned type the factory's return annotation names are meant; without such a name, a
-    # family flagged suggested_when_annotated (the replay buffer's) is not suggested
-    annotation = "" if signature.return_annotation is inspect.Signature.empty else str(signature.return_annotation)
-    annotated = [f for f in fits if returned_type(f.factory_signature).rsplit(".", 1)[-1] in annotation]
-    fits = annotated or [f for f in fits if not getattr(f, "suggested_when_annotated", False)]
-    # a parameter named as a family names its factory's argument (env_fns, env_fn, env, num_envs)
-    # says which of the families that could call it is meant
-    named = [f for f in fits if f.factory_argument in signature.parameters]
-    chosen = sorted(f"--api {f.api}" for f in (named or fits))
-    return f"; did you mean {' or '.join(chosen)}?" if chosen else ""
+            return False
+        return True
+
+    def annotated(self, family: Family) -> bool:
+        """Whether the factory's annotations name ``family``'s objects: its return annotation, or,
+        where that names no family's, the annotation of a parameter."""
+        shape = _shape(family)
+        if self.returns is not None and self._return_names_any():
+            return self.returns.names(shape.returns, shape.return_names)
+        return any(found.names(shape.takes) for found in self.takes.values())
+
+    def _return_names_any(self) -> bool:
+        assert self.returns is not None
+        return any(self.returns.names(_shape(f).returns, _shape(f).return_names) for f in user_apis().values())
+
+    def named(self, family: Family) -> bool:
+        """Whether one of the factory's parameters is named as ``family`` names what it passes."""
+        return (
+            self.signature is not None
+            and bool(family.factory_argument)
+            and family.factory_argument in self.signature.parameters
+        )
+
+    def narrow(
+        self,
+        families: list[Family],
+        evidence: Sequence[Callable[[Family], bool]],
+        keep: Family | None = None,
+    ) -> tuple[list[Family], int | None]:
+        """``families`` narrowed by each piece of ``evidence`` in turn (one that would leave none is
+        skipped), and the index of the piece that dropped ``keep`` (None: it was not dropped)."""
+        dropped = None
+        for index, holds in enumerate(evidence):
+            narrowed = [family for family in families if holds(family)]
+            if narrowed:
+                if keep in families and keep not in narrowed and dropped is None:
+                    dropped = index
+                families = narrowed
+        return families, dropped
+
+    def annotation_detail(self, fits: Sequence[Family]) -> str:
+        if self.returns is not None and self._return_names_any():
+            return f"is annotated to return {self.returns.text}"
+        for name, found in self.takes.items():
+            if any(found.names(_shape(f).takes) for f in fits):
+                return f"takes {name}: {found.text}"
+        return "is annotated"
+
+    def name_detail(self, fits: Sequence[Family]) -> str:
+        names = [f.factory_argument for f in fits if f.factory_argument]
+        return f"takes {names[0]}" if names else "takes its arguments"
 
 
 def did_you_mean(word: str, candidates: Sequence[str]) -> str:
@@ -184,6 +418,7 @@ def factory_system(fn: Callable[..., Any], api: str, reference: str | None = Non
     if not callable(fn):
         raise BadInput(f"{reference} is a {type(fn).__name__}, not a callable")
     check_signature(fn, family, reference)
+    _FACTORIES[reference] = fn
     return family.user_system(fn, reference, **options)
 
 
@@ -328,9 +563,11 @@ def spawns_workers(
     before = child_processes()
     obj = _build(system, build)
     try:
-        wrong_api = _fits_another_api(system, obj, expected)
-        if wrong_api is not None:
-            raise BadInput(wrong_api)
+        # what it returned decides where its signature did not (rlconform.core.user.api_it_fits)
+        own = get_family(system.family)
+        misfit = api_it_fits(_FACTORIES.get(system.source), own, product=obj)
+        if misfit is not None:
+            raise BadInput(misfit.refusal(system.source, own, expected))
         missing = [name for name in required if not hasattr(obj, name)]
         if missing:
             raise BadInput(
@@ -346,28 +583,6 @@ def spawns_workers(
                 close_within_limit(method)
         reap(before)
     return spawned
-
-
-def _fits_another_api(system: System, obj: Any, expected: str) -> str | None:
-    """Why ``obj`` is the product of a factory given the wrong ``--api``: another family claims
-    it by its library's base class (an SB3 VecEnv checked as ``gymnasium.vector``, a ready-made
-    vector env checked as one ``gymnasium.Env``) and the system's own family does not."""
-    own = get_family(system.family)
-    if own.claims(obj):
-        return None
-    others = sorted(
-        (family for family in user_apis().values() if family is not own and family.claims(obj)),
-        key=lambda family: str(family.api),
-    )
-    if not others:
-        return None
-    apis = " or ".join(f"--api {other.api}" for other in others)
-    factories = "; ".join(f"--api {other.api}: {other.factory_signature}" for other in others)
-    return (
-        f"{system.source} returned a {type(obj).__module__}.{type(obj).__qualname__}, "
-        f"which is what {apis} checks, not --api {own.api} (expected {expected}); "
-        f"did you mean {apis}? (factories: {factories})"
-    )
 
 
 def returned_type(signature: str) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 
 from rlconform.core.family import find_layer, layer_chain
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.core.user import FactoryShape
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.spaces import array_literal
@@ -57,6 +58,11 @@ class GymEnvFamily(ReferenceEnvFamily):
     factory_signature = "(env: gymnasium.Env) -> gymnasium.Env"
     factory_argument = "env"
     claimed_classes = ("gymnasium.core.Env",)
+    factory_shape = FactoryShape(
+        returns=claimed_classes,
+        return_names=("Wrapper", "ObservationWrapper", "ActionWrapper", "RewardWrapper"),
+        takes=claimed_classes,
+    )
     plain_build = "env = {factory}(env_fns[0]())"
     plain_object = "env"
     required_attributes = ("reset", "step", "observation_space", "action_space")

@@ -37,7 +37,7 @@ import numpy as np
 
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, Probed, System, SystemTable
-from rlconform.core.user import BadInput, close_within_limit, returned_type, spawns_workers
+from rlconform.core.user import BadInput, FactoryShape, close_within_limit, returned_type, spawns_workers
 from rlconform.core.watchdog import child_processes, reap
 from rlconform.envs.calllog import FileSink, LogSink, MemorySink
 from rlconform.envs.script import EnvScript, EpisodePlan
@@ -504,6 +504,15 @@ class AlgorithmFamily(WholeRunFamily):
     factory_argument = "env"
     libraries = ("gymnasium", "stable-baselines3", "torch")
     claimed_classes = ("stable_baselines3.common.base_class.BaseAlgorithm",)
+    factory_shape = FactoryShape(
+        returns=claimed_classes,
+        # SB3's and sb3-contrib's algorithms, for a return annotation written as a string
+        return_names=(
+            *("OnPolicyAlgorithm", "OffPolicyAlgorithm", "PPO", "A2C", "DQN", "SAC", "TD3", "DDPG"),
+            *("RecurrentPPO", "MaskablePPO", "QRDQN", "TQC", "TRPO", "ARS", "CrossQ"),
+        ),
+        takes=("stable_baselines3.common.vec_env.base_vec_env.VecEnv",),
+    )
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> AlgorithmRun:
         return run_algorithm_case(system, case)
@@ -535,9 +544,6 @@ class AlgorithmFamily(WholeRunFamily):
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(object())
-        for name in ("env_fns", "env_fn", "num_envs"):
-            if name in signature.parameters:
-                raise TypeError(f"takes {name}")
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         return System(

@@ -19,6 +19,7 @@ import numpy as np
 from rlconform.core.family import find_layer, layer_chain
 from rlconform.core.forkserver import preload
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.core.user import FactoryShape
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, split_batch
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
@@ -63,6 +64,13 @@ class SB3Family(ReferenceEnvFamily):
     name = SB3_VECENV
     api = "sb3.VecEnv"
     claimed_classes = ("stable_baselines3.common.vec_env.base_vec_env.VecEnv",)
+    factory_shape = FactoryShape(
+        returns=claimed_classes,
+        return_names=(
+            *("DummyVecEnv", "SubprocVecEnv", "VecEnvWrapper", "VecNormalize", "VecFrameStack", "VecMonitor"),
+            "VecTransposeImage",
+        ),
+    )
     #: the SB3 defects the bundled systems show (FINDINGS.md), for failures a user's stack inherits
     #: from them (rlconform.core.inherited)
     findings = {

@@ -40,7 +40,7 @@ from typing import Any
 from rlconform.core.forkserver import preload
 from rlconform.core.isolation import run_isolated
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.user import BadInput, factory_error
+from rlconform.core.user import BadInput, FactoryShape, factory_error
 from rlconform.core.watchdog import stderr_to
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
@@ -310,6 +310,9 @@ class TorchRLFamily(ReferenceEnvFamily):
     # sub-envs (SubEnvFactory)
     factory_signature = "(env_fn: Callable[[], gymnasium.Env]) -> EnvBase"
     claimed_classes = ("torchrl.envs.common.EnvBase",)
+    factory_shape = FactoryShape(
+        returns=claimed_classes, return_names=("TransformedEnv", "SerialEnv", "ParallelEnv", "GymWrapper", "GymEnv")
+    )
     #: the TorchRL defects the bundled systems show (FINDINGS.md), for failures a user's stack
     #: inherits from them (rlconform.core.inherited)
     findings = {

@@ -28,7 +28,7 @@ from rlconform.core.family import is_instance_of
 from rlconform.core.reproducer import write
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, SystemTable
-from rlconform.core.user import returned_type, spawns_workers
+from rlconform.core.user import FactoryShape, returned_type, spawns_workers
 from rlconform.envs.plan import Case, Op, Reset
 from rlconform.envs.reproducer import reference_parts
 from rlconform.envs.script import EnvScript, EpisodePlan
@@ -383,12 +383,17 @@ class ReplayFamily(DrivenObjectFamily):
     name = FAMILY_NAME
     api = "torchrl.ReplayBuffer"
     factory_signature = "() -> torchrl.data.ReplayBuffer"
-    #: an env factory takes no arguments either: "did you mean --api torchrl.ReplayBuffer?" only
-    #: for a factory annotated as returning a ReplayBuffer (rlconform.core.user)
-    suggested_when_annotated = True
-    factory_argument = "make"
+    #: the factory takes no argument
+    factory_argument = ""
     quiet_loggers = ("torchrl",)
     claimed_classes = BUFFER_CLASSES
+    #: an env factory takes no arguments either: "did you mean --api torchrl.ReplayBuffer?" only
+    #: for a factory annotated as returning a replay buffer (rlconform.core.user.api_it_fits)
+    factory_shape = FactoryShape(
+        returns=BUFFER_CLASSES,
+        return_names=("TensorDictReplayBuffer", "PrioritizedReplayBuffer", "TensorDictPrioritizedReplayBuffer"),
+        suggested_unannotated=False,
+    )
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
         """This family's own cases (a subclass of ``Case`` with the scenario's parameters), not
@@ -427,8 +432,6 @@ class ReplayFamily(DrivenObjectFamily):
     # ------------------------------------------------------------ the user API
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind()
-        if {"env_fns", "env_fn", "env", "num_envs", "value_network"} & set(signature.parameters):
-            raise TypeError("takes envs")
 
     def claims(self, obj: Any) -> bool:
         return is_instance_of(obj, BUFFER_CLASSES)

@@ -33,7 +33,7 @@ from rlconform.core.family import is_instance_of
 from rlconform.core.reproducer import write
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, SystemTable
-from rlconform.core.user import returned_type, spawns_workers
+from rlconform.core.user import FactoryShape, returned_type, spawns_workers
 from rlconform.envs.plan import Case, Op, Reset
 from rlconform.envs.reproducer import reference_parts
 from rlconform.envs.script import EnvScript, EpisodePlan
@@ -148,6 +148,11 @@ class ValueEstimatorFamily(DrivenObjectFamily):
     factory_argument = "value_network"
     quiet_loggers = ("torchrl",)
     claimed_classes = ESTIMATOR_CLASSES
+    factory_shape = FactoryShape(
+        returns=ESTIMATOR_CLASSES,
+        return_names=("GAE", "TD0Estimator", "TD1Estimator", "TDLambdaEstimator", "VTrace"),
+        takes=("tensordict.nn.common.TensorDictModuleBase", "tensordict.nn.common.TensorDictModule"),
+    )
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
         return estimator_cases(system)
@@ -177,8 +182,6 @@ class ValueEstimatorFamily(DrivenObjectFamily):
     # ------------------------------------------------------------ the user API
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(object())
-        if {"env_fns", "env_fn", "env", "num_envs"} & set(signature.parameters):
-            raise TypeError("takes envs")
 
     def claims(self, obj: Any) -> bool:
         return is_instance_of(obj, ESTIMATOR_CLASSES)
