@@ -37,6 +37,7 @@ from rlconform.core.config import validate as validate_config
 from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError, paste_line, unlisted
 from rlconform.core.family import Family, get_family
 from rlconform.core.impact import IMPACTS, at_least, check_fail_on, fail_on_class, fail_on_own
+from rlconform.core.options import declared_options
 from rlconform.core.profiles import PROFILES
 from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
 from rlconform.core.session import Session
@@ -200,47 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FAMILY",
         help=f"the API your factory implements, one of: {', '.join(factory_signatures())} (signatures below)",
     )
-    check.add_argument(
-        "--num-envs",
-        type=int,
-        default=None,
-        metavar="N",
-        help="for a family that builds its own sub-envs (--api isaaclab): how many (default 16)",
-    )
-    check.add_argument(
-        "--device",
-        default="auto",
-        help="for a family that builds its own sub-envs (--api isaaclab): their torch device "
-        "(default: cuda if there is one, else cpu)",
-    )
-    check.add_argument(
-        "--stacks",
-        action="append",
-        metavar="PATTERN",
-        help="for a family that runs your env through the installed stacks (--api gymnasium.Env): only the "
-        "stacks whose system id matches (glob, e.g. 'gymnasium.SyncVectorEnv.*', sb3.DummyVecEnv); repeatable. "
-        "The verdict lists the stacks not chosen",
-    )
-    check.add_argument(
-        "--single-env",
-        metavar="MODULE:CALLABLE",
-        default=None,
-        help="for a ready-made vector env (--api gymnasium.VectorEnv): the factory of the single env each "
-        "sub-env must equal (make_single() -> gymnasium.Env)",
-    )
-    check.add_argument(
-        "--seeding",
-        default=None,
-        choices=("seed+i", "shared", "construction"),
-        help="for a ready-made vector env: how it seeds its sub-envs (default seed+i, Gymnasium's convention; "
-        "shared: one generator for all; construction: seeded when built only)",
-    )
-    check.add_argument(
-        "--autoreset-mode",
-        default=None,
-        choices=("NextStep", "SameStep", "Disabled"),
-        help="for a ready-made vector env that declares no metadata['autoreset_mode']: its mode (default NextStep)",
-    )
+    # each family's own options, from its declaration (rlconform.core.options)
+    for option, apis in declared_options(current().libraries):
+        option.add_to(check.add_argument, apis=apis)
     check.add_argument(
         "--intended",
         action="append",
@@ -390,23 +353,8 @@ def _note_skipped(skipped: Sequence[Spec], results: Results, out: TextIO) -> Non
     results.notes.append(line)
 
 
-#: options of ``check`` that only some families take (Family.user_options), with their defaults
-FAMILY_OPTIONS = {
-    "num_envs": None,
-    "device": "auto",
-    "stacks": None,
-    "single_env": None,
-    "seeding": None,
-    "autoreset_mode": None,
-}
-
-
 def _family_options(session: Session, args: argparse.Namespace) -> dict[str, object]:
     """The family's own options; one it does not take, given on the command line, is bad input."""
-    family = family_for(args.api)
-    for name, default in FAMILY_OPTIONS.items():
-        if name not in family.user_options and getattr(args, name) != default:
-            raise BadInput(f"--{name.replace('_', '-')} does not apply to --api {args.api}")
     return session.family_options(args.api, lambda name: getattr(args, name))
 
 
@@ -525,8 +473,27 @@ def _write_partial(args: argparse.Namespace, results: Results, verdicts: list[Ve
         where = f"; partial results written to {args.json}"
     with contextlib.suppress(BadInput):
         _write_reports(args, results)
+    _print_finished(results)
     print(f"rlconform: interrupted after {finished} of {planned} verdicts{where}", file=sys.stderr)
     return EXIT_INTERRUPTED
+
+
+def _print_finished(results: Results) -> None:
+    """The verdicts finished before a Ctrl-C, as a finished check prints them (one line each, then
+    the failures with their minimal cases and reproducers), so that nothing the run already found
+    is lost when no --json was given."""
+    out = sys.stdout
+    done = [verdict for verdict in results.verdicts if verdict.status != "not_run"]
+    if not done:
+        return
+    print("\nfinished before the interruption:", file=out)
+    for line in _verdict_lines(done, several_systems=len({v.system_id for v in done}) > 1):
+        print(line, file=out)
+    failures = render_failures(done, with_reproducers=True, specs=results.specs)
+    if failures:
+        print(file=out)
+        print(failures, file=out)
+    print(f"\nsummary (partial): {results.summary_text()}", file=out)
 
 
 def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
@@ -555,7 +522,7 @@ def _print_unlisted(expected: ExpectedFailures | None, verdicts: Sequence[Verdic
     (pinned to the failure's signature, so that the same spec failing differently is not excused)."""
     if expected is None:
         return
-    lines = [paste_line(verdict) for verdict in unlisted(list(verdicts))]
+    lines = [paste_line(verdict) for verdict in unlisted(list(verdicts), expected)]
     if not lines:
         return
     print(f"\nnot in {expected.source}: to expect a failure, add its line there and say why", file=out)

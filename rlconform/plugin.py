@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from rlconform.core.catalog import current
+
 # the core modules below import nothing beyond the standard library, so the inert plugin stays
 # cheap (tests/frontends/test_plugin.py::test_inert_without_options). What pulls Hypothesis, numpy or
 # the systems (config, profiles, user, system, the session, the run cache, the searches, the
@@ -61,6 +63,7 @@ from rlconform.core.family import get_family
 from rlconform.core.grouping import annotate, failing_from_json, groups
 from rlconform.core.impact import IMPACTS, UNCLASSIFIED, at_least, check_fail_on, fail_on_class, fail_on_own
 from rlconform.core.impact import title as impact_title
+from rlconform.core.options import FamilyOption, declared_options
 from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
 from rlconform.core.spec import Spec, get_spec
 from rlconform.core.verdict import Verdict, cell_status
@@ -100,7 +103,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         dest="rlconform_check",
         metavar="MODULE:CALLABLE",
-        help="check your own system: a factory taking a list of env factories (repeatable; needs --rlconform-api)",
+        help="check your own system: a factory with the signature --rlconform-api names (rlconform check --help "
+        "lists them: env_fns for a vectorizer, env for a wrapper or an algorithm, num_envs for a ready-made vector "
+        "env, ...); repeatable",
     )
     group.addoption(
         "--rlconform-api",
@@ -110,52 +115,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the API family of the --rlconform-check factories, as rlconform check --api names it "
         "(rlconform check --help lists them with their factory signatures)",
     )
-    group.addoption(
-        "--rlconform-num-envs",
-        type=int,
-        default=None,
-        dest="rlconform_num_envs",
-        metavar="N",
-        help="for a family that builds its own sub-envs (--rlconform-api isaaclab): how many (default 16)",
-    )
-    group.addoption(
-        "--rlconform-device",
-        default="auto",
-        dest="rlconform_device",
-        metavar="DEVICE",
-        help="for a family that builds its own sub-envs (--rlconform-api isaaclab): their torch device "
-        "(default: cuda if there is one, else cpu)",
-    )
-    group.addoption(
-        "--rlconform-stacks",
-        action="append",
-        default=[],
-        dest="rlconform_stacks",
-        metavar="PATTERN",
-        help="for a family that runs your env through the installed stacks (--rlconform-api gymnasium.Env): only "
-        "the stacks whose system id matches this glob (repeatable; default: every stack)",
-    )
-    group.addoption(
-        "--rlconform-single-env",
-        default=None,
-        dest="rlconform_single_env",
-        metavar="MODULE:CALLABLE",
-        help="for a ready-made vector env (--rlconform-api gymnasium.VectorEnv): the single env each sub-env must equal",
-    )
-    group.addoption(
-        "--rlconform-seeding",
-        default=None,
-        dest="rlconform_seeding",
-        choices=("seed+i", "shared", "construction"),
-        help="for a ready-made vector env: how it seeds its sub-envs (default seed+i)",
-    )
-    group.addoption(
-        "--rlconform-autoreset-mode",
-        default=None,
-        dest="rlconform_autoreset_mode",
-        choices=("NextStep", "SameStep", "Disabled"),
-        help="for a ready-made vector env that declares no autoreset mode: its mode (default NextStep)",
-    )
+    # each family's own options, from its declaration (rlconform.core.options), as rlconform check has them
+    for option, apis in _family_options():
+        option.add_to(group.addoption, prefix="rlconform-", apis=apis)
     group.addoption(
         "--rlconform-intended",
         action="append",
@@ -235,6 +197,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("rlconform_profile", "rlconform's Hypothesis profile: fast, ci or thorough", default="")
     parser.addini("rlconform_xfail", "path of the expected-failures file (relative to the ini file)", default="")
     parser.addini("rlconform_xfail_strict", "an expected failure that passes fails the run", type="bool", default=False)
+
+
+def _family_options() -> list[tuple[FamilyOption, list[str]]]:
+    """Every family's own options with the ``--api`` names that take them, read from the
+    libraries' declarations: no family module is loaded for it (the plugin loads in every pytest
+    run of a project that has rlconform installed)."""
+    return declared_options(current().libraries)
 
 
 def _impact_option(value: str) -> str:

@@ -97,6 +97,9 @@ class ExpectedFailures:
     #: an expected failure that passes is a failure (otherwise it is reported, and passes)
     strict: bool = False
     _used: set[Entry] = field(default_factory=set)
+    #: (system, spec) of the checks strict mode failed because their entry's failure passed: their
+    #: line is already in the file (it is to be removed), so none is offered to add
+    _stale: set[tuple[str, str]] = field(default_factory=set)
     #: pinned entries whose check failed with another signature: (entry, check, the signature)
     changed: list[tuple[Entry, str, str | None]] = field(default_factory=list)
 
@@ -147,6 +150,7 @@ class ExpectedFailures:
             if self.strict:
                 verdict.status = "fail"
                 verdict.message = f"strict expected failures: {note}"
+                self._stale.add((verdict.system_id, verdict.spec_id))
             else:
                 verdict.message = f"{verdict.message}; {note}" if verdict.message else note
         return entry
@@ -183,9 +187,15 @@ def paste_line(verdict: Verdict) -> str:
     return f"{key}  {PASTE_REASON}"
 
 
-def unlisted(verdicts: list[Verdict]) -> list[Verdict]:
-    """The failures no entry excused (nor rlconform's own list of known ones), in order."""
-    return [v for v in verdicts if v.status in FAILING and not v.known and not v.expected]
+def unlisted(verdicts: list[Verdict], expected: ExpectedFailures | None = None) -> list[Verdict]:
+    """The failures no entry excused (nor rlconform's own list of known ones), in order; a check
+    strict mode failed because its listed failure passed is listed already (its entry is stale)."""
+    stale = expected._stale if expected is not None else set()
+    return [
+        v
+        for v in verdicts
+        if v.status in FAILING and not v.known and not v.expected and (v.system_id, v.spec_id) not in stale
+    ]
 
 
 def unexpected_pass_message(entry: Entry) -> str:

@@ -25,6 +25,25 @@ if TYPE_CHECKING:
     from rlconform.core.system import Probed, System
 
 
+@dataclass(frozen=True)
+class FactoryShape:
+    """What a family's factories are annotated with, declared on the family (``factory_shape``,
+    beside ``factory_argument``, the name of the parameter it passes them): read off a user's
+    factory before anything of it runs, they say which ``--api`` it was written for
+    (:func:`api_it_fits`). Classes are ``module.QualName`` and their subclasses count."""
+
+    #: the library base classes of what the family's factories return (a return annotation)
+    returns: tuple[str, ...] = ()
+    #: further class names a return annotation written as a string may use (``-> "PPO"``)
+    return_names: tuple[str, ...] = ()
+    #: the classes of what the family passes its factories (their parameter's annotation)
+    takes: tuple[str, ...] = ()
+    #: suggested to a factory that fits it by its calling convention alone; False for a family
+    #: whose factories look like another's (a replay buffer's ``make()`` is an env factory's
+    #: signature too: only a factory annotated as returning a buffer is told that --api)
+    suggested_unannotated: bool = True
+
+
 @runtime_checkable
 class RunRecord(Protocol):
     """What the core reads of any family's run of one case (the specs read the rest)."""
@@ -70,6 +89,8 @@ class Family(Protocol):
     #: the parameter name of what a user's factory is given (``env_fns``, ``env``, ``num_envs``):
     #: a factory whose signature names another family's says which ``--api`` it fits
     factory_argument: str
+    #: what the family's factories are annotated with (rlconform.core.user.api_it_fits)
+    factory_shape: FactoryShape
     #: what the family documents about its outputs (``rlconform.envs.driver.Contract``), which the
     #: cross-family specs read instead of its name; None where no cross-family spec reads its runs
     contract: Any

@@ -147,6 +147,9 @@ class Spec:
     #: before any example where the probe read the stack (``System.stack_semantics``); ``check``
     #: asks it of each usable run's semantics before the spec's own function runs
     applies_to_stack: Callable[[Mapping[str, Any]], str | None] | None = None
+    #: what a run must be for the spec to read it (:data:`NEEDS`); a run that is not has nothing
+    #: to check, and the spec's function is not called on it
+    needs: tuple[str, ...] = ()
 
     def not_applicable_reason(self, system: System) -> str | None:
         if system.family not in self.families:
@@ -171,14 +174,22 @@ def spec(
     applies: Callable[[System], str | None] | None = None,
     expensive: bool = False,
     applies_to_stack: Callable[[Mapping[str, Any]], str | None] | None = None,
+    needs: tuple[str, ...] = (),
 ) -> Callable[[SpecFn], SpecFn]:
     """Register the decorated function as the spec ``id``.
+
+    ``needs`` is what a run must be for the function to read it (:data:`NEEDS`: ``"usable"``, the
+    system built and its run read); on any other run the spec checks nothing, in one place, instead
+    of a gate at the top of every spec function.
 
     ``impact`` is required (one of :data:`rlconform.core.impact.IMPACTS`): a spec whose failure nobody
     classified could not be ranked or gated, so registering one is an error.
     """
     if impact not in IMPACTS:
         raise ValueError(f"spec {id!r}: impact must be one of {', '.join(IMPACTS)}, not {impact!r}")
+    unknown = [need for need in needs if need not in NEEDS]
+    if unknown:
+        raise ValueError(f"spec {id!r}: needs must be among {', '.join(NEEDS)}, not {unknown[0]!r}")
 
     def decorate(fn: SpecFn) -> SpecFn:
         # data on the function, registered nowhere: the catalog collects a module's spec functions
@@ -190,17 +201,37 @@ def spec(
                 statement,
                 rationale,
                 families,
-                _naming(id, _asking_stack(applies_to_stack, fn)),
+                _naming(id, _gated(needs, _asking_stack(applies_to_stack, fn))),
                 impact,
                 scenario,
                 applies,
                 expensive,
                 applies_to_stack,
+                needs,
             ),
         )
         return fn
 
     return decorate
+
+
+#: what a spec may need of a run (``@spec(needs=...)``), each a property of the core's RunRecord
+NEEDS: dict[str, Callable[[Any], bool]] = {"usable": lambda run: bool(run.usable)}
+
+
+def _gated(needs: tuple[str, ...], fn: SpecFn) -> SpecFn:
+    """``fn``, called only on a run that is what ``needs`` names; on another run nothing is checked
+    (an empty outcome: the search counts no fact of it)."""
+    if not needs:
+        return fn
+
+    @functools.wraps(fn)
+    def check(run: Any) -> Outcome:
+        if not all(NEEDS[need](run) for need in needs):
+            return Outcome()
+        return fn(run)
+
+    return check
 
 
 def _asking_stack(applies_to_stack: Callable[[Mapping[str, Any]], str | None] | None, fn: SpecFn) -> SpecFn:

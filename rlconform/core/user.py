@@ -22,12 +22,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from traceback import FrameSummary
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from rlconform.core.catalog import current
-from rlconform.core.family import get_family
+from rlconform.core.family import FactoryShape, get_family
 from rlconform.core.intents import UnknownIntent, parse_intents
 from rlconform.core.isolation import HUNG_PAST_DEADLINE, run_isolated
+from rlconform.core.options import OptionError, mapping_options
 from rlconform.core.system import System
 from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, close_timeout, deadline, reap
 
@@ -115,33 +116,6 @@ def check_signature(fn: Callable[..., Any], family: Family, reference: str) -> N
 
 
 @dataclass(frozen=True)
-class FactoryShape:
-    """What a family's factories are annotated with, declared on the family (``factory_shape``,
-    beside ``factory_argument``, the name of the parameter it passes them): read off a user's
-    factory before anything of it runs, they say which ``--api`` it was written for
-    (:func:`api_it_fits`). Classes are ``module.QualName`` and their subclasses count."""
-
-    #: the library base classes of what the family's factories return (a return annotation)
-    returns: tuple[str, ...] = ()
-    #: further class names a return annotation written as a string may use (``-> "PPO"``)
-    return_names: tuple[str, ...] = ()
-    #: the classes of what the family passes its factories (their parameter's annotation)
-    takes: tuple[str, ...] = ()
-    #: suggested to a factory that fits it by its calling convention alone; False for a family
-    #: whose factories look like another's (a replay buffer's ``make()`` is an env factory's
-    #: signature too: only a factory annotated as returning a buffer is told that --api)
-    suggested_unannotated: bool = True
-
-
-@runtime_checkable
-class ShapedFamily(Protocol):
-    """A family that declares its factories' annotations (every family on
-    ``rlconform.envs.whole_run.WholeRunFamily`` does)."""
-
-    factory_shape: FactoryShape
-
-
-@dataclass(frozen=True)
 class Misfit:
     """A factory given the wrong ``--api``: the ``--api``(s) it fits (none: no family can call it)
     and what showed it."""
@@ -224,7 +198,7 @@ def _apis(families: Sequence[Family]) -> tuple[str, ...]:
 
 
 def _shape(family: Family) -> FactoryShape:
-    return family.factory_shape if isinstance(family, ShapedFamily) else FactoryShape()
+    return family.factory_shape
 
 
 @dataclass(frozen=True)
@@ -419,7 +393,11 @@ def factory_system(fn: Callable[..., Any], api: str, reference: str | None = Non
         raise BadInput(f"{reference} is a {type(fn).__name__}, not a callable")
     check_signature(fn, family, reference)
     _FACTORIES[reference] = fn
-    return family.user_system(fn, reference, **options)
+    try:
+        declared = mapping_options(family, options)
+    except OptionError as exc:
+        raise BadInput(str(exc)) from None
+    return family.user_system(fn, reference, **declared)
 
 
 def _build(system: System, build: Callable[[], Any]) -> Any:

@@ -25,10 +25,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
-from rlconform.core.family import is_instance_of
+from rlconform.core.family import FactoryShape, is_instance_of
 from rlconform.core.options import FamilyOption
 from rlconform.core.system import Probed, System
-from rlconform.core.user import FactoryShape, close_within_limit, returned_type, spawns_workers
+from rlconform.core.user import close_within_limit, returned_type, spawns_workers
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy

@@ -28,11 +28,10 @@ if TYPE_CHECKING:
         "overwrites it on the next step turns every stored observation into the latest one."
     ),
     families=TUPLE_FAMILIES,
+    needs=("usable",),
 )
 def returned_objects(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     for call in run.calls:
         if call.failed:
             continue
@@ -57,11 +56,10 @@ def returned_objects(run: Run) -> Outcome:
         "then does something else)."
     ),
     families=TUPLE_FAMILIES,
+    needs=("usable",),
 )
 def caller_arguments(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     for call in run.calls:
         diff = first_difference(call.args_live, call.args_snapshot)
         ck.expect(
@@ -86,11 +84,10 @@ def caller_arguments(run: Run) -> Outcome:
         "buffer it overwrites (a NumPy buffer wrapped without a copy) turns every stored transition into the latest one."
     ),
     families=frozenset({TORCHRL_ENVBASE}),
+    needs=("usable",),
 )
 def torchrl_returned_data(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     action_keys = {str(k) for k in run.semantics.get("action_keys", ["action"])}
     passed_back = {id(call.args_live[0]) for call in run.calls if call.agent_step and call.args_live}
     for call in run.calls:

@@ -26,11 +26,10 @@ if TYPE_CHECKING:
         "5-tuple is documented, an info key without its mask or a missing autoreset_mode tag breaks it."
     ),
     families=TRANSITION_FAMILIES,
+    needs=("usable",),
 )
 def api_shape(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     family = reference_family(run.system.family)
     for problem in family.object_problems(run.semantics, run.case.num_envs):
         ck.fail(problem)
@@ -60,11 +59,10 @@ def api_shape(run: Run) -> Outcome:
     ),
     families=VECTOR_FAMILIES | {TORCHRL_ENVBASE},
     scenario="robustness",
+    needs=("usable",),
 )
 def wrong_size_rejected(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     for call in run.calls:
         if isinstance(call.op, BadStep):
             ck.expect(
@@ -85,11 +83,10 @@ def wrong_size_rejected(run: Run) -> Outcome:
     ),
     families=VECTOR_FAMILIES | {TORCHRL_ENVBASE},
     scenario="robustness",
+    needs=("usable",),
 )
 def failed_call_no_side_effect(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     _, per_call = events_by_call(run)
     for call in run.calls:
         if not call.failed:

@@ -89,11 +89,10 @@ def _type_of(value: Any) -> str:
         "(float64 for float32, int for uint8) is upcast, copied or truncated downstream."
     ),
     families=TRANSITION_FAMILIES,
+    needs=("usable",),
 )
 def observations(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     space = run.semantics.get("single_observation_space")
     if space is None:
         return ck.not_applicable("the system declares no observation space")
@@ -137,11 +136,10 @@ def _rewards_flags_applies(system: System) -> str | None:
     ),
     families=TRANSITION_FAMILIES,
     applies=_rewards_flags_applies,
+    needs=("usable",),
 )
 def rewards_flags(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     contract = contract_of(run.system)
     if contract.dtypes == "declared":
         return _declared_rewards_flags(run, ck)
@@ -246,11 +244,10 @@ def _numpy_env(system: System) -> str | None:
     ),
     families=TRANSITION_FAMILIES,
     applies=_numpy_env,
+    needs=("usable",),
 )
 def actions_received(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     space = run.case.script.action.build()
     expect_actions_received(ck, run, lambda action: _action_problem(space, action))
     return ck.done()

@@ -48,11 +48,10 @@ def _touched(call: CallRecord, env: int) -> bool:
         "passes s to every sub-env, or drops the seed, makes 'seeded' runs irreproducible or correlated."
     ),
     families=VECTOR_FAMILIES,
+    needs=("usable",),
 )
 def seed_plus_i(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     _, per_call = events_by_call(run)
     for call in _seeded_resets(run):
         assert isinstance(call.op, Reset) and call.op.seed is not None
@@ -76,11 +75,10 @@ def seed_plus_i(run: Run) -> Outcome:
     statement="One seeded reset gives every sub-env a different seed.",
     rationale="Sub-envs that share a seed produce identical trajectories: the batch holds copies, not samples.",
     families=VECTOR_FAMILIES,
+    needs=("usable",),
 )
 def distinct_seeds(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     _, per_call = events_by_call(run)
     for call in _seeded_resets(run):
         seen: dict[int | None, int] = {}
@@ -226,11 +224,10 @@ def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
     ),
     scenario="reseed",
     families=TRANSITION_FAMILIES,
+    needs=("usable",),
 )
 def reset_determinism(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     segments: dict[int, list[list[CallRecord]]] = {}
     current: list[CallRecord] | None = None
     for call in run.calls:

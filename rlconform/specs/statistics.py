@@ -229,11 +229,10 @@ def sub_env_normalizer(name: str) -> str:
     ),
     families=TUPLE_FAMILIES,
     applies_to_stack=_keeps_no_statistics,
+    needs=("usable",),
 )
 def episode_statistics(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     key = run.semantics["episode_statistics"]  # applies_to_stack: the stack keeps statistics
     assert run.truth is not None
     # a recorder inside each sub-env (CleanRL's RecordEpisodeStatistics per env thunk, SB3's
@@ -410,11 +409,10 @@ def _short(stats: Any) -> str:
     ),
     families=TUPLE_FAMILIES,
     applies_to_stack=_has_no_normalizer,
+    needs=("usable",),
 )
 def normalizer_statistics(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     assert run.truth is not None
     gamma = run.semantics.get("normalizer_gamma")
     # the counts the statistics started from: a user's own normalizer reports them when the stack

@@ -50,12 +50,6 @@ if TYPE_CHECKING:
     from rlconform.envs.driver import Run
 
 
-def _unusable(ck: Checker, run: Run) -> Outcome | None:
-    if not run.usable:
-        return ck.done()
-    return None
-
-
 @spec(
     "transitions.exact",
     impact="training-data",
@@ -70,11 +64,10 @@ def _unusable(ck: Checker, run: Run) -> Outcome | None:
         "trains on garbage transitions without any error."
     ),
     families=TRANSITION_FAMILIES,
+    needs=("usable",),
 )
 def transitions_exact(run: Run) -> Outcome:
     ck = Checker()
-    if (early := _unusable(ck, run)) is not None:
-        return early
     assert run.truth is not None
     precision = reward_precision(run)
     placed = call_of_records(run)
@@ -182,11 +175,10 @@ def _close(a: float, b: float, precision: str) -> bool:
         "step, steps it twice, or skips it makes every count wrong."
     ),
     families=TRANSITION_FAMILIES,
+    needs=("usable",),
 )
 def env_step_counts(run: Run) -> Outcome:
     ck = Checker()
-    if (early := _unusable(ck, run)) is not None:
-        return early
     _, per_call = events_by_call(run)
     skips = (
         {env: [m for m in match_transitions(run, env)[0] if m.span] for env in range(run.case.num_envs)}
@@ -222,11 +214,10 @@ def env_step_counts(run: Run) -> Outcome:
         "silently throws episodes away: the agent never sees them and episode statistics are biased."
     ),
     families=TRANSITION_FAMILIES,
+    needs=("usable",),
 )
 def no_discarded_episode(run: Run) -> Outcome:
     ck = Checker()
-    if (early := _unusable(ck, run)) is not None:
-        return early
     assert run.truth is not None
     placed = call_of_records(run)
     for env_truth in run.truth.envs:
@@ -275,11 +266,10 @@ def _user_reset_touches(call: object, env: int) -> bool:
         "into one and corrupts bootstrapped targets and recurrent state."
     ),
     families=TRANSITION_FAMILIES,
+    needs=("usable",),
 )
 def fresh_first_obs(run: Run) -> Outcome:
     ck = Checker()
-    if (early := _unusable(ck, run)) is not None:
-        return early
     unreadable = any(not stamps_survive(run, env) for env in range(run.case.num_envs))
     for slot in run.slots:
         if slot.kind != "transition" or not stamps_survive(run, slot.env):
@@ -329,11 +319,10 @@ def _unreadable_under_declaration(ck: Checker, run: Run, unreadable: bool) -> Ou
     families=TRANSITION_FAMILIES,
     # a family whose data keeps no terminal observation (RSL-RL) says why in its contract
     applies=lambda system: contract_of(system).no_terminal_obs,
+    needs=("usable",),
 )
 def terminal_obs(run: Run) -> Outcome:
     ck = Checker()
-    if (early := _unusable(ck, run)) is not None:
-        return early
     unreadable = any(not stamps_survive(run, env) for env in range(run.case.num_envs))
     for env in range(run.case.num_envs):
         matches, _ = match_transitions(run, env)
@@ -368,8 +357,6 @@ _AMBIGUOUS = (
 def _flag_spec(name: str) -> Spec:
     def check(run: Run) -> Outcome:
         ck = Checker()
-        if (early := _unusable(ck, run)) is not None:
-            return early
         for env in range(run.case.num_envs):
             matches, _ = match_transitions(run, env)
             for m in matches:
@@ -413,6 +400,7 @@ def _flag_spec(name: str) -> Spec:
         rationale=rationale,
         impact="training-data",
         families=TRANSITION_FAMILIES,
+        needs=("usable",),
     )(check)
     return spec_of(check)
 
@@ -439,11 +427,10 @@ def _has_no_reset_step(semantics: Mapping[str, Any]) -> str | None:
     ),
     families=TUPLE_FAMILIES,
     applies_to_stack=_has_no_reset_step,
+    needs=("usable",),
 )
 def reset_step_neutral(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     _, per_call = events_by_call(run)
     for slot in run.slots:
         if slot.kind != "reset_step":
@@ -489,11 +476,10 @@ def reset_step_neutral(run: Run) -> Outcome:
         "statistics, success flags and final infos to the wrong environment."
     ),
     families=TUPLE_FAMILIES,
+    needs=("usable",),
 )
 def infos_aligned(run: Run) -> Outcome:
     ck = Checker()
-    if (early := _unusable(ck, run)) is not None:
-        return early
     assert run.truth is not None
     _, per_call = events_by_call(run)
     for record in run.calls:
@@ -582,11 +568,10 @@ def _describe_info(stamp: object) -> str:
         "when autoreset is disabled and a reset is lost) produces transitions from a state the env never promised."
     ),
     families=TRANSITION_FAMILIES,
+    needs=("usable",),
 )
 def no_step_after_end(run: Run) -> Outcome:
     ck = Checker()
-    if (early := _unusable(ck, run)) is not None:
-        return early
     assert run.truth is not None
     placed = call_of_records(run)
     for env_truth in run.truth.envs:

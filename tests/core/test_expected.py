@@ -102,6 +102,20 @@ def test_a_pinned_entry_that_passes_is_an_unexpected_pass_and_a_pin_is_no_glob()
     assert entry.pin is None and entry.check_key == "weird#key"
 
 
+def test_a_stale_strict_entry_is_not_offered_again_as_a_line_to_add() -> None:
+    """Issue 34: a strict entry whose failure now passes failed the check ("remove the entry") and
+    was also listed under "to expect a failure, add its line": its line is the stale one."""
+    from rlconform.core.expected import unlisted
+
+    passing = Verdict("user:pkg:make_vec", "transitions.exact", "pass")
+    other = _failing("flags.truncated#0badc0de", spec="flags.truncated")
+    expected = ExpectedFailures.parse(PINNED, "xf.txt", strict=True)
+    for verdict in (passing, other):
+        expected.apply(verdict)
+    assert passing.status == "fail" and "remove the entry" in passing.message
+    assert unlisted([passing, other], expected) == [other]
+
+
 def test_every_unlisted_failure_gets_a_paste_ready_line_that_expects_it() -> None:
     from rlconform.core.expected import PASTE_REASON, paste_line, unlisted
 

@@ -514,6 +514,29 @@ def test_ctrl_c_writes_the_finished_verdicts_and_exits_130(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back for the caller
 
 
+@pytest.mark.usefixtures("interactive_sigint")
+def test_ctrl_c_without_json_prints_every_finished_verdict(
+    module_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 34: without --json, Ctrl-C printed "interrupted after 6 of 11 verdicts" and never
+    showed the six. They are printed as a finished check prints them, then a partial summary."""
+    import hangers  # type: ignore[import-not-found]  # written by module_dir
+
+    from rlconform.cli import EXIT_INTERRUPTED, main
+
+    monkeypatch.setattr(hangers, "BUILDS", [0])  # the count is the module's: another test may have built copies
+    monkeypatch.chdir(module_dir)
+    code = main(["check", "hangers:ctrl_c", "--api", "gymnasium.vector", "--in-process"])
+    out, err = capsys.readouterr()
+    assert code == EXIT_INTERRUPTED
+    finished = int(re.match(r"rlconform: interrupted after (\d+) of ", err).group(1))  # type: ignore[union-attr]
+    assert finished > 0, err
+    listed = out.split("finished before the interruption:\n", 1)[1]
+    lines = [line for line in listed.splitlines() if re.match(r"^  (?!NOT_RUN)[A-Z_]+ +\S+: ", line)]
+    assert len(lines) == finished, listed
+    assert "\nsummary (partial): " in listed and "not run" in listed
+
+
 def interrupt_isolated_check(module_dir: Path, passes: int, output: str) -> tuple[str, str, int, dict[str, Any]]:
     """A real SIGINT to ``rlconform check hangers:slow`` (isolated, as by default) once ``passes``
     specs have printed "pass" (0: as soon as the worker starts): its stdout, stderr, exit status

@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
+from rlconform.core.family import FactoryShape
 from rlconform.core.hangs import hung_call
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System, get_system
-from rlconform.core.user import BadInput, FactoryShape
+from rlconform.core.user import BadInput
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.envs.driver import ActionCodec, LiveRun, Run
 from rlconform.envs.plan import Case, Op, Reset, Step

@@ -67,11 +67,10 @@ def _segments(run: Run) -> list[list[CallRecord]]:
     statement="reset returns (obs, info dict) and step returns (obs, reward, terminated, truncated, info dict) with a real-number reward and bool flags (one-element tensors for a torch-native env, which keeps each tensor's dtype and device from call to call).",
     rationale="Every library reads the Gymnasium 5-tuple positionally; a 4-tuple, a list or an array flag breaks them in different, silent ways; a torch-native env whose tensors change dtype or device mid-run breaks the buffers allocated from its first outputs.",
     families=FAMILIES,
+    needs=("usable",),
 )
 def env_api_shape(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     assert run.first is not None
     family = reference_family(GYMNASIUM_ENV)
     native = run.torch_device is not None
@@ -131,11 +130,10 @@ def _tensor_drift(call: CallRecord, device: str | None, first_seen: dict[str, tu
     statement="Every observation the env returns is an element of its observation_space, with the space's dtype and shape (a torch-native env's tensors are compared as NumPy arrays).",
     rationale="Vectorizers allocate buffers from the declared space and cast into them: an observation of another dtype or shape is silently converted, clipped or rejected by one stack and not another.",
     families=FAMILIES,
+    needs=("usable",),
 )
 def env_observations_in_space(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     assert run.first is not None
     for call in run.first.calls:
         if call.failed or call.view is None:
@@ -194,11 +192,10 @@ def _expect_same_outputs(
     statement="reset(seed=s) on a used instance restarts exactly the trajectory reset(seed=s) started the first time.",
     rationale="Evaluation loops reseed the same instance; state that survives a seeded reset (a step counter, an RNG created once) makes the evaluation depend on what ran before.",
     families=FAMILIES,
+    needs=("usable",),
 )
 def env_reset_reproducible(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     assert run.first is not None
     segments = _segments(run.first)
     if len(segments) < 2:
@@ -221,11 +218,10 @@ def env_reset_reproducible(run: EnvRun) -> Outcome:
     statement="The env neither modifies an observation after returning it nor modifies the action it is given.",
     rationale="Buffers keep returned observations and callers reuse action arrays; an env that writes into either corrupts stored data without an error.",
     families=FAMILIES,
+    needs=("usable",),
 )
 def env_no_aliasing(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     assert run.first is not None
     for call in run.first.calls:
         if call.failed:
@@ -251,11 +247,10 @@ def env_no_aliasing(run: EnvRun) -> Outcome:
     statement="Stepping an episode past its end (which Gymnasium leaves undefined) leaves nothing behind: reset(seed=s) afterwards returns what a fresh env's reset(seed=s) returns.",
     rationale="Vectorizers and buggy loops do step ended episodes; an env whose state leaks through the next seeded reset turns one stray step into an irreproducible run.",
     families=FAMILIES,
+    needs=("usable",),
 )
 def env_step_after_end(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     info = run.after_end
     if "error" in info:
         ck.fail(f"probing a step past the end failed: {info['error']}")
@@ -279,11 +274,10 @@ def env_step_after_end(run: EnvRun) -> Outcome:
     rationale="An env that works bare can break inside a vectorizer: shared class state between copies, observations the stack converts, info keys that collide with the stack's own, flags the stack re-encodes.",
     families=FAMILIES,
     expensive=True,
+    needs=("usable",),
 )
 def env_stack_equivalence(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     agreed: list[str] = []
     disagreed: list[str] = []
     #: stacks that agreed, with a copy through which no episode ended in this example
@@ -369,11 +363,10 @@ def _stack_difference(ck: Checker, result: StackResult) -> str | None:
     statement="Each wrapper layer of the env (each object reached through .env) answers every reset and step consistently with the layer it wraps, during that call: it keeps the info keys that layer returned, never hides an episode end, sets terminated only where that layer did (except layers documented to, such as EpisodicLifeEnv), truncates at one step count (its limit, when it keeps one in max_episode_steps or a similar attribute) and returns each step's own reward, not the previous step's.",
     rationale="A hand-written time limit that sets terminated makes a learner bootstrap nothing from states that are not terminal; a wrapper that drops the reset info or delays the reward corrupts what the agent learns from, and a check of the whole env alone compares it with nothing.",
     families=FAMILIES,
+    needs=("usable",),
 )
 def env_wrapper_layers(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     layers = run.layers()
     if layers is None:
         return ck.not_applicable("the env has no wrapper layers (nothing with .env around it)")
@@ -392,11 +385,10 @@ def env_wrapper_layers(run: EnvRun) -> Outcome:
     statement="The env accepts every action at the edges of its own action space: a Box's low and high bounds (each alone and alternating, a large finite value standing for an infinite bound) and the midpoint, every Discrete value (from its start; the first and last 32 of a larger space), each MultiDiscrete component's least and greatest value, MultiBinary's all zeros and all ones, and Dict and Tuple spaces combined leaf by leaf: each step with one returns instead of raising.",
     rationale="Policies squash and clip to the bounds (a tanh policy saturates at high, a clipped Gaussian lands on it) and a categorical policy picks the last value; sampled actions almost never hit a Box bound, so an env that rejects its space's own edges (an open interval, an off-by-one range check) passes a random test and crashes in training.",
     families=FAMILIES,
+    needs=("usable",),
 )
 def env_edge_actions(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     probe = run.edges()
     if not probe["edges"]:
         return ck.not_applicable(
@@ -428,11 +420,10 @@ def _short(value: Any) -> str:
     rationale="Training seeds an env once and resets it without a seed ever after; an env that reseeds itself with a constant on those resets (super().reset(seed=0) when seed is None) replays one episode forever, whatever seed the run was given, and a seed sweep trains every seed on the same data.",
     families=FAMILIES,
     expensive=True,
+    needs=("usable",),
 )
 def env_seed_stream(run: EnvRun) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     probe = run.stream()
     if "error" in probe:
         ck.note(f"seed stream not exercised in an example: driving the env failed ({probe['error']})")

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.family import find_layer, layer_chain
+from rlconform.core.family import FactoryShape, find_layer, layer_chain
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.user import FactoryShape
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.spaces import array_literal

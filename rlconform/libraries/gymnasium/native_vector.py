@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
+from rlconform.core.family import FactoryShape
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System
-from rlconform.core.user import FactoryShape, close_within_limit, load_callable
+from rlconform.core.user import close_within_limit, load_callable
 from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, deadline, reap
 from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.libraries.gymnasium.options import (
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
     from rlconform.core.spec import Spec
-
 
 
 @dataclass(frozen=True)

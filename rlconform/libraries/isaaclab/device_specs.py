@@ -54,14 +54,13 @@ FLAG_DTYPE = torch.bool
         "reaches the task unconverted."
     ),
     families=FAMILIES,
+    needs=("usable",),
 )
 def actions_on_device(run: Run) -> Outcome:
     if getattr(run, "family", None) == TORCH_FAMILY:
         return _torch_outcome(ACTIONS_SPEC, run)
 
     ck = Checker(ACTIONS_SPEC)
-    if not run.usable:
-        return ck.done()
     device = str(run.semantics.get("device"))
     env_device = torch.device(device)
     space = run.semantics.get("single_action_space")
@@ -115,13 +114,12 @@ def actions_on_device(run: Run) -> Outcome:
         "output on the host is converted or transferred implicitly in every consumer, every step."
     ),
     families=FAMILIES,
+    needs=("usable",),
 )
 def outputs_on_device(run: Run) -> Outcome:
     if getattr(run, "family", None) == TORCH_FAMILY:
         return _torch_outcome(OUTPUTS_SPEC, run)
     ck = Checker(OUTPUTS_SPEC)
-    if not run.usable:
-        return ck.done()
     device = torch.device(str(run.semantics.get("device")))
     space = run.semantics.get("single_observation_space")
     n = run.case.num_envs

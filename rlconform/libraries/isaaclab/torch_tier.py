@@ -15,9 +15,9 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rlconform.core.family import FactoryShape
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import System
-from rlconform.core.user import FactoryShape
 from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.libraries.isaaclab.options import TORCH_TIER_OPTIONS
 from rlconform.libraries.isaaclab.user import isaaclab_installed, reference_system, torch_system

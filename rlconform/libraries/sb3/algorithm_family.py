@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
+from rlconform.core.family import FactoryShape
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, Probed, System, SystemTable
-from rlconform.core.user import BadInput, FactoryShape, close_within_limit, returned_type, spawns_workers
+from rlconform.core.user import BadInput, close_within_limit, returned_type, spawns_workers
 from rlconform.core.watchdog import child_processes, reap
 from rlconform.envs.calllog import FileSink, LogSink, MemorySink
 from rlconform.envs.script import EnvScript, EpisodePlan

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from rlconform.core.family import find_layer, layer_chain
+from rlconform.core.family import FactoryShape, find_layer, layer_chain
 from rlconform.core.forkserver import preload
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.user import FactoryShape
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.batching import as_bool_list, as_float_list, split_batch
 from rlconform.envs.driver import Contract, ReferenceEnvFamily

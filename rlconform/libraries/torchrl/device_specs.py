@@ -49,11 +49,10 @@ def expected_device(run: Run, key: str) -> str:
         "first forward pass fail, or copies every step behind the user's back."
     ),
     families=frozenset({TORCHRL_ENVBASE}),
+    needs=("usable",),
 )
 def device(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     for call in run.calls:
         if call.failed or call.view is None:
             continue

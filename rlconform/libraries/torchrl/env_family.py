@@ -37,10 +37,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlconform.core.family import FactoryShape
 from rlconform.core.forkserver import preload
 from rlconform.core.isolation import run_isolated
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.core.user import BadInput, FactoryShape, factory_error
+from rlconform.core.user import BadInput, factory_error
 from rlconform.core.watchdog import stderr_to
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step

@@ -76,11 +76,10 @@ def action_problem(space: Any, receipt: Any, device: str) -> str | None:
     ),
     families=frozenset({TORCHRL_ENVBASE}),
     applies=_applies,
+    needs=("usable",),
 )
 def actions_reach_env_natively(run: Run) -> Outcome:
     ck = Checker(SPEC_ID)
-    if not run.usable:
-        return ck.done()
     device = declared_device(run.system)
     if device is None:
         return ck.not_applicable("the system's envs do not declare themselves torch-native")

@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from rlconform.core.family import is_instance_of
+from rlconform.core.family import FactoryShape, is_instance_of
 from rlconform.core.reproducer import write
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, SystemTable
-from rlconform.core.user import FactoryShape, returned_type, spawns_workers
+from rlconform.core.user import returned_type, spawns_workers
 from rlconform.envs.plan import Case, Op, Reset
 from rlconform.envs.reproducer import reference_parts
 from rlconform.envs.script import EnvScript, EpisodePlan

@@ -160,11 +160,10 @@ def _unreadable(ck: Checker, entry: dict[str, Any], where: str, values: Any, **a
         "zeroed with a sub-env's reset, or mixes sub-envs reaches training as a plausible number."
     ),
     families=frozenset({TORCHRL_ENVBASE}),
+    needs=("usable",),
 )
 def transform_values(run: Run) -> Outcome:
     ck = Checker()
-    if not run.usable:
-        return ck.done()
     entries = added_of(run.semantics)
     if not entries:
         return ck.not_applicable(NOT_APPLICABLE)
