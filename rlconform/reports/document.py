@@ -59,6 +59,24 @@ LABELS = {
 #: and inherited failures included
 REPORTED = ("fail", "not_exercised", "error")
 
+#: the family names results of schema version 1 were written with, by the name the family has
+#: since version 2: a family a user checks a factory with is named by the ``--api`` the user types
+#: (rlconform.specs.families). Two old names now name other families ("gymnasium.Env" was the
+#: wrapper family, now the user's own env; "isaaclab" was DirectRLEnv's, now the torch tier's): only
+#: the document's schema version says which family such a name means. A name not listed is unchanged.
+V1_FAMILY_NAMES = {
+    "gymnasium.Env": "gymnasium.Wrapper",
+    "user.env": "gymnasium.Env",
+    "torchrl.replay": "torchrl.ReplayBuffer",
+    "isaaclab": "isaaclab.DirectRLEnv",
+    "isaaclab.torch": "isaaclab",
+}
+
+
+def family_name(name: str, schema_version: int) -> str:
+    """The family ``name`` of a document of ``schema_version`` as rlconform names it now."""
+    return V1_FAMILY_NAMES.get(name, name) if schema_version < 2 else name
+
 
 @dataclass(frozen=True)
 class SpecInfo:
@@ -208,12 +226,23 @@ class ResultsDocument:
             notes=list(data["notes"]),
             specs=[
                 SpecInfo(
-                    s["id"], s["statement"], s["rationale"], tuple(s["families"]), s.get("impact"), s.get("column")
+                    s["id"],
+                    s["statement"],
+                    s["rationale"],
+                    tuple(family_name(f, version) for f in s["families"]),
+                    s.get("impact"),
+                    s.get("column"),
                 )
                 for s in data["specs"]
             ],
             systems=[
-                SystemInfo(s["id"], s["family"], s["title"], s["kind"], tuple(s.get("restrictions") or ()))
+                SystemInfo(
+                    s["id"],
+                    family_name(s["family"], version),
+                    s["title"],
+                    s["kind"],
+                    tuple(s.get("restrictions") or ()),
+                )
                 for s in data["systems"]
             ],
             results=[

@@ -2,12 +2,17 @@
 
 One place for every family name: a spec says which families it applies to with these groups, a
 library's family takes its name from here, and nothing else writes a family name as a literal.
+A family a user checks a factory with is named by the ``--api`` the user types, everywhere
+(results, reports, reproducers, ``replay(family=...)``, ``rlconform list --family``); a family
+without a user API has a name of its own. Results written before this naming (schema version 1)
+are read through ``rlconform.reports.document.V1_FAMILY_NAMES``.
 What a spec needs to know of a family beyond whether it applies (its array library, how its dtypes
 are known, whether its data has terminal observations) is a fact of the family's contract
 (:class:`rlconform.envs.driver.Contract`), never a branch on one of these names.
 """
 
-GYMNASIUM_ENV = "gymnasium.Env"
+#: Gymnasium single envs under wrappers, and a user's own wrapper (``--api gymnasium.Wrapper``)
+GYMNASIUM_ENV = "gymnasium.Wrapper"
 GYMNASIUM_VECTOR = "gymnasium.vector"
 SB3_VECENV = "sb3.VecEnv"
 #: an SB3 algorithm: what its collection code stores in its buffer (rlconform.libraries.sb3.algorithm_family)
@@ -17,19 +22,19 @@ SB3_ALGORITHM = "sb3.Algorithm"
 #: convention do not (each such spec says why in its own docstring)
 TORCHRL_ENVBASE = "torchrl.EnvBase"
 TORCHRL_COLLECTOR = "torchrl.collector"
-TORCHRL_REPLAY = "torchrl.replay"
+TORCHRL_REPLAY = "torchrl.ReplayBuffer"
 #: a return estimator (GAE, TD(0), TD(1), TD(lambda)) fed TorchRL collector batches
 #: (rlconform.libraries.torchrl.value_estimators)
 TORCHRL_VALUE_ESTIMATOR = "torchrl.ValueEstimator"
 #: Isaac Lab's DirectRLEnv contract (torch tensors out, same-step autoreset): the specs that read
 #: transitions, env logs and decoded observations apply to it
-ISAACLAB_DIRECT = "isaaclab"
+ISAACLAB_DIRECT = "isaaclab.DirectRLEnv"
 #: Isaac Lab's RslRlVecEnvWrapper (dones and extras["time_outs"], no terminal observation)
 ISAACLAB_RSL_RL = "isaaclab.rsl_rl"
 #: Isaac Lab envs and wrappers checked vectorized, in torch, at scale (the torch tier)
-ISAACLAB_TORCH = "isaaclab.torch"
-#: a user's own env in env-author mode (its observations are not decodable)
-USER_ENV = "user.env"
+ISAACLAB_TORCH = "isaaclab"
+#: a user's own env in env-author mode (its observations are not decodable; ``--api gymnasium.Env``)
+USER_ENV = "gymnasium.Env"
 #: a ready-made vector env, vectorized natively (rlconform.libraries.gymnasium.native_vector)
 NATIVE_VECTOR = "gymnasium.VectorEnv"
 

@@ -1,6 +1,6 @@
 """Lifecycle specs: every call answers, and close() shuts the system down completely.
 
-``lifecycle.responsive`` also judges a user's own env (env-author mode, family ``user.env``): its
+``lifecycle.responsive`` also judges a user's own env (env-author mode, family ``gymnasium.Env``): its
 bare runs are driven under the same deadlines, and an env whose ``step`` never returns hangs every
 stack it is put in."""
 

@@ -320,10 +320,12 @@ def test_every_family_implements_the_protocol_and_api_names_are_unique() -> None
     from rlconform.core.family import Family
 
     families = default_catalog().families()
-    assert {"gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase", "user.env", "isaaclab.torch"} <= set(families)
+    assert {"gymnasium.vector", "sb3.VecEnv", "torchrl.EnvBase", "gymnasium.Env", "isaaclab"} <= set(families)
     for name, family in families.items():
         assert isinstance(family, Family), name
         assert family.name == name
+    # one name per family: a family a user checks a factory with is named by its --api
+    assert [name for name, family in families.items() if family.api is not None and family.api != name] == []
     apis = [family.api for family in families.values() if family.api is not None]
     assert sorted(apis) == [
         "gymnasium.Env",

@@ -86,9 +86,9 @@ PLANTED = [
         "planted.torchrl.SliceBuffer.IgnoresEpisodeEnds",
         "replay.slices_within_episode",
         ("torchrl",),
-        id="torchrl.replay",
+        id="torchrl.ReplayBuffer",
     ),
-    pytest.param("planted.user_env.reused_buffer", "env.no_aliasing", (), id="user.env"),
+    pytest.param("planted.user_env.reused_buffer", "env.no_aliasing", (), id="gymnasium.Env"),
 ]
 
 

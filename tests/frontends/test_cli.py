@@ -344,8 +344,8 @@ def test_list_filters_by_family_and_section(workdir: Path) -> None:
     listed = [line.split()[1] for line in specs.stdout.splitlines() if not line.startswith("library ")]
     assert listed == [s.id for s in all_specs() if "gymnasium.vector" in s.families]
     assert "terminal.final_obs" in listed and "env.determinism" not in listed
-    # env-author mode (check --api gymnasium.Env) is the family user.env
-    author = run(workdir, "list", "--family", "user.env", "--specs")
+    # env-author mode (check --api gymnasium.Env) is the family gymnasium.Env: one name per family
+    author = run(workdir, "list", "--family", "gymnasium.Env", "--specs")
     assert "env.determinism" in author.stdout and "terminal.final_obs" not in author.stdout
     unknown = run(workdir, "list", "--family", "gym.Vector")
     assert unknown.returncode == 2

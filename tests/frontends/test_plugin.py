@@ -274,7 +274,7 @@ def test_not_applicable_spec_is_no_item_and_is_reported_once(downstream: pytest.
 
 
 def test_check_adds_no_item_per_spec_of_another_family(downstream: pytest.Pytester) -> None:
-    """A user's vector env checked with every spec: the env-author specs (family user.env) are no
+    """A user's vector env checked with every spec: the env-author specs (family gymnasium.Env) are no
     items, and the summary counts them in one line instead of listing a skip each."""
     result = downstream.runpytest("-rs", *CHECK, "myvec:make", *specs("flags.*", "env.*"))
     result.assert_outcomes(passed=2)

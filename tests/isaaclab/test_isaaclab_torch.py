@@ -1,4 +1,4 @@
-"""Family ``isaaclab.torch``: the vectorized contract monitor, the wrapper comparisons, the user API.
+"""Family ``isaaclab`` (the torch tier, ``--api isaaclab``): the vectorized contract monitor, the wrapper comparisons, the user API.
 
 Runs where isaaclab is installed (``scripts/install-isaaclab``; README). Pins what isaaclab 3.0.0
 and its wrappers do, shows every spec catching its planted bug and passing on the reference env,
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("isaaclab", reason="isaaclab not installed: the isaaclab.torch tests need isaaclab==3.0.0")
+pytest.importorskip("isaaclab", reason="isaaclab not installed: the torch tier's tests need isaaclab==3.0.0")
 
 import torch
 

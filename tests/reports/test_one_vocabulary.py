@@ -323,3 +323,32 @@ def test_diff_of_a_v1_and_a_v2_document_of_the_same_verdicts_shows_no_change(tmp
     status, out = _cli("diff", str(tmp_path / "old.json"), str(tmp_path / "changed.json"))
     assert status == cli.EXIT_FAIL
     assert f"  {SYSTEM} :: terminal.final_obs  known -> fail: terminal.final_obs fail: first line" in out
+
+
+def test_a_v1_document_is_read_with_the_families_named_by_their_api() -> None:
+    """Issue 34, one name per family: a v1 document's old family names are read as the names the
+    families have now (two old names now name other families: the schema version decides)."""
+    from rlconform.core.catalog import current
+    from rlconform.reports.document import V1_FAMILY_NAMES, ResultsDocument, family_name
+
+    assert set(V1_FAMILY_NAMES.values()) <= set(current().families())
+    assert family_name("user.env", 1) == "gymnasium.Env" and family_name("gymnasium.Env", 1) == "gymnasium.Wrapper"
+    assert family_name("gymnasium.Env", 2) == "gymnasium.Env" and family_name("isaaclab", 1) == "isaaclab.DirectRLEnv"
+    document = {
+        "schema_version": 1,
+        "rlconform_version": "0.1.0",
+        "created": "2026-11-01T00:00:00+00:00",
+        "profile": {},
+        "environment": {},
+        "notes": [],
+        "specs": [{"id": "env.api_shape", "statement": "", "rationale": "", "families": ["user.env"]}],
+        "systems": [
+            {"id": "user:m:make_env", "family": "user.env", "title": "", "kind": "user"},
+            {"id": "gymnasium.TimeLimit", "family": "gymnasium.Env", "title": "", "kind": "library"},
+        ],
+        "results": [],
+        "summary": {},
+    }
+    loaded = ResultsDocument.from_json(document)
+    assert [s.family for s in loaded.systems] == ["gymnasium.Env", "gymnasium.Wrapper"]
+    assert loaded.specs[0].families == ("gymnasium.Env",)

@@ -1,4 +1,4 @@
-"""Replay buffers checked row by row (family ``torchrl.replay``, ``--api torchrl.ReplayBuffer``):
+"""Replay buffers checked row by row (family and ``--api`` ``torchrl.ReplayBuffer``):
 every planted bug caught by exactly its specs, the correct and innocent buffers passing, TorchRL's
 own row and n-step buffers pinned (FINDINGS.md T4), and a user's factory checked through the CLI
 and ``parametrize_with_checks``.
@@ -27,7 +27,8 @@ from rlconform.core.search import check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
 from rlconform.core.user import user_system
-from rlconform.libraries.torchrl.replay_buffers import MUST_FAIL, replay_edge_cases
+from rlconform.libraries.torchrl.replay_case import replay_edge_cases
+from rlconform.libraries.torchrl.replay_family import MUST_FAIL
 from rlconform.replay import replay
 
 ROW_SPECS = ("replay.rows_are_transitions", "replay.multistep_returns", "replay.bootstrap_targets")
@@ -111,7 +112,7 @@ def test_a_users_multistep_buffer_inherits_t4(tmp_path: Path, monkeypatch: pytes
     )
     # an n-step transform of the user's own is not TorchRL's: nothing to inherit T4 from
     own = execute(get_system("reference.torchrl.MultiStepBuffer"), EDGE)
-    assert get_family("torchrl.replay").library_systems(own) == ["torchrl.ReplayBuffer.LazyTensorStorage"]
+    assert get_family("torchrl.ReplayBuffer").library_systems(own) == ["torchrl.ReplayBuffer.LazyTensorStorage"]
 
 
 def test_replay_prints_the_violation() -> None:

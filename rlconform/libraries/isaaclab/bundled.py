@@ -1,4 +1,4 @@
-"""The bundled ``isaaclab.torch`` systems: the torch-vectorized reference env, alone and through
+"""The bundled systems of the torch tier (family ``isaaclab``): the torch-vectorized reference env, alone and through
 every wrapper, its planted bugs, on the CPU and on CUDA when there is one.
 
 Registered only where isaaclab is installed (the reference env subclasses its DirectRLEnv);

@@ -46,7 +46,7 @@ FLAG_DTYPE = torch.bool
         "Every action reaches the env's _pre_physics_step as a torch.Tensor on env.device with the action space's "
         "dtype and shape (num_envs, action_dim), and, when the caller's tensor already was one, as that very "
         "storage: no NumPy or host round trip (and on CUDA no host synchronisation before the task gets it; "
-        "family isaaclab.torch also reads action_manager.process_action of a manager-based env)."
+        "family isaaclab (the torch tier) also reads action_manager.process_action of a manager-based env)."
     ),
     rationale=(
         "DirectRLEnv.step only does action.to(self.device): it neither casts nor validates. An action taken "
