@@ -392,10 +392,10 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ("rlconform.libraries.torchrl.value_estimators", "rlconform.libraries.torchrl.value_torch"): _optional(
         "torch, tensordict and TorchRL"
     ),
-    ("rlconform.libraries.torchrl.replay_buffers", "rlconform.libraries.torchrl.value_torch"): _optional(
+    ("rlconform.libraries.torchrl.replay_harness", "rlconform.libraries.torchrl.value_torch"): _optional(
         "torch, tensordict and TorchRL"
     ),
-    ("rlconform.libraries.torchrl.replay_buffers", "rlconform.libraries.torchrl.replay_torch"): _optional(
+    ("rlconform.libraries.torchrl.replay_family", "rlconform.libraries.torchrl.replay_torch"): _optional(
         "torch, tensordict and TorchRL"
     ),
 }

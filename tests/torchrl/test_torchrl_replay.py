@@ -18,7 +18,7 @@ from rlconform.core.spec import Violation, get_spec
 from rlconform.core.system import get_system
 from rlconform.envs.plan import Reset
 from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.libraries.torchrl.replay_buffers import ReplayCase
+from rlconform.libraries.torchrl.replay_case import ReplayCase
 from rlconform.replay import replay
 
 SMALL = Profile("torchrl-replay", 8, 4, True, "a few derandomized examples", 20, 5, 20.0)

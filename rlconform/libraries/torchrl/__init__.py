@@ -9,7 +9,8 @@ LIBRARY = Library(
     title="TorchRL envs, transforms, collectors and replay buffers",
     modules=(
         "rlconform.libraries.torchrl.collectors",
-        "rlconform.libraries.torchrl.replay_buffers",
+        "rlconform.libraries.torchrl.replay_family",
+        "rlconform.libraries.torchrl.replay_specs",
         "rlconform.libraries.torchrl.value_estimators",
         "rlconform.libraries.torchrl.env_family",
         "rlconform.libraries.torchrl.native",

@@ -142,7 +142,7 @@ MUST_FAIL: dict[str, frozenset[str]] = {
         ),
         "torchrl_meta_leaf": ("torchrl.device", *_GYM_WRAPPER_FINDINGS),
         "torchrl_float64_reward": ("dtype.rewards_flags", *_GYM_WRAPPER_FINDINGS),
-        # native.py, collectors.py, replay_buffers.py
+        # native.py, collectors.py, replay_family.py
         "torchrl.TorchNative.NumpyRoundTrip": ("torchrl.actions_reach_env_natively", "dtype.rewards_flags"),
         "torchrl.Collector.DropsLastFrame": ("collector.frame_accounting",),
         "torchrl.Collector.RecordsResetStep": ("collector.transitions",),

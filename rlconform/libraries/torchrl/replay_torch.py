@@ -2,7 +2,7 @@
 rlconform's own (correct, and with planted defects) and a planted replay buffer, all written as a
 user would write them around TorchRL's classes.
 
-Imported by :mod:`rlconform.libraries.torchrl.replay_buffers` only when a system is built (torch
+Imported by :mod:`rlconform.libraries.torchrl.replay_family` only when a system is built (torch
 at module level, as :mod:`rlconform.libraries.torchrl.value_torch`).
 """
 
