@@ -50,7 +50,7 @@ _LAZY = {
     "EnvCase": "rlconform.libraries.envauthor.family",
     "EstimatorCase": "rlconform.libraries.torchrl.value_estimators",
     "NativeCase": "rlconform.libraries.gymnasium.native_vector",
-    "ReplayCase": "rlconform.libraries.torchrl.replay_buffers",
+    "ReplayCase": "rlconform.libraries.torchrl.replay_case",
     "TorchCase": "rlconform.libraries.isaaclab.torch_run",
     # the reference env is a gymnasium.Env: imported only when a reproducer builds one
     "make_reference_env": "rlconform.envs.reference_env",
