@@ -55,7 +55,7 @@ _LAZY = {
     # the reference env is a gymnasium.Env: imported only when a reproducer builds one
     "make_reference_env": "rlconform.envs.reference_env",
     # the env_fn a torchrl.EnvBase factory gets: its k-th call builds sub-env k
-    "SubEnvFactory": "rlconform.libraries.torchrl.env_family",
+    "SubEnvFactory": "rlconform.libraries.torchrl.env_user",
 }
 
 __all__ = [

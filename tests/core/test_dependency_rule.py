@@ -57,7 +57,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ),
     ("torchrl", "gymnasium"): (
         "TorchRL's GymWrapper and GymEnv wrap Gymnasium envs and vector envs: the TorchRL env family "
-        "reads the Gymnasium families' autoreset modes and action rendering (torchrl/env_family.py)"
+        "reads the Gymnasium families' autoreset modes and action rendering (torchrl/env_family.py, env_systems.py)"
     ),
     ("envauthor", "gymnasium"): (
         "env-author mode's sample envs put the counter env under the Gymnasium package's sample user "
@@ -381,8 +381,9 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ("rlconform.libraries.torchrl.collectors", "rlconform.libraries.torchrl.policies"): _optional(
         "torch and tensordict"
     ),
-    ("rlconform.libraries.torchrl.env_family", "rlconform.libraries.torchrl.declared_space"): _optional("Gymnasium"),
-    ("rlconform.libraries.torchrl.env_family", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.torchrl.env_objects", "rlconform.libraries.torchrl.declared_space"): _optional("Gymnasium"),
+    ("rlconform.libraries.torchrl.env_systems", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.torchrl.env_user", "rlconform.envs.reference_env"): _GYMNASIUM,
     ("rlconform.libraries.sb3.algorithm_family", "rlconform.envs.reference_env"): _GYMNASIUM,
     ("rlconform.libraries.sb3.algorithm_planted", "rlconform.libraries.sb3.algorithm_buffers"): _optional(
         "Stable-Baselines3 (its buffers subclass SB3's)"

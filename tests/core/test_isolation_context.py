@@ -208,7 +208,7 @@ def test_pickled_env_fn_builds_the_next_free_sub_env() -> None:
     worker order. Worker k must build sub-env k (the old env_fn refused to be pickled)."""
     pytest.importorskip("torchrl")
     from rlconform.envs.calllog import MemorySink
-    from rlconform.libraries.torchrl.env_family import SubEnvFactory
+    from rlconform.libraries.torchrl.env_user import SubEnvFactory
 
     env_fn = SubEnvFactory(_env_fns([MemorySink() for _ in range(3)]))
     shadow = env_fn()  # TorchRL's metadata env, built and closed in this process
@@ -227,7 +227,7 @@ def test_envs_closed_while_the_factory_builds_leave_no_log() -> None:
     a transition the system 'missed' (a false FAIL of transitions.exact)."""
     pytest.importorskip("torchrl")
     from rlconform.envs.calllog import MemorySink, ResetRecord, StepRecord
-    from rlconform.libraries.torchrl.env_family import SubEnvFactory
+    from rlconform.libraries.torchrl.env_user import SubEnvFactory
 
     sinks = [MemorySink() for _ in range(2)]
     env_fn = SubEnvFactory(_env_fns(sinks))
@@ -252,7 +252,7 @@ def test_a_forked_copy_of_env_fn_refuses_to_build() -> None:
     """Workers started with fork copy env_fn as it is: each would build the same sub-env."""
     pytest.importorskip("torchrl")
     from rlconform.envs.calllog import MemorySink
-    from rlconform.libraries.torchrl.env_family import SubEnvFactory
+    from rlconform.libraries.torchrl.env_user import SubEnvFactory
 
     env_fn = SubEnvFactory(_env_fns([MemorySink() for _ in range(2)]))
     assert not env_fn.refused_fork()

@@ -23,7 +23,7 @@ from rlconform.envs.driver import Run
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.stamp import Stamp
-from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS
+from rlconform.libraries.torchrl.env_objects import SUB_ENV_RESETS
 
 SCRIPT = EnvScript(
     episodes=(EpisodePlan(2, "terminated"), EpisodePlan(3, "truncated"), EpisodePlan(4, "never")),

@@ -32,7 +32,7 @@ from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.libraries.envauthor import family as envcheck
 from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
 from rlconform.libraries.envauthor.sample_envs import CounterEnv
-from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS
+from rlconform.libraries.torchrl.env_objects import SUB_ENV_RESETS
 
 #: a few examples each: every example runs the env through every stack, several with workers
 SMALL = Profile(

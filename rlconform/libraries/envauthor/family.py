@@ -9,7 +9,7 @@ the bare env given the seeds the stack gave each copy and the actions the stack 
 
 The seeds are the stack's own documented seeding: Gymnasium and SB3 seed copy i with ``seed + i``;
 TorchRL's ``set_seed`` chains seeds and resets each copy once more without a seed (the adapter
-records the resets each copy received, ``rlconform.libraries.torchrl.env_family.SUB_ENV_RESETS``), and
+records the resets each copy received, ``rlconform.libraries.torchrl.env_objects.SUB_ENV_RESETS``), and
 the bare env replays exactly those. A stack whose library is not installed is not run, and the
 verdict says so.
 """
@@ -49,7 +49,8 @@ from rlconform.libraries.envauthor.torch_envs import (
     to_env_action,
     torch_device,
 )
-from rlconform.libraries.torchrl.env_family import SUB_ENV_RESETS, torch_native_stack
+from rlconform.libraries.torchrl.env_objects import SUB_ENV_RESETS
+from rlconform.libraries.torchrl.env_systems import torch_native_stack
 from rlconform.libraries.torchrl.tensordicts import UnsupportedSpaceError
 from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV
 
@@ -67,7 +68,7 @@ STACKS = (
     "gymnasium.AsyncVectorEnv.SameStep",
     "gymnasium.AsyncVectorEnv.Disabled",
     # before SB3's: the first system to use the fork server decides what it preloads, and
-    # TorchRL's list serves both (see rlconform.libraries.torchrl.env_family.FORKSERVER_PRELOAD)
+    # TorchRL's list serves both (see rlconform.libraries.torchrl.env_systems.FORKSERVER_PRELOAD)
     "torchrl.GymWrapper",
     "torchrl.SerialEnv.GymWrapper",
     "torchrl.ParallelEnv.GymWrapper",

@@ -13,6 +13,7 @@ LIBRARY = Library(
         "rlconform.libraries.torchrl.replay_specs",
         "rlconform.libraries.torchrl.value_estimators",
         "rlconform.libraries.torchrl.env_family",
+        "rlconform.libraries.torchrl.env_systems",
         "rlconform.libraries.torchrl.native",
         "rlconform.libraries.torchrl.native_specs",
         "rlconform.libraries.torchrl.device_specs",

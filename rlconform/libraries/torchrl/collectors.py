@@ -27,7 +27,7 @@ from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxObs, DiscreteAction
 from rlconform.envs.stamp import Stamp
 from rlconform.envs.trace import CallRecord
-from rlconform.libraries.torchrl.env_family import gym_wrapper
+from rlconform.libraries.torchrl.env_systems import gym_wrapper
 from rlconform.libraries.torchrl.frames import (
     NUM_ACTIONS,
     DrivenObjectFamily,

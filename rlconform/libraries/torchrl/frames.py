@@ -20,7 +20,7 @@ from rlconform.envs.spaces import BoxObs, Decoded, DiscreteAction, Garbage
 from rlconform.envs.stamp import Stamp
 from rlconform.envs.strategies import episode_plans
 from rlconform.envs.trace import CallRecord, Slot
-from rlconform.libraries.torchrl.env_family import gym_wrapper
+from rlconform.libraries.torchrl.env_systems import gym_wrapper
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy

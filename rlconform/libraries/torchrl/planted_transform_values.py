@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
-from rlconform.libraries.torchrl.env_family import gym_wrapper
+from rlconform.libraries.torchrl.env_systems import gym_wrapper
 from rlconform.specs.families import TORCHRL_ENVBASE
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
