@@ -48,7 +48,7 @@ _LAZY = {
     "AlgorithmCase": "rlconform.libraries.sb3.algorithm_family",
     "CollectorCase": "rlconform.libraries.torchrl.collectors",
     "EnvCase": "rlconform.libraries.envauthor.family",
-    "EstimatorCase": "rlconform.libraries.torchrl.value_estimators",
+    "EstimatorCase": "rlconform.libraries.torchrl.value_case",
     "NativeCase": "rlconform.libraries.gymnasium.native_vector",
     "ReplayCase": "rlconform.libraries.torchrl.replay_case",
     "TorchCase": "rlconform.libraries.isaaclab.torch_run",

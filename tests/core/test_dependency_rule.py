@@ -390,7 +390,7 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ),
     ("rlconform.libraries.torchrl.native", "rlconform.envs.torch_reference_env"): _GYMNASIUM,
     ("rlconform.libraries.torchrl.native", "rlconform.libraries.torchrl.planted_native"): _optional("Gymnasium"),
-    ("rlconform.libraries.torchrl.value_estimators", "rlconform.libraries.torchrl.value_torch"): _optional(
+    ("rlconform.libraries.torchrl.value_family", "rlconform.libraries.torchrl.value_torch"): _optional(
         "torch, tensordict and TorchRL"
     ),
     ("rlconform.libraries.torchrl.replay_harness", "rlconform.libraries.torchrl.value_torch"): _optional(

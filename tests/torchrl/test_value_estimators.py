@@ -29,7 +29,8 @@ from rlconform.core.user import user_system
 from rlconform.envs.plan import Reset
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.stamp import Stamp
-from rlconform.libraries.torchrl.value_estimators import MUST_FAIL, EstimatorCase, estimator_edge_cases
+from rlconform.libraries.torchrl.value_case import EstimatorCase, estimator_edge_cases
+from rlconform.libraries.torchrl.value_family import MUST_FAIL
 from rlconform.libraries.torchrl.value_reference import RefStep, gae, retained
 from rlconform.replay import replay
 

@@ -2,7 +2,7 @@
 that feeds collector batches to an estimator and reads back what it computed, and the small
 estimators of rlconform's own (a correct one, innocent variants and planted bugs).
 
-Imported by :mod:`rlconform.libraries.torchrl.value_estimators` only when a system is built
+Imported by :mod:`rlconform.libraries.torchrl.value_family` only when a system is built
 (torch at module level, as :mod:`rlconform.libraries.torchrl.policies`).
 """
 
