@@ -28,6 +28,7 @@ from rlconform.core.family import get_family
 from rlconform.core.hangs import RESPONSIVE, Hang, SystemHung, budget_spent, hang_in
 from rlconform.core.hypothesis_isolation import without_local_constants
 from rlconform.core.inherited import inherited_from
+from rlconform.core.library_messages import captured
 from rlconform.core.profiles import Profile, get_profile, hypothesis_settings, session_seed, shrink_time_limit
 from rlconform.core.reproducer import reproducer_source
 from rlconform.core.runner import RUN_CACHE, RunCache
@@ -150,11 +151,32 @@ def check_spec(
     on_example: Callable[[int], None] | None = None,
 ) -> Verdict:
     """Search for a violation of ``spec`` by ``system``; ``on_example`` is told how many examples
-    the search has run so far, after each (progress reports).
+    the search has run so far, after each (progress reports). What the system's libraries say
+    meanwhile (warnings of the family's loggers, warnings raised in library code) is kept off the
+    screen and counted on the verdict (:mod:`rlconform.core.library_messages`).
 
     A bad RLCONFORM_* variable raises :class:`~rlconform.core.config.ConfigError` here, before the
     search: it is the caller's input, never a verdict on the system."""
     validate_config()
+    try:
+        family = get_family(system.family)
+        loggers, libraries = tuple(family.quiet_loggers), tuple(family.libraries)
+    except Exception:  # a family whose library is missing: the search gives its skip, nothing runs
+        loggers, libraries = (), ()
+    with captured(loggers, libraries) as said:
+        verdict = _search(system, spec, profile, cache, on_example)
+    verdict.library_messages = dict(sorted(said.items()))
+    return verdict
+
+
+def _search(
+    system: System,
+    spec: Spec,
+    profile: Profile | str | None,
+    cache: RunCache,
+    on_example: Callable[[int], None] | None,
+) -> Verdict:
+    """:func:`check_spec`'s search."""
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     start = time.perf_counter()
     seed = None if prof.derandomize else session_seed()

@@ -77,6 +77,10 @@ class Verdict:
     #: a user's failure that the library under the user's code shows on its own, the same way:
     #: which library system, and its FINDINGS row (rlconform.core.inherited)
     inherited: str | None = None
+    #: what the libraries under the system said while the search drove it (log warnings of the
+    #: family's loggers, warnings raised in library code), by message (ANSI codes stripped), with
+    #: how many times: kept off the screen and listed in the results (rlconform.core.library_messages)
+    library_messages: dict[str, int] = field(default_factory=dict)
 
     @property
     def internal_error(self) -> bool:
