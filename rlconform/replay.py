@@ -45,7 +45,7 @@ from rlconform.envs.spaces import (
 #: type, imported only when a reproducer asks for it (a module that moves changes its line here,
 #: never a reproducer)
 _LAZY = {
-    "AlgorithmCase": "rlconform.libraries.sb3.algorithm_family",
+    "AlgorithmCase": "rlconform.libraries.sb3.algorithm_case",
     "CollectorCase": "rlconform.libraries.torchrl.collectors",
     "EnvCase": "rlconform.libraries.envauthor.family",
     "EstimatorCase": "rlconform.libraries.torchrl.value_case",
@@ -111,16 +111,21 @@ def replay(
     case: Any,
     spec_id: str | None = None,
     *,
+    api: str | None = None,
     family: str | None = None,
     out: TextIO | None = None,
     intended: Sequence[str] = (),
     **options: Any,
 ) -> list[Violation]:
     """Run ``case`` on ``system``, print what it did and the violations of ``spec_id`` (or of every
-    applicable spec), and return the violations. ``intended``: the value changes the system makes
-    on purpose (``rlconform check --intended``)."""
+    applicable spec), and return the violations. ``api``: the ``--api`` a user's factory is checked
+    under (a family is named by it; ``family=`` is the same, the keyword reproducers written before
+    0.2 use); ``intended``: the value changes the system makes on purpose (``rlconform check
+    --intended``); further keywords are the family's options (``single_env``, ``stacks``, ...)."""
+    if api is not None and family is not None and api != family:
+        raise ValueError(f"replay: api={api!r} and family={family!r} disagree; pass api= only")
     stream = out or sys.stdout
-    resolved = resolve_system(system, family, **options)
+    resolved = resolve_system(system, api or family, **options)
     if intended:
         resolved = with_intents(resolved, list(intended))
     run = execute(resolved, case)

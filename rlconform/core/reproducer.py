@@ -55,7 +55,7 @@ class ReproducerParts:
     spec: Spec
     #: the statements that bind ``case`` (:func:`case_lines`), written with names of rlconform.replay
     case: Sequence[str]
-    #: the ``--api`` a user's factory was checked under (``replay``'s ``family=``)
+    #: the ``--api`` a user's factory was checked under (``replay``'s ``api=``)
     api: str | None = None
     #: what the system is and what the case does, for the module docstring
     about: str = ""
@@ -140,7 +140,7 @@ def write(parts: ReproducerParts) -> str:
     else:
         target = repr(system.source if user else system.id)
     options = "".join(f", {key}={value!r}" for key, value in parts.options.items() if value is not None)
-    given = f", family={parts.api!r}{options}" if user else ""
+    given = f", api={parts.api!r}{options}" if user else ""
     replayed = f"replay({target}, case, {spec.id!r}{given})"
     body: list[str] = []
     what = parts.what or f"Replays the minimal case on {system.source if user else system.id}: {spec.id} must hold."

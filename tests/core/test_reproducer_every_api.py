@@ -65,7 +65,7 @@ PLANTED = [
         "planted.user_env.reused_buffer",
         "env.no_aliasing",
         "rlconform.libraries.envauthor.sample_envs:counter",
-        given=", family='gymnasium.Env'",
+        given=", api='gymnasium.Env'",
     ),
     Planted(
         "sb3.VecEnv",

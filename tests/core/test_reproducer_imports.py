@@ -77,7 +77,7 @@ def _installed(*modules: str) -> bool:
 #: buffer) and of an env-author case, in both of its forms (a pytest regression test, a script)
 PLANTED = [
     pytest.param("planted.shifted_reward", "transitions.exact", (), id="gymnasium.vector"),
-    pytest.param("planted.rewarding_autoreset", "reset_step.neutral", (), id="gymnasium.Env"),
+    pytest.param("planted.rewarding_autoreset", "reset_step.neutral", (), id="gymnasium.Wrapper"),
     pytest.param("planted.sb3_no_terminal_observation", "terminal.final_obs", ("stable_baselines3",), id="sb3.VecEnv"),
     pytest.param(
         "planted.torchrl_reuses_obs_buffer", "aliasing.torchrl_returned_data", ("torchrl",), id="torchrl.EnvBase"

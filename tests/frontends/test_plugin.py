@@ -143,7 +143,7 @@ def test_broken_factory_fails_with_violation_and_reproducer(downstream: pytest.P
             "from myvec import broken",
             "def test_terminal_final_obs() -> None:",
             "*envs = broken(env_fns)",
-            "*violations = replay(broken, case, 'terminal.final_obs', family='gymnasium.vector')*",
+            "*violations = replay(broken, case, 'terminal.final_obs', api='gymnasium.vector')*",
             "rlconform (ci profile): 1 passed, 1 failed",
             "FAILED rlconform::user:myvec:broken-terminal.final_obs*",
         ]

@@ -74,7 +74,7 @@ def test_an_env_factory_given_as_a_wrapper_is_told_the_api_it_fits() -> None:
 
 
 def test_a_wrappers_reproducer_replays_under_the_api_it_was_checked_with(tmp_path: pytest.TempPathFactory) -> None:
-    """The reproducer of a user's wrapper names ``family='gymnasium.Wrapper'``, the ``--api`` it was
+    """The reproducer of a user's wrapper names ``api='gymnasium.Wrapper'``, the ``--api`` it was
     checked under: before, it wrote the family's name (``gymnasium.Env``), which ``replay`` reads as
     an ``--api`` and which then built the wrapper as an env factory."""
     import subprocess
@@ -84,7 +84,7 @@ def test_a_wrappers_reproducer_replays_under_the_api_it_was_checked_with(tmp_pat
     system = probe(user_system("rlconform.libraries.gymnasium.sample_wrappers:terminating_limit", "gymnasium.Wrapper"))
     verdict = check_spec(system, next(s for s in SPECS if s.id == "flags.terminated"), get_profile("ci"))
     assert verdict.status == "fail" and verdict.reproducer
-    assert "family='gymnasium.Wrapper'" in verdict.reproducer
+    assert "api='gymnasium.Wrapper'" in verdict.reproducer
     script = Path(str(tmp_path)) / "repro.py"
     script.write_text(verdict.reproducer)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
