@@ -1,11 +1,12 @@
 """Stable-Baselines3: the VecEnv API and its wrappers (family ``sb3.VecEnv``), its reference model
-and planted bugs."""
+and planted bugs, and what its algorithms store in their buffers and compute from their rollouts
+(family ``sb3.Algorithm``)."""
 
 from rlconform.core.catalog import Library
 
 LIBRARY = Library(
     name="sb3",
-    title="Stable-Baselines3 VecEnv",
+    title="Stable-Baselines3 VecEnvs, and what its algorithms store and compute",
     modules=(
         "rlconform.libraries.sb3.vecenv_family",
         "rlconform.libraries.sb3.reference_systems",

@@ -1,12 +1,12 @@
 """TorchRL: envs driven with TensorDicts (family ``torchrl.EnvBase``), torch-native envs behind
-GymWrapper, collectors (``torchrl.collector``), replay buffers (``torchrl.replay``) and return estimators
+GymWrapper, collectors (``torchrl.collector``), replay buffers (``torchrl.ReplayBuffer``) and return estimators
 (``torchrl.ValueEstimator``)."""
 
 from rlconform.core.catalog import Library
 
 LIBRARY = Library(
     name="torchrl",
-    title="TorchRL envs, transforms, collectors and replay buffers",
+    title="TorchRL envs, transforms, collectors, replay buffers and return estimators",
     modules=(
         "rlconform.libraries.torchrl.collectors",
         "rlconform.libraries.torchrl.replay_family",
