@@ -384,7 +384,7 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ("rlconform.libraries.torchrl.env_objects", "rlconform.libraries.torchrl.declared_space"): _optional("Gymnasium"),
     ("rlconform.libraries.torchrl.env_systems", "rlconform.envs.reference_env"): _GYMNASIUM,
     ("rlconform.libraries.torchrl.env_user", "rlconform.envs.reference_env"): _GYMNASIUM,
-    ("rlconform.libraries.sb3.algorithm_family", "rlconform.envs.reference_env"): _GYMNASIUM,
+    ("rlconform.libraries.sb3.algorithm_harness", "rlconform.envs.reference_env"): _GYMNASIUM,
     ("rlconform.libraries.sb3.algorithm_planted", "rlconform.libraries.sb3.algorithm_buffers"): _optional(
         "Stable-Baselines3 (its buffers subclass SB3's)"
     ),

@@ -24,7 +24,8 @@ from rlconform.core.system import get_system
 from rlconform.core.user import BadInput, probe, user_system
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import DiscreteAction
-from rlconform.libraries.sb3.algorithm_family import AlgorithmCase, run_algorithm_case
+from rlconform.libraries.sb3.algorithm_case import AlgorithmCase
+from rlconform.libraries.sb3.algorithm_harness import run_algorithm_case
 from rlconform.libraries.sb3.algorithm_planted import INNOCENT, MUST_FAIL
 from rlconform.specs.families import SB3_ALGORITHM
 

@@ -26,13 +26,9 @@ from rlconform.core.user import probe, user_system
 from rlconform.envs.calllog import MemorySink
 from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.spaces import BoxAction, DiscreteAction
-from rlconform.libraries.sb3.algorithm_family import (
-    AlgorithmCase,
-    AlgorithmRun,
-    build_vec_env,
-    make_on_policy,
-    run_algorithm_case,
-)
+from rlconform.libraries.sb3.algorithm_case import AlgorithmCase
+from rlconform.libraries.sb3.algorithm_family import make_on_policy
+from rlconform.libraries.sb3.algorithm_harness import AlgorithmRun, build_vec_env, run_algorithm_case
 from rlconform.libraries.sb3.algorithm_planted import ROLLOUT_INNOCENT
 from rlconform.libraries.sb3.algorithm_rollouts import RolloutCollected, reading_callback
 from rlconform.specs.families import SB3_ALGORITHM

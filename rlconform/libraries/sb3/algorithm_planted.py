@@ -10,7 +10,8 @@ import functools
 from typing import Any
 
 from rlconform.core.system import Capabilities, System, SystemTable
-from rlconform.libraries.sb3.algorithm_family import VEC_ENVS_OPTION, make_algorithm, make_on_policy
+from rlconform.libraries.sb3.algorithm_case import VEC_ENVS_OPTION
+from rlconform.libraries.sb3.algorithm_family import make_algorithm, make_on_policy
 from rlconform.specs.families import SB3_ALGORITHM
 
 SYSTEMS = SystemTable()

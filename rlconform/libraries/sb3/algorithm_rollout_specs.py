@@ -22,7 +22,7 @@ from rlconform.envs.decode import describe_decoded
 from rlconform.envs.spaces import Garbage
 from rlconform.envs.stamp import Stamp
 from rlconform.envs.truth import TrueTransition
-from rlconform.libraries.sb3.algorithm_family import AlgorithmRun
+from rlconform.libraries.sb3.algorithm_harness import AlgorithmRun
 from rlconform.specs.families import SB3_ALGORITHM
 
 FAMILIES = frozenset({SB3_ALGORITHM})

@@ -1,7 +1,7 @@
 """The specs of what an SB3 algorithm stores (``algorithm.*``, family ``sb3.Algorithm``).
 
 Each reads the rows the buffer's own ``_get_samples`` returns for every (row, sub-env) after
-``model.learn`` (rlconform.libraries.sb3.algorithm_family) and compares them with the env logs:
+``model.learn`` (rlconform.libraries.sb3.algorithm_harness) and compares them with the env logs:
 the row's observation names the true transition it starts at, and everything else the loss reads
 (the action, the reward or n-step return, the next observation, the done, the discount) follows
 from the log.
@@ -27,7 +27,7 @@ from rlconform.envs.decode import describe_decoded
 from rlconform.envs.spaces import Decoded, Garbage
 from rlconform.envs.stamp import Stamp
 from rlconform.envs.truth import TrueTransition
-from rlconform.libraries.sb3.algorithm_family import AlgorithmRun, SampledRow
+from rlconform.libraries.sb3.algorithm_harness import AlgorithmRun, SampledRow
 from rlconform.specs.families import SB3_ALGORITHM
 
 FAMILIES = frozenset({SB3_ALGORITHM})
