@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
 from hypothesis.errors import HypothesisWarning
@@ -35,16 +35,14 @@ from rlconform.core.catalog import current
 from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
 from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError, paste_line, unlisted
-from rlconform.core.family import Family, get_family
 from rlconform.core.impact import IMPACTS, at_least, check_fail_on, fail_on_class, fail_on_own
 from rlconform.core.options import declared_options
 from rlconform.core.profiles import PROFILES
-from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
-from rlconform.core.session import Session
+from rlconform.core.selection import SelectionError
+from rlconform.core.session import Checked, CheckRequest, Session, skipped_note
 from rlconform.core.spec import Spec
-from rlconform.core.suite import RunInterrupted, print_progress
-from rlconform.core.system import System
-from rlconform.core.user import BadInput, factory_signatures, family_for
+from rlconform.core.suite import print_progress
+from rlconform.core.user import BadInput, factory_signatures
 from rlconform.core.verdict import Verdict
 from rlconform.reports import ResultsError, load_results, validate, write_reports
 from rlconform.reports import render_markdown as render_results_markdown
@@ -331,26 +329,27 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _specs(session: Session, args: argparse.Namespace) -> list[Spec]:
-    specs = session.specs(args.spec)
-    if not specs:
-        raise BadInput(f"no spec matches {args.spec}")
-    check_skip_patterns(specs, args.skip_spec or (), "--skip-spec")
-    return specs
+def _request(args: argparse.Namespace, out: TextIO, started: Callable[[Checked], None]) -> CheckRequest:
+    """What ``run`` and ``check`` share of their request: the specs, the profile, how to run, the
+    project's expected failures (a malformed file is bad input before anything is built), and the
+    progress lines on ``out``."""
+    return CheckRequest(
+        specs=args.spec,
+        skip_specs=args.skip_spec or (),
+        profile=args.profile,
+        jobs=args.jobs,
+        isolate=not args.in_process,
+        expected=_load_expected(args),
+        progress=print_progress(out),
+        started=started,
+    )
 
 
-def _skip_specs(args: argparse.Namespace, specs: list[Spec]) -> tuple[list[Spec], list[Spec]]:
-    """``specs`` without those --skip-spec leaves out, and those (a check with none left is bad input)."""
-    return without_skipped(specs, args.skip_spec or (), "--skip-spec")
-
-
-def _note_skipped(skipped: Sequence[Spec], results: Results, out: TextIO) -> None:
-    """Name the specs the user left out, in the output and in the results' notes."""
-    if not skipped:
-        return
-    line = f"specs skipped by the user (--skip-spec), not run: {', '.join(spec.id for spec in skipped)}"
-    print(f"NOT RUN {line}", file=out)
-    results.notes.append(line)
+def _print_skipped_specs(checked: Checked, out: TextIO) -> None:
+    """Name the specs the user left out (the results' notes name them too)."""
+    line = skipped_note(checked.skipped_specs, "--skip-spec")
+    if line is not None:
+        print(f"NOT RUN {line}", file=out)
 
 
 def _family_options(session: Session, args: argparse.Namespace) -> dict[str, object]:
@@ -382,69 +381,62 @@ def counts_against(verdict: Verdict, fail_on: str | None) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
-    session = Session()
     fail_on = _fail_on(args)
-    profile = session.profile(args.profile)
-    seed = session.seed(profile)
-    systems = session.bundled_systems(args.system, reference=not args.no_reference)
-    if not systems:
-        raise BadInput(f"no system matches {args.system}")
-    families = {s.family for s in systems}
-    specs, skipped = _skip_specs(args, [spec for spec in _specs(session, args) if spec.families & families])
-    expected = _load_expected(args)  # a malformed file is bad input before the (long) run starts
     out = sys.stdout
-    for line in header_lines(profile, seed):
-        print(line, file=out)
-    results = Results(profile=profile, seed=seed, systems=systems, specs=specs)
-    skips = render_skips(results)
-    if skips:
-        print(skips, file=out)
-    _note_skipped(skipped, results, out)
-    plan = session.plan(systems, specs)
-    for line in plan.without_specs.values():
-        print(line, file=out)
-        results.notes.append(line)
-    try:
-        results.verdicts = session.run(
-            plan.runnable,
-            specs,
-            profile,
-            jobs=args.jobs,
-            isolate=not args.in_process,
-            progress=print_progress(out),
-            expected=expected,
-        )
-    except RunInterrupted as interrupted:
-        return _interrupted(args, results, interrupted)
-    results.verdicts += session.skipped_verdicts(plan.skipped, specs, profile.name, seed)
-    _apply_expected(session, expected, results)
+
+    def started(checked: Checked) -> None:
+        for line in header_lines(checked.profile, checked.seed):
+            print(line, file=out)
+        skips = render_skips(Results.from_checked(checked, every_library=True))
+        if skips:
+            print(skips, file=out)
+        _print_skipped_specs(checked, out)
+        for line in checked.plan.without_specs.values():
+            print(line, file=out)
+
+    request = _request(args, out, started)
+    request.systems, request.reference = args.system, not args.no_reference
+    checked = Session().check(request)
+    results = Results.from_checked(checked, every_library=True)
+    if checked.interrupted:
+        return _interrupted(args, results, checked.finished)
+    _print_expected_warnings(checked)
     print(file=out)
     print(render_table(results), file=out)
-    paths = reproducer_paths(args.reproducers, results.verdicts, specs)
+    paths = reproducer_paths(args.reproducers, results.verdicts, results.specs)
     failures = render_failures(
-        results.verdicts, with_reproducers=args.print_reproducers, specs=specs, reproducer_paths=paths
+        results.verdicts, with_reproducers=args.print_reproducers, specs=results.specs, reproducer_paths=paths
     )
     if failures:
         print(file=out)
         print(failures, file=out)
-    _print_unlisted(expected, results.verdicts, out)
+    _print_unlisted(request.expected, results.verdicts, out)
     print(f"\nsummary: {results.summary_text()}", file=out)
-    if args.json:
-        results.write_json(args.json)
-        print(f"results written to {args.json}", file=out)
-    _write_reports(args, results)
-    _write_reproducers(args, results.verdicts, paths)
+    _finish(args, results, paths, out)
     errors = any(v.status == "error" and not v.ok for v in results.verdicts)
     failed = any(v.status in ("fail", "not_exercised") and counts_against(v, fail_on) for v in results.verdicts)
     return EXIT_FAIL if errors or ((args.strict or fail_on is not None) and failed) else EXIT_OK
 
 
-def _interrupted(args: argparse.Namespace, results: Results, interrupted: RunInterrupted) -> int:
+def _finish(args: argparse.Namespace, results: Results, paths: dict[tuple[str, str], str], out: TextIO) -> None:
+    """What follows the summary line of ``run`` and ``check``: how much the libraries said, the
+    results file, the other reports, the reproducers."""
+    said = results.library_messages_line(written=bool(args.json))
+    if said is not None:
+        print(said, file=out)
+    if args.json:
+        results.write_json(args.json)
+        print(f"results written to {args.json}", file=out)
+    _write_reports(args, results)
+    _write_reproducers(args, results.verdicts, paths)
+
+
+def _interrupted(args: argparse.Namespace, results: Results, finished: int) -> int:
     """Ctrl-C during the checks: the workers are gone (suite.run_checks); write the verdicts
     finished so far and the others as not run, marked as partial, and end with the shell's status
     for SIGINT, no traceback."""
     with _sigint_ignored():  # a second Ctrl-C must not cut the results file short
-        return _write_partial(args, results, interrupted.verdicts, interrupted.finished)
+        return _write_partial(args, results, list(results.verdicts), finished)
 
 
 @contextlib.contextmanager
@@ -494,6 +486,9 @@ def _print_finished(results: Results) -> None:
         print(file=out)
         print(failures, file=out)
     print(f"\nsummary (partial): {results.summary_text()}", file=out)
+    said = results.library_messages_line(written=False)
+    if said is not None:
+        print(said, file=out)
 
 
 def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
@@ -505,15 +500,9 @@ def _load_expected(args: argparse.Namespace) -> ExpectedFailures | None:
         raise BadInput(str(exc)) from None
 
 
-def _apply_expected(session: Session, expected: ExpectedFailures | None, results: Results) -> None:
-    """Mark the project's expected failures (those the progress lines did not mark already), and
-    say which entries matched nothing."""
-    if expected is None:
-        return
-    warnings = session.apply_expected(expected, results.verdicts)
-    results.notes.append(f"expected failures read from {expected.source}" + (" (strict)" if expected.strict else ""))
-    for warning in warnings:
-        results.notes.append(warning)
+def _print_expected_warnings(checked: Checked) -> None:
+    """The expected-failures entries that matched nothing (the results' notes carry them too)."""
+    for warning in checked.warnings:
         print(f"warning: {warning}", file=sys.stderr)
 
 
@@ -592,12 +581,6 @@ def _matrix(args: argparse.Namespace) -> int:
     except ResultsError as exc:
         raise BadInput(str(exc)) from None
     return EXIT_OK
-
-
-def _families(systems: Sequence[System]) -> list[Family]:
-    """The families of ``systems``, each once, in order."""
-    names = list(dict.fromkeys(system.family for system in systems))
-    return [get_family(name) for name in names]
 
 
 def _safe_name(text: str) -> str:
@@ -689,60 +672,46 @@ def _verdict_lines(verdicts: Sequence[Verdict], *, several_systems: bool) -> lis
 def _check(args: argparse.Namespace) -> int:
     session = Session()
     fail_on = _fail_on(args)
-    profile = session.profile(args.profile)
-    seed = session.seed(profile)
-    family = family_for(args.api)
-    options = _family_options(session, args)
-    system = session.checked_user_system(args.target, args.api, options=options, intended=args.intended)
-    specs = [spec for spec in _specs(session, args) if system.family in spec.families]
-    if not specs:
-        raise BadInput(f"no spec matches {args.spec} for family {args.api}")
-    specs, skipped = _skip_specs(args, specs)
-    systems = [system, *family.companions(system)]
     out = sys.stdout
-    for line in header_lines(profile, seed, _families(systems)):
-        print(line, file=out)
-    print(f"checking {system.title} as {args.api}", file=out)
-    gap = left_out(system.capabilities.notes)
-    if gap is not None:
-        # before the verdicts: a pass says nothing about the kinds the factory refused
-        print(gap.heading(), file=out)
-        for line in gap.lines():
-            print(f"  {line}", file=out)
-    results = Results(profile=profile, seed=seed, systems=systems, specs=specs)
-    _note_skipped(skipped, results, out)
-    expected = _load_expected(args)  # a malformed file is bad input before the (long) check starts
-    try:
-        results.verdicts = session.run(
-            systems,
-            specs,
-            profile,
-            jobs=args.jobs,
-            isolate=not args.in_process,
-            progress=print_progress(out),
-            expected=expected,
-        )
-    except RunInterrupted as interrupted:
-        return _interrupted(args, results, interrupted)
-    _apply_expected(session, expected, results)
-    for line in _verdict_lines(results.verdicts, several_systems=len(systems) > 1):
+    options = _family_options(session, args)  # an unknown --api, or an option it does not take, first
+
+    def started(checked: Checked) -> None:
+        assert checked.user is not None
+        for line in header_lines(checked.profile, checked.seed, checked.families):
+            print(line, file=out)
+        print(f"checking {checked.user.title} as {args.api}", file=out)
+        gap = left_out(checked.user.capabilities.notes)
+        if gap is not None:
+            # before the verdicts: a pass says nothing about the kinds the factory refused
+            print(gap.heading(), file=out)
+            for line in gap.lines():
+                print(f"  {line}", file=out)
+        _print_skipped_specs(checked, out)
+
+    request = _request(args, out, started)
+    request.target, request.api, request.options, request.intended = args.target, args.api, options, args.intended
+    checked = session.check(request)
+    results = Results.from_checked(checked)
+    if checked.interrupted:
+        return _interrupted(args, results, checked.finished)
+    system = checked.user
+    assert system is not None
+    _print_expected_warnings(checked)
+    for line in _verdict_lines(results.verdicts, several_systems=len(results.systems) > 1):
         print(line, file=out)
     # with --reproducers DIR, each group names the file its reproducer is written to, not the script
-    paths = reproducer_paths(args.reproducers, results.verdicts, specs)
+    paths = reproducer_paths(args.reproducers, results.verdicts, results.specs)
     failures = render_failures(
-        results.verdicts, with_reproducers=not args.reproducers, specs=specs, reproducer_paths=paths
+        results.verdicts, with_reproducers=not args.reproducers, specs=results.specs, reproducer_paths=paths
     )
     if failures:
         print(file=out)
         print(failures, file=out)
-    _print_unlisted(expected, results.verdicts, out)
+    _print_unlisted(request.expected, results.verdicts, out)
+    gap = left_out(system.capabilities.notes)
     caveat = "" if gap is None else f" ({gap.clause()})"
     print(f"\nsummary: {results.summary_text()}{caveat}", file=out)
-    if args.json:
-        results.write_json(args.json)
-        print(f"results written to {args.json}", file=out)
-    _write_reports(args, results)
-    _write_reproducers(args, results.verdicts, paths)
+    _finish(args, results, paths, out)
     failed = any(counts_against(v, fail_on) for v in results.verdicts if v.system_id == system.id) or any(
         counts_against(v, fail_on) and v.status != "skipped" for v in results.verdicts if v.system_id != system.id
     )

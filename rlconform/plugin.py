@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import warnings
-from collections import Counter
 from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,20 +59,24 @@ from rlconform.core.expected import (
     unused_warning,
 )
 from rlconform.core.family import get_family
-from rlconform.core.grouping import annotate, failing_from_json, groups
+from rlconform.core.grouping import failing_from_json, groups
 from rlconform.core.impact import IMPACTS, UNCLASSIFIED, at_least, check_fail_on, fail_on_class, fail_on_own
 from rlconform.core.impact import title as impact_title
 from rlconform.core.options import FamilyOption, declared_options
-from rlconform.core.selection import SelectionError, check_skip_patterns, without_skipped
+from rlconform.core.selection import SelectionError, without_skipped
 from rlconform.core.spec import Spec, get_spec
 from rlconform.core.verdict import Verdict, cell_status
 
 if TYPE_CHECKING:
+    from rlconform.core.family import Family
     from rlconform.core.profiles import Profile
     from rlconform.core.runner import RunCache
     from rlconform.core.session import Session
     from rlconform.core.system import System
+    from rlconform.reports.results import Results
 
+#: the option that leaves specs out, as the plugin's users type it
+SKIP_OPTION = "--rlconform-skip-spec"
 #: name of the per-session plugin object registered when the plugin is active
 SESSION_PLUGIN = "rlconform.session"
 #: key of the verdicts (a JSON string) a worker hands to the controller in ``workeroutput``
@@ -477,7 +480,7 @@ class RlconformItem(pytest.Item):
         assert plugin.profile is not None and plugin.cache is not None and plugin.pipeline is not None, (
             "set up in pytest_sessionstart"
         )
-        verdict = plugin.pipeline.check(self.system, self.spec, plugin.profile, plugin.cache)
+        verdict = plugin.pipeline.check_pair(self.system, self.spec, plugin.profile, plugin.cache)
         enforce_verdict(verdict, self.spec, self, plugin, self.system)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -576,14 +579,16 @@ class RlconformSession:
         self.pipeline = Session()
         self.systems = Session.unique(self._user_systems(self.pipeline) + self._bundled_systems(self.pipeline))
         patterns = self.config.getoption("rlconform_specs")
-        self.specs = self.pipeline.specs(patterns)
-        if not self.specs:
-            raise pytest.UsageError(f"rlconform: no spec matches {', '.join(patterns)}")
         skip_patterns: list[str] = self.config.getoption("rlconform_skip_spec")
-        self.collected_specs = self.specs
+        from rlconform.core.user import BadInput
+
         try:
-            check_skip_patterns(self.specs, skip_patterns, "--rlconform-skip-spec")
-            self.specs, self.skipped_specs = without_skipped(self.specs, skip_patterns, "--rlconform-skip-spec")
+            # the selection rule of rlconform check (Session.select_specs), in the plugin's words
+            self.specs = self.pipeline.select_specs(patterns, skip_patterns, SKIP_OPTION)
+            self.collected_specs = self.specs
+            self.specs, self.skipped_specs = without_skipped(self.specs, skip_patterns, SKIP_OPTION)
+        except BadInput:
+            raise pytest.UsageError(f"rlconform: no spec matches {', '.join(patterns)}") from None
         except SelectionError as exc:
             raise pytest.UsageError(f"rlconform: {exc}") from None
         self.cache = RunCache()
@@ -682,9 +687,9 @@ class RlconformSession:
         return lines
 
     def skipped_note(self) -> str:
-        return (
-            f"specs skipped by the user (--rlconform-skip-spec), not run: {', '.join(s.id for s in self.skipped_specs)}"
-        )
+        from rlconform.core.session import skipped_note
+
+        return skipped_note(self.skipped_specs, SKIP_OPTION) or ""
 
     # -- collection: the same items in the same order in every process -----------------------
 
@@ -782,22 +787,42 @@ class RlconformSession:
 
         return [self.verdicts[pair] for pair in sorted(self.verdicts, key=key)]
 
-    def summary(self) -> dict[str, int]:
-        from rlconform.reports.document import STATUSES
+    def results(self) -> Results:
+        """This session's results as ``rlconform check`` has them (``rlconform.reports.results``):
+        the verdicts of every process, in (system, spec) order, as the rows of the document (each
+        result's status is already the one every report shows: ``verdict_json``), the systems and
+        specs of checks made by ``rlconform.testing`` beside the plugin's own, and the libraries of
+        the families checked."""
+        from rlconform.reports.results import Results, family_libraries
 
-        # each result's status is already the one every report shows (verdict_json)
-        counts = Counter(r["status"] for r in self.verdicts.values())
-        return {status: counts[status] for status in (*STATUSES, *sorted(counts)) if counts[status]}
+        assert self.profile is not None
+        results = Results(
+            profile=self.profile,
+            seed=self.seed,
+            systems=self.systems,
+            specs=self.specs,
+            notes=["pytest plugin run: results list the items that ran (deselected items are absent)"],
+            libraries=family_libraries(self.families()),
+            rows=self.ordered_results(),
+            extra_systems=[self.extra_systems[k] for k in sorted(self.extra_systems)],
+            extra_specs=[self.extra_specs[k] for k in sorted(self.extra_specs)],
+        )
+        if self.skipped_specs:
+            results.notes.append(self.skipped_note())
+        return results
+
+    def families(self) -> list[Family]:
+        """The families of every system checked (the plugin's, then rlconform.testing's), once each."""
+        names = [s.family for s in self.systems] + [self.extra_systems[k]["family"] for k in sorted(self.extra_systems)]
+        known = current().families()
+        return [known[name] for name in dict.fromkeys(names) if name in known]
+
+    def summary(self) -> dict[str, int]:
+        return self.results().summary()
 
     def summary_text(self) -> str:
         """The verdicts as a sentence, as ``rlconform check`` ends: '7 passed, 1 failed'."""
-        from rlconform.reports.results import summary_sentence, summary_status
-
-        counts = Counter(
-            summary_status(r["status"], r["known"], r.get("expected"), r.get("inherited"))
-            for r in self.verdicts.values()
-        )
-        return summary_sentence(counts)
+        return self.results().summary_text()
 
     def not_applicable_lines(self) -> list[str]:
         """The pairs not collected because the spec does not apply, once per system: the specs
@@ -848,34 +873,18 @@ class RlconformSession:
     def write_json(self) -> None:
         if self.json_path is None or self.profile is None or (self.passive and not self.verdicts):
             return
-        from rlconform.reports.results import Results
-
-        results = Results(
-            profile=self.profile,
-            seed=self.seed,
-            systems=self.systems,
-            specs=self.specs,
-            notes=["pytest plugin run: results list the items that ran (deselected items are absent)"],
-        )
-        if self.skipped_specs:
-            results.notes.append(self.skipped_note())
-        document = results.to_json()
-        document["systems"] += [self.extra_systems[k] for k in sorted(self.extra_systems)]
-        document["specs"] += [self.extra_specs[k] for k in sorted(self.extra_specs)]
-        document["results"] = self.ordered_results()
-        annotate(document["results"], [spec["id"] for spec in document["specs"]])
-        document["summary"] = self.summary()
-        self.json_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.json_path, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, default=str)
-            handle.write("\n")
+        self.results().write_json(str(self.json_path))
         self.json_written = True
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         if self.is_worker or self.profile is None or (self.passive and not self.verdicts):
             return
         terminalreporter.write_sep("-", "rlconform")
-        terminalreporter.write_line(f"rlconform ({self.profile.name} profile): {self.summary_text()}")
+        results = self.results()
+        terminalreporter.write_line(f"rlconform ({self.profile.name} profile): {results.summary_text()}")
+        said = results.library_messages_line(written=self.json_written)
+        if said is not None:
+            terminalreporter.write_line(f"rlconform: {said}")
         for line in self.left_out_lines():
             terminalreporter.write_line(line)
         if self.skipped_specs:

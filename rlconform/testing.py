@@ -89,7 +89,7 @@ class RlconformCheck:
         item = _current_item(config)
         system = _SESSION.probed(self.system)
         _tell_left_out(system, item)
-        verdict = _SESSION.check(system, self.spec, profile, cache)
+        verdict = _SESSION.check_pair(system, self.spec, profile, cache)
         rl_plugin.enforce_verdict(verdict, self.spec, item, session, system)
         return verdict
 

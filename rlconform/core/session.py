@@ -12,6 +12,14 @@ the steps they share, in the order a check goes through them:
 4. run: the searches, with the project's expected failures marked as verdicts arrive;
 5. verdicts for the pairs that never run (not applicable, skipped).
 
+:meth:`Session.check` takes a whole check as one :class:`CheckRequest` (what ``rlconform run`` and
+``rlconform check`` are asked) through steps 1 to 5 and gives back a :class:`Checked`: the verdicts,
+the notes the report carries, what was selected and planned. It is a core object, not the results
+document: the core may not import ``rlconform.reports``, so each front end wraps it in
+``rlconform.reports.results.Results`` (``Results.from_checked``) and only prints. The pytest plugin
+runs one (system, spec) per item (:meth:`Session.check_pair`) and shares the selection
+(:meth:`Session.select_specs`) and the results code instead.
+
 What only one front end has stays there: argparse and printing in ``cli``, items, hooks and usage
 errors in ``plugin``, the parametrization in ``testing``; so does making the results document
 (``rlconform.reports``, which the core may not import). Every error here is the core's own
@@ -27,14 +35,16 @@ from typing import Any
 
 from rlconform.core.catalog import Catalog, current
 from rlconform.core.expected import FAILING, ExpectedFailures
+from rlconform.core.family import Family, get_family
+from rlconform.core.library_messages import merged
 from rlconform.core.options import FamilyOption, OptionError, declared_options, given_options
 from rlconform.core.profiles import Profile, get_profile, session_seed
 from rlconform.core.progress import Event, Progress
 from rlconform.core.runner import RunCache
 from rlconform.core.search import check_spec
-from rlconform.core.selection import matching
+from rlconform.core.selection import check_skip_patterns, matching, without_skipped
 from rlconform.core.spec import Spec
-from rlconform.core.suite import SystemProgress, run_checks
+from rlconform.core.suite import RunInterrupted, SystemProgress, run_checks
 from rlconform.core.system import System
 from rlconform.core.user import BadInput, factory_system, family_for, probe, user_system, with_intents
 from rlconform.core.verdict import Verdict, skip_status
@@ -56,6 +66,94 @@ class Plan:
     skipped: list[System] = field(default_factory=list)
     #: system id -> the line saying no selected spec applies to it (never a verdict)
     without_specs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class CheckRequest:
+    """A whole check, as a front end asks :meth:`Session.check` for it: a user's factory (``target``
+    as ``api``, ``rlconform check``) or the bundled systems (``rlconform run``), the specs, the
+    profile, how to run, the project's expected failures, and whom to tell how it goes.
+
+    The patterns are kept as the user gave them: a selection that matches nothing is said with
+    them (``no spec matches ['flags.*']``)."""
+
+    #: a user's factory (``MODULE:CALLABLE`` or the factory object); None: the bundled systems
+    target: str | Callable[..., Any] | None = None
+    #: the ``--api`` of ``target``
+    api: str | None = None
+    #: the family's own options for ``target`` (:meth:`Session.family_options`)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: the value changes ``target`` makes on purpose (``--intended``)
+    intended: Sequence[str] | str | None = None
+    #: the bundled systems whose id matches (``--system``; None: every one); without ``target`` only
+    systems: Sequence[str] | None = None
+    #: with the reference models (the control rows; ``--no-reference`` leaves them out)
+    reference: bool = True
+    #: the specs whose id matches (``--spec``; None: every one)
+    specs: Sequence[str] | None = None
+    #: the specs left out (``--skip-spec``), and the option the user typed them with
+    skip_specs: Sequence[str] = ()
+    skip_option: str = "--skip-spec"
+    #: the profile's name (None: $RLCONFORM_PROFILE, then the default)
+    profile: str | None = None
+    jobs: int = 1
+    #: each system in a worker process of its own (``--in-process`` turns it off)
+    isolate: bool = True
+    #: the project's expected failures (read by the front end, so that a bad file is bad input
+    #: before anything is built)
+    expected: ExpectedFailures | None = None
+    #: told of each spec and system as the searches go
+    progress: Progress | SystemProgress | None = None
+    #: told the selection and the plan (a :class:`Checked` without verdicts yet) once they are
+    #: made, before any search runs: the front end prints its header there
+    started: Callable[[Checked], None] | None = None
+
+
+@dataclass
+class Checked:
+    """What :meth:`Session.check` made of a :class:`CheckRequest`: the selection, the plan, the
+    verdicts and the notes the report carries. A core object: the front ends wrap it in the results
+    document (``rlconform.reports.results.Results.from_checked``)."""
+
+    profile: Profile
+    #: the seed of the searches (None: derandomized)
+    seed: int | None
+    #: every system selected, in order (the report's rows), the user's own first
+    systems: list[System]
+    #: the specs checked (after ``skip_specs``)
+    specs: list[Spec]
+    #: the specs the user left out, named in the report
+    skipped_specs: list[Spec] = field(default_factory=list)
+    plan: Plan = field(default_factory=Plan)
+    #: the user's own system (``target``), probed; None for the bundled systems
+    user: System | None = None
+    #: lines the report carries: the specs left out, systems without specs, the expected-failures
+    #: file read and its entries that matched nothing
+    notes: list[str] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    #: the expected-failures entries that matched no check (the front end warns about each)
+    warnings: list[str] = field(default_factory=list)
+    #: Ctrl-C (or SIGTERM) ended the searches: ``verdicts`` are those finished by then, the others
+    #: "not run", and ``finished`` says how many were finished; no expected failure was applied
+    interrupted: bool = False
+    finished: int = 0
+
+    @property
+    def families(self) -> list[Family]:
+        """The families of the systems checked, each once, in order."""
+        return [get_family(name) for name in dict.fromkeys(system.family for system in self.systems)]
+
+    @property
+    def library_messages(self) -> dict[str, int]:
+        """What the libraries said during every search (:mod:`rlconform.core.library_messages`)."""
+        return merged(verdict.library_messages for verdict in self.verdicts)
+
+
+def skipped_note(skipped: Sequence[Spec], option: str) -> str | None:
+    """The line naming the specs the user left out (None: none)."""
+    if not skipped:
+        return None
+    return f"specs skipped by the user ({option}), not run: {', '.join(spec.id for spec in skipped)}"
 
 
 class Session:
@@ -86,6 +184,16 @@ class Session:
     def specs(self, patterns: Sequence[str] | None = None) -> list[Spec]:
         """The specs whose id matches ``patterns`` (all without patterns), in catalog order."""
         return matching(self.catalog.specs(), patterns)
+
+    def select_specs(self, patterns: Sequence[str] | None, skip_patterns: Sequence[str], option: str) -> list[Spec]:
+        """The specs ``patterns`` select, before the user's ``skip_patterns`` leave some out: none
+        selected is bad input, and so is a skip pattern that matches no selected spec
+        (SelectionError: ``option`` is how the user typed it)."""
+        specs = self.specs(patterns)
+        if not specs:
+            raise BadInput(f"no spec matches {patterns}")
+        check_skip_patterns(specs, skip_patterns, option)
+        return specs
 
     def user_system(
         self, target: str | Callable[..., Any], api: str, *, options: Mapping[str, Any] | None = None
@@ -184,9 +292,80 @@ class Session:
         """The seed of this process's searches under ``profile`` (None: derandomized)."""
         return None if profile.derandomize else session_seed()
 
-    def check(self, system: System, spec: Spec, profile: Profile, cache: RunCache) -> Verdict:
+    def check_pair(self, system: System, spec: Spec, profile: Profile, cache: RunCache) -> Verdict:
         """One (system, spec) search, in this process (a pytest item)."""
         return check_spec(system, spec, profile, cache=cache)
+
+    def prepare(self, request: CheckRequest) -> Checked:
+        """Steps 1 to 3 of ``request``: the profile and seed, the systems (a user's probed, with its
+        family's companions; or the bundled ones), the specs that apply to their families without
+        those left out, the plan, and the notes so far. Bad input raises BadInput or SelectionError,
+        before any search runs."""
+        profile = self.profile(request.profile)
+        seed = self.seed(profile)
+        user: System | None = None
+        if request.target is not None:
+            if request.api is None:
+                raise BadInput("a factory needs the API it implements (--api)")
+            user = self.checked_user_system(
+                request.target, request.api, options=request.options, intended=request.intended
+            )
+            systems = [user, *get_family(user.family).companions(user)]
+        else:
+            systems = self.bundled_systems(request.systems, reference=request.reference)
+            if not systems:
+                raise BadInput(f"no system matches {request.systems}")
+        selected = self.select_specs(request.specs, request.skip_specs, request.skip_option)
+        families = {system.family for system in systems}
+        applicable = [spec for spec in selected if spec.families & families]
+        if user is not None and not applicable:
+            raise BadInput(f"no spec matches {request.specs} for family {request.api}")
+        specs, skipped = without_skipped(applicable, request.skip_specs, request.skip_option)
+        checked = Checked(profile, seed, systems, specs, skipped, user=user)
+        note = skipped_note(skipped, request.skip_option)
+        if note is not None:
+            checked.notes.append(note)
+        if user is not None:
+            # a user's check runs every system it selected: a companion whose library is missing
+            # gets its skipped verdicts from its searches, in its place
+            checked.plan = Plan(runnable=list(systems))
+        else:
+            checked.plan = self.plan(systems, specs)
+            checked.notes.extend(checked.plan.without_specs.values())
+        return checked
+
+    def check(self, request: CheckRequest) -> Checked:
+        """The whole of ``request``: select, probe and plan (:meth:`prepare`; ``request.started`` is
+        told), run the searches, give the systems that cannot run their verdicts, and mark the
+        project's expected failures (their note and the entries that matched nothing join the
+        notes). A Ctrl-C during the searches ends them: the result is marked ``interrupted``."""
+        checked = self.prepare(request)
+        if request.started is not None:
+            request.started(checked)
+        try:
+            checked.verdicts = self.run(
+                checked.plan.runnable,
+                checked.specs,
+                checked.profile,
+                jobs=request.jobs,
+                isolate=request.isolate,
+                progress=request.progress,
+                expected=request.expected,
+            )
+        except RunInterrupted as interrupted:
+            checked.verdicts, checked.finished = interrupted.verdicts, interrupted.finished
+            checked.interrupted = True
+            return checked
+        checked.verdicts += self.skipped_verdicts(
+            checked.plan.skipped, checked.specs, checked.profile.name, checked.seed
+        )
+        expected = request.expected
+        if expected is not None:
+            checked.warnings = self.apply_expected(expected, checked.verdicts)
+            strict = " (strict)" if expected.strict else ""
+            checked.notes.append(f"expected failures read from {expected.source}{strict}")
+            checked.notes.extend(checked.warnings)
+        return checked
 
     def run(
         self,

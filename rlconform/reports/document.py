@@ -133,6 +133,9 @@ class Result:
     #: what the check concluded (``rlconform.core.verdict.Status``): fail for a known, expected or
     #: inherited failure; "" only for a Result built by hand without one (then read off its status)
     outcome: str = ""
+    #: what the libraries said during the check, (message, count) sorted by message
+    #: (rlconform.core.library_messages); empty in documents written before it was captured
+    library_messages: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         # one rule whatever wrote the result: the status shown is made from the outcome and the facts
@@ -265,6 +268,7 @@ class ResultsDocument:
                     violation_kinds=tuple(r.get("violation_kinds") or ()),
                     inherited=r.get("inherited"),
                     outcome=r["status"] if version < 2 else r["outcome"],
+                    library_messages=tuple(sorted((r.get("library_messages") or {}).items())),
                 )
                 for r in data["results"]
             ],
@@ -288,6 +292,14 @@ class ResultsDocument:
     @property
     def libraries(self) -> dict[str, str | None]:
         return dict(self.environment.get("libraries", {}))
+
+    @property
+    def library_messages(self) -> dict[str, int]:
+        """What the libraries said during every check of the document, by message."""
+        total: Counter[str] = Counter()
+        for result in self.results:
+            total.update(dict(result.library_messages))
+        return dict(sorted(total.items()))
 
     def versions_text(self) -> str:
         return ", ".join(f"{name} {version or 'not installed'}" for name, version in self.libraries.items())

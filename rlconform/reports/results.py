@@ -24,15 +24,18 @@ from typing import TYPE_CHECKING, Any
 from rlconform import __version__
 from rlconform.core.grouping import Failing, annotate, group_rank, groups, reports_crash
 from rlconform.core.impact import rank, title
+from rlconform.core.library_messages import merged, summary_line
 from rlconform.core.profiles import Profile
 from rlconform.core.spec import Spec, all_specs, registered_impact
 from rlconform.core.system import System, library_version
 from rlconform.core.verdict import NATIVE_TRACEBACK, ReportStatus, Verdict, cell_status, table_status
+from rlconform.reports.document import STATUSES
 from rlconform.reports.document import SYMBOLS as REPORT_SYMBOLS
 from rlconform.reports.load import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from rlconform.core.family import Family
+    from rlconform.core.session import Checked
 
 SCHEMA = "rlconform/results"
 LIBRARIES = (
@@ -79,6 +82,32 @@ class Results:
     notes: list[str] = field(default_factory=list)
     #: the run was interrupted (Ctrl-C): the results are those finished by then
     interrupted: bool = False
+    #: the distributions the document's header lists (``environment.libraries``): those of the
+    #: families checked (``check``, the plugin: :func:`family_libraries`); None: every library
+    #: rlconform knows (``rlconform run`` of the bundled systems)
+    libraries: tuple[str, ...] | None = None
+    #: results already in the document's form, in place of :attr:`verdicts` (the plugin's: the
+    #: xdist workers hand their verdicts over as JSON), and the entries of systems and specs they
+    #: name beyond :attr:`systems` and :attr:`specs` (checks of ``rlconform.testing``)
+    rows: list[dict[str, Any]] | None = None
+    extra_systems: list[dict[str, Any]] = field(default_factory=list)
+    extra_specs: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_checked(cls, checked: Checked, *, every_library: bool = False) -> Results:
+        """The results of a :class:`~rlconform.core.session.Checked` (what ``Session.check`` gives
+        back); ``every_library``: the header lists every library rlconform knows (``run``), else
+        only those of the families checked."""
+        return cls(
+            profile=checked.profile,
+            seed=checked.seed,
+            systems=list(checked.systems),
+            specs=list(checked.specs),
+            verdicts=list(checked.verdicts),
+            notes=list(checked.notes),
+            interrupted=checked.interrupted,
+            libraries=None if every_library else family_libraries(checked.families),
+        )
 
     def verdict(self, system_id: str, spec_id: str) -> Verdict | None:
         for verdict in self.verdicts:
@@ -86,16 +115,44 @@ class Results:
                 return verdict
         return None
 
+    def results_json(self) -> list[dict[str, Any]]:
+        """The document's results: :attr:`rows`, else one per verdict (not yet grouped)."""
+        if self.rows is not None:
+            return [dict(row) for row in self.rows]
+        return [verdict_json(v) for v in self.verdicts]
+
     def summary(self) -> dict[str, int]:
-        return dict(Counter(cell_status(v) for v in self.verdicts))
+        """Results per status every report shows, in report order."""
+        if self.rows is not None:
+            return summary_of(row["status"] for row in self.rows)
+        return summary_of(cell_status(v) for v in self.verdicts)
 
     def summary_text(self) -> str:
         """The summary as a sentence: '12 passed, 1 failed, 1 expected failure, 3 not applicable'."""
+        if self.rows is not None:
+            return summary_sentence(
+                Counter(
+                    summary_status(r["status"], r["known"], r.get("expected"), r.get("inherited")) for r in self.rows
+                )
+            )
         return summary_sentence(summary_counts(self.verdicts))
 
+    def library_messages(self) -> dict[str, int]:
+        """What the libraries said during every check, by message (rlconform.core.library_messages)."""
+        if self.rows is not None:
+            return merged(row.get("library_messages") or {} for row in self.rows)
+        return merged(verdict.library_messages for verdict in self.verdicts)
+
+    def library_messages_line(self, written: bool) -> str | None:
+        """``library messages: 19 (torchrl: 2 distinct; in the results JSON)`` after the summary
+        (None when the libraries said nothing); ``written``: a results document is written."""
+        where = "in the results JSON" if written else "listed in the results JSON (--json FILE)"
+        return summary_line(self.library_messages(), where)
+
     def to_json(self) -> dict[str, Any]:
-        results = [verdict_json(v) for v in self.verdicts]
-        annotate(results, [s.id for s in self.specs])
+        results = self.results_json()
+        specs = [spec_json(s) for s in self.specs] + list(self.extra_specs)
+        annotate(results, [s["id"] for s in specs])
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -105,13 +162,14 @@ class Results:
             "environment": {
                 "python": sys.version.split()[0],
                 "platform": platform.platform(),
-                "libraries": library_versions(),
+                "libraries": library_versions(LIBRARIES if self.libraries is None else self.libraries),
             },
             "notes": self.notes,
-            "specs": [spec_json(s) for s in self.specs],
-            "systems": [system_json(s) for s in self.systems],
+            "specs": specs,
+            "systems": [system_json(s) for s in self.systems] + list(self.extra_systems),
             "results": results,
             "summary": self.summary(),
+            "library_messages": self.library_messages(),
             "interrupted": self.interrupted,
         }
 
@@ -171,6 +229,13 @@ def summary_status(status: str, known: str | None, expected: str | None, inherit
     if expected:
         return "expected"
     return table_status(status, known, expected, inherited)
+
+
+def summary_of(statuses: Iterable[str]) -> dict[str, int]:
+    """How many results have each status (every report's word), in report order."""
+    counts = Counter(statuses)
+    order = (*STATUSES, *sorted(set(counts).difference(STATUSES)))
+    return {status: counts[status] for status in order if counts[status]}
 
 
 def summary_counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
@@ -233,6 +298,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         "signature": verdict.signature,
         "violation_kinds": list(verdict.violation_kinds),
         "group": None,
+        "library_messages": dict(verdict.library_messages),
     }
 
 

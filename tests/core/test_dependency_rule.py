@@ -352,7 +352,6 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ("rlconform.plugin", "rlconform.core.runner"): _INERT_PLUGIN,
     ("rlconform.plugin", "rlconform.core.session"): _INERT_PLUGIN,
     ("rlconform.plugin", "rlconform.core.user"): _INERT_PLUGIN,
-    ("rlconform.plugin", "rlconform.reports.document"): _INERT_PLUGIN,
     ("rlconform.plugin", "rlconform.reports.left_out"): _INERT_PLUGIN,
     ("rlconform.plugin", "rlconform.reports.results"): _INERT_PLUGIN,
     ("rlconform.envs.driver", "rlconform.envs.strategies"): (

@@ -81,7 +81,7 @@ def test_a_run_fails_the_planted_bug_marks_it_expected_and_names_the_entry_that_
 def test_a_check_in_process_gives_the_verdict_a_run_gives() -> None:
     session = Session()
     planted, spec = current().system(PLANTED), current().spec("transitions.exact")
-    verdict = session.check(planted, spec, TINY, RunCache())
+    verdict = session.check_pair(planted, spec, TINY, RunCache())
     assert verdict.status == "fail" and verdict.violations
 
 
