@@ -7,7 +7,9 @@ plugin and ``rlconform.testing`` select, probe, plan and run goes through one ob
 - the plan sorts systems into runnable, skipped (a library missing) and without specs;
 - a run marks the project's expected failures as verdicts arrive, and says which entries matched
   nothing; a planted bug fails the spec its module says it must fail, its reference model passes;
-- the pairs that never run get their verdicts (not applicable, skipped) with the reason.
+- the pairs that never run get their verdicts (not applicable, skipped) with the reason;
+- one CheckRequest goes through all of it (Session.check), telling the front end the selection
+  before any search runs and giving back the verdicts with the notes the report carries.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from rlconform.core.expected import ExpectedFailures
 from rlconform.core.profiles import Profile
 from rlconform.core.progress import LineProgress
 from rlconform.core.runner import RunCache
-from rlconform.core.session import BUNDLED_KINDS, Session
+from rlconform.core.session import BUNDLED_KINDS, Checked, CheckRequest, Session
 from rlconform.core.user import BadInput
 
 pytest.importorskip("gymnasium")
@@ -143,3 +145,33 @@ def test_a_users_factory_becomes_a_system_of_its_family_probed_once(
         session.family_options("no.family", lambda name: None)
     bundled = current().system(REFERENCE)
     assert session.probed(bundled) is bundled  # bundled systems need no probe
+
+
+def test_one_check_request_selects_plans_runs_and_marks_the_expected_failures() -> None:
+    session = Session()
+    expected = ExpectedFailures.parse("no.such.system-*  a stale entry\n", "xf.txt")
+    told: list[Checked] = []
+    request = CheckRequest(
+        systems=[REFERENCE, "reference.torchrl.Collector"],
+        specs=["transitions.exact", "flags.*"],
+        skip_specs=["flags.*"],
+        profile="fast",
+        isolate=False,
+        expected=expected,
+        started=told.append,
+    )
+    checked = session.check(request)
+    assert told == [checked]  # told before the searches, with the same selection
+    assert {s.id for s in checked.systems} == {REFERENCE, "reference.torchrl.Collector"}  # in catalog order
+    assert [s.id for s in checked.specs] == ["transitions.exact"]
+    assert checked.skipped_specs and all(s.id.startswith("flags.") for s in checked.skipped_specs)
+    assert [(v.system_id, v.spec_id, v.status) for v in checked.verdicts] == [(REFERENCE, "transitions.exact", "pass")]
+    assert checked.warnings == [
+        "expected-failure entry 'no.such.system-*' (xf.txt:1) matches no check: remove it or fix its key"
+    ]
+    assert checked.notes[0].startswith("specs skipped by the user (--skip-spec), not run: flags.")
+    assert "no selected spec applies" in checked.notes[1]
+    assert checked.notes[2:] == ["expected failures read from xf.txt", *checked.warnings]
+    assert not checked.interrupted and {f.name for f in checked.families} == {s.family for s in checked.systems}
+    with pytest.raises(BadInput, match=r"no system matches \['no.such.\*'\]"):
+        session.prepare(CheckRequest(systems=["no.such.*"]))
