@@ -49,6 +49,7 @@ from rlconform.reports import render_markdown as render_results_markdown
 from rlconform.reports.diff import Diff
 from rlconform.reports.diff import render_markdown as render_diff_markdown
 from rlconform.reports.diff import render_text as render_diff_text
+from rlconform.reports.document import V1_FAMILY_NAMES
 from rlconform.reports.left_out import left_out
 from rlconform.reports.matrix import Matrix, load_directory
 from rlconform.reports.matrix import render_html as render_matrix_html
@@ -154,7 +155,7 @@ examples:
   rlconform check mypkg.vec:make --api gymnasium.vector --expected-failures rlconform-expected-failures.txt
 
 `rlconform list --family FAMILY --specs` lists the specs a family is checked against (your own env,
---api gymnasium.Env, is family user.env). More: docs/cli.md."""
+--api gymnasium.Env, is family gymnasium.Env: a family is named by its --api). More: docs/cli.md."""
 
 
 def _factory_help() -> str:
@@ -217,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--family",
         metavar="FAMILY",
         help="only the systems of FAMILY and the specs that apply to it (a family as the list names it: "
-        "gymnasium.vector, sb3.VecEnv, torchrl.EnvBase, user.env (your own env: check --api gymnasium.Env), ...)",
+        "the --api names (gymnasium.vector, sb3.VecEnv, gymnasium.Env: your own env, ...) and the families "
+        "without a user API (torchrl.collector, isaaclab.DirectRLEnv, isaaclab.rsl_rl)",
     )
     only = listing.add_mutually_exclusive_group()
     only.add_argument("--specs", action="store_true", help="only the specs (numbered as the tables' columns)")
@@ -303,6 +305,9 @@ def _list_family(name: str) -> str:
     """The family ``rlconform list --family`` names (an unknown one is bad input)."""
     families = current().families()
     if name not in families:
+        renamed = V1_FAMILY_NAMES.get(name)
+        if renamed is not None:
+            raise BadInput(f"family {name!r} is now named {renamed!r} (a family is named by its --api)")
         raise BadInput(f"unknown family {name!r}; known: {', '.join(sorted(families))}")
     return name
 
