@@ -94,8 +94,9 @@ PLANTED_VISIBLE: dict[str, frozenset[str]] = {
     "drops_truncation": frozenset({"vector.autoreset_mode", "vector.time_limit", "vector.single_env_match"}),
     "float64_observations": frozenset({"vector.observations_in_space"}),
     "leaks_worker": frozenset({"vector.api_shape"}),
-    # NEXT_STEP behaviour declared SAME_STEP: no final_obs, and the reset steps count as steps
-    "mislabelled_mode": frozenset({"vector.autoreset_mode", "vector.time_limit"}),
+    # NEXT_STEP behaviour declared SAME_STEP: no final_obs, and the reset steps count as steps; read
+    # as SAME_STEP, a sub-env's next episode does not start where the single env's does
+    "mislabelled_mode": frozenset({"vector.autoreset_mode", "vector.time_limit", "vector.single_env_match"}),
     "no_info_masks": frozenset({"vector.autoreset_mode"}),
     "raises_on_valid_action": frozenset({"vector.api_shape"}),
     # the other sub-envs' episodes are cut without an end flag: they run on past the limit
@@ -103,7 +104,10 @@ PLANTED_VISIBLE: dict[str, frozenset[str]] = {
     "reuses_buffer": frozenset({"vector.no_aliasing"}),
     "reversed_infos": frozenset({"vector.autoreset_mode", "vector.single_env_match"}),
     "rewarding_reset_step": frozenset({"vector.autoreset_mode"}),
-    "same_seed_everywhere": frozenset({"vector.single_env_match"}),
+    # sub-envs seeded alike: seen without the single env (which then has no seed to replay)
+    "same_seed_everywhere": frozenset({"vector.seeding"}),
+    # a later episode's first observation is stale: the single env continues across episodes
+    "stale_first_obs": frozenset({"vector.single_env_match"}),
     "shifted_reward": frozenset({"vector.single_env_match"}),
     "truncation_hides_termination": frozenset({"vector.single_env_match"}),
     "wrong_final_obs": frozenset({"vector.single_env_match"}),
@@ -114,7 +118,6 @@ PLANTED_INVISIBLE: dict[str, str] = {
     "steps_before_validating": INVISIBLE["G2"],
     "truncates_batch": INVISIBLE["G2"],
     "seeds_only_once": "it seeds each env once, right after building it: a second seeded reset is never made",
-    "stale_first_obs": "its ground truth (the single env) covers each sub-env's first episode only: a later episode's first observation is compared with nothing",
     "forgets_truncated_reset": "a sub-env stepped past its end keeps reporting the end, which reads as a run of one-step episodes; only the env's call log shows the step after the end",
     "list_actions": "it sees the env's outputs only, not what each sub-env receives",
     "float32_rewards": "vector.api_shape accepts any float reward dtype (natively vectorized envs return float32); float64 is Gymnasium's vectorizers' own promise",

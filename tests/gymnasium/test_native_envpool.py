@@ -51,6 +51,7 @@ JUDGED = {
     "vector.subenv_independence": "pass",  # one generator per sub-env, seeded seed + i
     "vector.no_aliasing": "pass",
     "vector.single_env_match": "not_applicable",  # seeded at construction
+    "vector.seeding": "not_applicable",  # seeded at construction: reset(seed=...) is not its seeding
 }
 
 

@@ -40,6 +40,7 @@ LIBRARY_CONTROLS = {
             "vector.subenv_independence",
             "vector.no_aliasing",
             "vector.single_env_match",
+            "vector.seeding",
         ),
         "reference.native_vector.NextStep",
     ),

@@ -35,6 +35,21 @@ PLANTS: dict[str, tuple[str, str, tuple[tuple[str, str], ...], tuple[str, ...]]]
     "int_flags": ("IntFlags", "NextStep", (), ("vector.api_shape",)),
     "undeclared_float64": ("UndeclaredFloat64", "NextStep", (), ("vector.observations_in_space",)),
     "doubled_reward": ("DoubledReward", "NextStep", (("single_env", SINGLE_WALK),), ("vector.single_env_match",)),
+    # issue 36: final_info values packed from index 0, the _key masks right (seen against the single env)
+    "packed_final_info": ("PackedFinalInfo", "SameStep", (("single_env", SINGLE_WALK),), ("vector.single_env_match",)),
+    # every sub-env seeded with seed: copies of one another, seen without a single env
+    "same_seed_everywhere": ("SameSeedEverywhere", "NextStep", (), ("vector.seeding",)),
+    # every episode after the first replays the first: seen against the single env's later episodes
+    "replays_first_episode": (
+        "ReplaysFirstEpisode",
+        "NextStep",
+        (("single_env", SINGLE_WALK),),
+        ("vector.single_env_match",),
+    ),
+    # reset(seed=...) ignored (seeded i when built): another seed gives the same batch
+    "ignores_reset_seed": ("IgnoresResetSeed", "NextStep", (("single_env", SINGLE_WALK),), ("vector.seeding",)),
+    # a time-out reported as a termination, behind a stale spec.max_episode_steps (FINDINGS G10)
+    "stale_spec_timeout_terminates": ("StaleSpecTimeoutTerminates", "NextStep", (), ("vector.time_limit",)),
 }
 
 

@@ -46,8 +46,10 @@ class BatchedWalk(gymnasium.vector.VectorEnv):  # type: ignore[type-arg]  # not 
         self.position[i] = float(self.rngs[i].integers(-1, 2))
         self.steps[i] = 0
 
-    def _noise(self, actions: np.ndarray) -> np.ndarray:
-        return np.array([rng.choice([-0.5, 0.0, 0.5]) for rng in self.rngs])
+    def _noise(self, actions: np.ndarray, moving: np.ndarray) -> np.ndarray:
+        # only the sub-envs that move draw: a reset step draws its start alone, as the single env's
+        # reset does, so that every episode of sub-env i is the single env's (seed + i)
+        return np.array([rng.choice([-0.5, 0.0, 0.5]) if m else 0.0 for rng, m in zip(self.rngs, moving, strict=True)])
 
     def _obs(self) -> np.ndarray:
         return np.stack([self.position, self.steps]).T.astype(self.obs_dtype)
@@ -70,7 +72,7 @@ class BatchedWalk(gymnasium.vector.VectorEnv):  # type: ignore[type-arg]  # not 
     def step(self, actions: Any) -> Any:
         actions = np.asarray(actions)
         moving = ~self.autoreset if self.mode == "NextStep" else np.ones(self.num_envs, dtype=bool)
-        noise = self._noise(actions)
+        noise = self._noise(actions, moving)
         self.position = np.where(moving, self.position + (actions - 1) + noise, self.position)
         self.steps = np.where(moving, self.steps + 1, self.steps)
         terminated, truncated = self._flags()
@@ -97,14 +99,19 @@ class BatchedWalk(gymnasium.vector.VectorEnv):  # type: ignore[type-arg]  # not 
     def _final_infos(self, done: np.ndarray) -> dict[str, Any]:
         final = self._obs()
         final_obs = np.full(self.num_envs, None, dtype=object)  # one entry per sub-env, as Gymnasium's
+        length = np.zeros(self.num_envs, dtype=np.int64)  # the ended episodes' lengths, at their index
         for i in map(int, np.flatnonzero(done)):
             final_obs[i] = final[i]
+            length[i] = self.steps[i]
         return {
             "final_obs": final_obs,
             "_final_obs": done.copy(),
-            "final_info": {},
+            "final_info": {"length": self._final_lengths(length, done), "_length": done.copy()},
             "_final_info": done.copy(),
         }
+
+    def _final_lengths(self, length: np.ndarray, done: np.ndarray) -> np.ndarray:
+        return length
 
 
 _MODE_VALUES = {"NextStep": "NextStep", "SameStep": "SameStep", "Disabled": "Disabled"}
@@ -150,7 +157,7 @@ class SharedNoise(BatchedWalk):
     """Bug: one generator draws noise only for the sub-envs that move right, so each sub-env's
     noise depends on the other sub-envs' actions."""
 
-    def _noise(self, actions: np.ndarray) -> np.ndarray:
+    def _noise(self, actions: np.ndarray, moving: np.ndarray) -> np.ndarray:
         return np.array([self.rngs[0].choice([-0.5, 0.5]) if a == 2 else 0.0 for a in actions])
 
 
@@ -203,6 +210,62 @@ class DoubledReward(BatchedWalk):
         return obs, rewards * 2.0, terminated, truncated, info
 
 
+class PackedFinalInfo(BatchedWalk):
+    """Bug (SAME_STEP): the ended sub-envs' final_info values are packed from index 0, in the order
+    of the ended sub-envs, instead of at each one's index (the ``_length`` mask is right)."""
+
+    def _final_lengths(self, length: np.ndarray, done: np.ndarray) -> np.ndarray:
+        packed = np.zeros_like(length)
+        packed[: int(done.sum())] = length[done]
+        return packed
+
+
+class SameSeedEverywhere(BatchedWalk):
+    """Bug: seeds every sub-env's generator with ``seed`` itself, not ``seed + i``: the sub-envs
+    are copies of one another."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if seed is not None:
+            self.rngs = [np.random.default_rng(seed) for _ in range(self.num_envs)]
+        return super().reset(seed=None, options=options)
+
+
+class ReplaysFirstEpisode(BatchedWalk):
+    """Bug: reseeds a sub-env with its first seed whenever it starts a new episode, so every
+    episode after the first replays the first (given the same actions)."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if seed is not None:
+            self.seeds = [seed + i for i in range(self.num_envs)]
+        return super().reset(seed=seed, options=options)
+
+    def _start(self, i: int) -> None:
+        if self.steps[i] > 0 and hasattr(self, "seeds"):  # an autoreset, not the seeded reset
+            self.rngs[i] = np.random.default_rng(self.seeds[i])
+        super()._start(i)
+
+
+class IgnoresResetSeed(BatchedWalk):
+    """Bug: seeds sub-env i with ``i`` when built and ignores the seed given to ``reset``."""
+
+    def __init__(self, num_envs: int, mode: str = "NextStep") -> None:
+        super().__init__(num_envs, mode)
+        self.rngs = [np.random.default_rng(i) for i in range(num_envs)]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        return super().reset(seed=None, options=options)
+
+
+class StaleSpecTimeoutTerminates(TimeoutTerminates):
+    """Bug: the time limit sets terminated, and the spec keeps a stale registered limit (500)
+    beside the one the walks were built with, as ``gymnasium.make_vec(id, max_episode_steps=k)``
+    leaves it (FINDINGS G10): a checker that trusts ``spec.max_episode_steps`` never reaches it."""
+
+    def __init__(self, num_envs: int, mode: str = "NextStep") -> None:
+        super().__init__(num_envs, mode)
+        self.spec = EnvSpec("rlconform/BatchedWalk-v0", max_episode_steps=500, kwargs={"max_episode_steps": LIMIT})
+
+
 class Float64Walk(BatchedWalk):
     """Correct: float64 observations, declared float64."""
 
@@ -251,7 +314,7 @@ class SingleWalk(gymnasium.Env[np.ndarray, np.int64]):
     def step(self, action: Any) -> Any:
         self.position += float(int(action) - 1) + float(self.np_random.choice([-0.5, 0.0, 0.5]))
         self.steps += 1
-        return self._obs(), float(self.position), abs(self.position) >= 3, self.steps >= LIMIT, {}
+        return self._obs(), float(self.position), abs(self.position) >= 3, self.steps >= LIMIT, {"length": self.steps}
 
 
 def single_walk() -> gymnasium.Env[Any, Any]:
@@ -270,6 +333,30 @@ def cartpole_sync(num_envs: int) -> Any:
 
 def cartpole_single() -> Any:
     return gymnasium.make("CartPole-v1")
+
+
+#: the time limit of :func:`cartpole_sync_short`, short enough for a case to reach it
+SHORT_LIMIT = 10
+
+
+def cartpole_sync_short(num_envs: int) -> Any:
+    """``make_vec(..., max_episode_steps=10)``: the sub-envs truncate at 10 steps, while
+    ``env.spec.max_episode_steps`` stays the registered 500 (FINDINGS G10)."""
+    return gymnasium.make_vec(
+        "CartPole-v1", num_envs=num_envs, vectorization_mode="sync", max_episode_steps=SHORT_LIMIT
+    )
+
+
+def cartpole_single_short() -> Any:
+    return gymnasium.make("CartPole-v1", max_episode_steps=SHORT_LIMIT)
+
+
+def same_seed_everywhere(num_envs: int) -> BatchedWalk:
+    return SameSeedEverywhere(num_envs)
+
+
+def ignores_reset_seed(num_envs: int) -> BatchedWalk:
+    return IgnoresResetSeed(num_envs)
 
 
 def float64_walk(num_envs: int) -> BatchedWalk:

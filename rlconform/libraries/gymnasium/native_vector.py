@@ -13,8 +13,11 @@ A case is a seed, an action seed, a number of steps and of sub-envs. The env is 
 (``make(num_envs)``), reset with the seed and stepped with actions sampled from its single action
 space (seeded per sub-env), resetting the ended sub-envs itself in DISABLED mode; then built
 again and driven with the same seed and actions (determinism), and with other actions for every
-sub-env but the first (independence). Every output is snapshotted when it is returned, so that
-a later change of a returned array is seen (aliasing).
+sub-env but the first (independence). Two more drives give every sub-env the same actions,
+reset with the seed and with the seed + 1 (seeding, without a single env: sub-envs seeded alike, a
+seed ignored, and whether sub-env i of seed s is sub-env i - 1 of seed s + 1, the ``seed+i``
+convention). Every output is snapshotted when it is returned, so that a later change of a returned
+array is seen (aliasing).
 """
 
 from __future__ import annotations
@@ -111,6 +114,8 @@ class NativeRun:
     observation_space: Any = None
     action_space: Any = None
     max_episode_steps: int | None = None
+    #: where ``env.spec.max_episode_steps`` is not the limit the sub-envs were built with, says so
+    stale_time_limit: str | None = None
     actions: list[list[Any]] = field(default_factory=list)
     first: Drive | None = None
     #: the same seed and actions again (hung_call reads ``first`` and ``second``)
@@ -119,7 +124,12 @@ class NativeRun:
     others: Drive | None = None
     #: NEXT_STEP: sub-env 0 given other actions on its reset steps only (None: it had none)
     reset_actions: Drive | None = None
-    #: the single env's transitions per sub-env, where --single-env names one
+    #: every sub-env given the same actions (:data:`ALIKE_STEPS` of them), reset with the seed
+    alike: Drive | None = None
+    #: the same actions, reset with the seed + 1 (under ``seed+i``, sub-env i there is sub-env i + 1
+    #: of ``alike``)
+    reseeded: Drive | None = None
+    #: the single env's events per sub-env (:func:`single_events`), where --single-env names one
     single: list[list[dict[str, Any]]] | None = None
     single_error: str | None = None
 
@@ -143,16 +153,42 @@ def _mode_of(env: Any) -> str | None:
     return names.get(value.lower(), value)
 
 
+def _positive(limit: Any) -> int | None:
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+
+
 def declared_time_limit(spec: Any) -> int | None:
-    """The time limit an env's ``spec`` declares: ``spec.max_episode_steps`` (Gymnasium's EnvSpec),
-    else ``spec.config.max_episode_steps``: envpool's EnvSpec keeps the options it was built with,
-    its documented ``max_episode_steps`` among them, in ``config``, and has no attribute of that
-    name (without this, an envpool env was told it "declares no time limit")."""
+    """The time limit the sub-envs of an env with this ``spec`` enforce: the ``max_episode_steps``
+    they were built with where the spec keeps it (``spec.kwargs``: ``gymnasium.make_vec(id,
+    max_episode_steps=k)`` builds every sub-env with ``k`` but leaves the registered limit in
+    ``spec.max_episode_steps``, FINDINGS.md G10), else ``spec.max_episode_steps`` (Gymnasium's
+    EnvSpec), else ``spec.config.max_episode_steps``: envpool's EnvSpec keeps the options it was
+    built with, its documented ``max_episode_steps`` among them, in ``config``, and has no attribute
+    of that name (without this, an envpool env was told it "declares no time limit")."""
+    kwargs = getattr(spec, "kwargs", None)
+    if isinstance(kwargs, dict) and "max_episode_steps" in kwargs:
+        # built with it: a non-positive one (make's -1) is no time limit at all
+        return _positive(kwargs["max_episode_steps"])
     for holder in (spec, getattr(spec, "config", None)):
-        limit = getattr(holder, "max_episode_steps", None) if holder is not None else None
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        limit = _positive(getattr(holder, "max_episode_steps", None) if holder is not None else None)
+        if limit is not None:
             return limit
     return None
+
+
+def stale_time_limit(spec: Any) -> str | None:
+    """Where ``spec.max_episode_steps`` is not the limit the sub-envs were built with
+    (``spec.kwargs["max_episode_steps"]``), a sentence that says so (FINDINGS.md G10)."""
+    kwargs = getattr(spec, "kwargs", None)
+    stated = getattr(spec, "max_episode_steps", None)
+    if not isinstance(kwargs, dict) or "max_episode_steps" not in kwargs or stated == kwargs["max_episode_steps"]:
+        return None
+    built = kwargs["max_episode_steps"]
+    return (
+        f"env.spec.max_episode_steps is {stated!r}, but the sub-envs were built with max_episode_steps={built!r} "
+        "(env.spec.kwargs; gymnasium.make_vec leaves the registered limit in the spec, FINDINGS.md G10): "
+        + (f"checked against {built}" if _positive(built) else "no time limit is enforced")
+    )
 
 
 def _action_streams(space: Any, seed: int, num_envs: int, steps: int) -> list[list[Any]]:
@@ -171,11 +207,22 @@ def _batch(space: Any, values: list[Any]) -> Any:
     return concatenate(space, values, create_empty_array(space, n=len(values)))  # type: ignore[arg-type]
 
 
+#: the steps of the two seeding drives, long enough that sub-envs seeded apart part within them
+ALIKE_STEPS = 24
+
+
 def drive(
-    factory: Callable[[int], Any], case: NativeCase, mode: str, streams: list[list[Any]], single_space: Any
+    factory: Callable[[int], Any],
+    case: NativeCase,
+    mode: str,
+    streams: list[list[Any]],
+    single_space: Any,
+    *,
+    seed: int | None = None,
 ) -> Drive:
-    """Build the env, reset it with the case's seed and step it with ``streams``; in DISABLED mode
-    the ended sub-envs are reset with ``reset_mask`` before the next step, as the caller must."""
+    """Build the env, reset it with ``seed`` (the case's by default) and step it with ``streams``;
+    in DISABLED mode the ended sub-envs are reset with ``reset_mask`` before the next step, as the
+    caller must."""
     result = Drive()
     before = child_processes()
     try:
@@ -183,23 +230,10 @@ def drive(
     except Exception as exc:
         result.error = f"building raised {type(exc).__name__}: {exc}"
         return result
+    seed = case.seed if seed is None else seed
+    steps = min((len(stream) for stream in streams), default=0)
     try:
-        _call(result, "reset", lambda: env.reset(seed=case.seed))
-        done = np.zeros(case.num_envs, dtype=bool)
-        for t in range(case.steps):
-            if result.calls[-1].error is not None:
-                break
-            if mode == "Disabled" and done.any():
-                mask = done.copy()
-                _call(result, "reset", functools.partial(_masked_reset, env, mask), mask=mask)
-                if result.calls[-1].error is not None:
-                    break
-            actions = _batch(single_space, [streams[i][t] for i in range(case.num_envs)])
-            sent = copy.deepcopy(actions)
-            _call(result, "step", functools.partial(env.step, actions), actions=actions, sent=sent)
-            call = result.calls[-1]
-            if call.error is None and isinstance(call.snapshot, tuple) and len(call.snapshot) == 5:
-                done = np.asarray(call.snapshot[2], dtype=bool) | np.asarray(call.snapshot[3], dtype=bool)
+        _episode(result.calls, env, mode, seed, streams, steps, single_space, case.num_envs)
     finally:
         try:
             close_within_limit(env.close)
@@ -210,50 +244,85 @@ def drive(
     return result
 
 
+def _episode(
+    calls: list[Call], env: Any, mode: str, seed: int, streams: list[list[Any]], steps: int, single_space: Any, n: int
+) -> None:
+    """``reset(seed=seed)``, then ``steps`` steps of ``streams`` (the ended sub-envs reset with
+    ``reset_mask`` in DISABLED mode), each call appended to ``calls``."""
+    _call(calls, "reset", functools.partial(_seeded_reset, env, seed))
+    done = np.zeros(n, dtype=bool)
+    for t in range(steps):
+        if calls[-1].error is not None:
+            break
+        if mode == "Disabled" and done.any():
+            mask = done.copy()
+            _call(calls, "reset", functools.partial(_masked_reset, env, mask), mask=mask)
+            if calls[-1].error is not None:
+                break
+        actions = _batch(single_space, [streams[i][t] for i in range(n)])
+        sent = copy.deepcopy(actions)
+        _call(calls, "step", functools.partial(env.step, actions), actions=actions, sent=sent)
+        call = calls[-1]
+        if call.error is None and isinstance(call.snapshot, tuple) and len(call.snapshot) == 5:
+            done = np.asarray(call.snapshot[2], dtype=bool) | np.asarray(call.snapshot[3], dtype=bool)
+
+
+def _seeded_reset(env: Any, seed: int) -> Any:
+    return env.reset(seed=seed)
+
+
 def _masked_reset(env: Any, mask: np.ndarray) -> Any:
     return env.reset(options={"reset_mask": mask})
 
 
 def _call(
-    result: Drive, kind: str, fn: Callable[[], Any], *, actions: Any = None, sent: Any = None, mask: Any = None
+    calls: list[Call], kind: str, fn: Callable[[], Any], *, actions: Any = None, sent: Any = None, mask: Any = None
 ) -> None:
-    call = Call(kind, actions=actions, actions_sent=sent, mask=mask, position=len(result.calls))
-    call.agent_step = sum(c.kind == "step" for c in result.calls) + (kind == "step")
+    call = Call(kind, actions=actions, actions_sent=sent, mask=mask, position=len(calls))
+    call.agent_step = sum(c.kind == "step" for c in calls) + (kind == "step")
     try:
         with deadline(call_timeout(user_envs=True)):
             call.live = fn()
         call.snapshot = copy.deepcopy(call.live)
     except (Exception, CallTimeout) as exc:
         call.error, call.error_type = f"{type(exc).__name__}: {exc}", type(exc).__name__
-    result.calls.append(call)
+    calls.append(call)
 
 
-def _single_transitions(
-    factory: Callable[[], Any], seeding: str, case: NativeCase, streams: list[list[Any]]
+def single_events(
+    factory: Callable[[], Any], mode: str, case: NativeCase, streams: list[list[Any]]
 ) -> list[list[dict[str, Any]]]:
-    """Per sub-env i: the single env reset with ``seed + i`` (under ``seed+i`` seeding) and stepped
-    with sub-env i's actions until its first episode ends."""
+    """Per sub-env i: the single env reset with ``seed + i`` and given sub-env i's actions, across
+    episodes: after an episode ends it is reset without a seed (it continues its own stream, as a
+    vectorizer's autoreset does), and in NEXT_STEP mode the action of the vector env's reset step
+    is not given to it. Each event is ``{"start": obs}`` (an episode's first observation) or a
+    transition ``{"next_obs", "reward", "terminated", "truncated", "info"}``."""
     found = []
     for i in range(case.num_envs):
         env = factory()
         try:
-            obs, _ = env.reset(seed=case.seed + i if seeding == "seed+i" else case.seed)
-            steps = []
+            obs, _ = env.reset(seed=case.seed + i)
+            events: list[dict[str, Any]] = [{"start": copy.deepcopy(obs)}]
+            ended = False
             for action in streams[i]:
-                next_obs, reward, terminated, truncated, _ = env.step(action)
-                steps.append(
+                if ended:
+                    obs, _ = env.reset()
+                    events.append({"start": copy.deepcopy(obs)})
+                    ended = False
+                    if mode == "NextStep":
+                        continue  # the vector env's reset step: its action is ignored
+                next_obs, reward, terminated, truncated, info = env.step(action)
+                events.append(
                     {
-                        "obs": copy.deepcopy(obs),
-                        "reward": float(reward),
                         "next_obs": copy.deepcopy(next_obs),
+                        "reward": float(reward),
                         "terminated": bool(terminated),
                         "truncated": bool(truncated),
+                        "info": copy.deepcopy(info),
                     }
                 )
-                obs = next_obs
-                if terminated or truncated:
-                    break
-            found.append(steps)
+                ended = bool(terminated or truncated)
+            found.append(events)
         finally:
             env.close()
     return found
@@ -283,6 +352,7 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
         run.observation_space = getattr(probe, "observation_space", None)
         run.action_space = getattr(probe, "action_space", None)
         run.max_episode_steps = declared_time_limit(getattr(probe, "spec", None))
+        run.stale_time_limit = stale_time_limit(getattr(probe, "spec", None))
     finally:
         with contextlib.suppress(Exception):
             close_within_limit(probe.close)
@@ -292,6 +362,7 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
     other_streams = _action_streams(run.single_action_space, case.action_seed + 1000, case.num_envs, case.steps)
     others = [streams[0], *other_streams[1:]]
     run.actions = streams
+    reseeds = run.seeding != "construction"  # under construction, reset(seed=...) is not its seeding
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run.first = drive(factory, case, run.mode, streams, run.single_action_space)
@@ -308,10 +379,15 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
                     (a for a in alternatives if first_difference(a, streams[0][t]) is not None), streams[0][t]
                 )
             run.reset_actions = drive(factory, case, run.mode, changed, run.single_action_space)
+        if reseeds:
+            same = _action_streams(run.single_action_space, case.action_seed + 3000, 1, ALIKE_STEPS)[0]
+            alike = [same] * case.num_envs
+            run.alike = drive(factory, case, run.mode, alike, run.single_action_space)
+            run.reseeded = drive(factory, case, run.mode, alike, run.single_action_space, seed=case.seed + 1)
         single = system.option(SINGLE_ENV_OPTION)
         if single and run.seeding == "seed+i":  # other schemes give sub-env i no seed to replay
             try:
-                run.single = _single_transitions(load_callable(str(single)), run.seeding, case, streams)
+                run.single = single_events(load_callable(str(single)), run.mode, case, streams)
             except Exception as exc:
                 run.single_error = f"{type(exc).__name__}: {exc}"
     return run

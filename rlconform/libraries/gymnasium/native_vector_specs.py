@@ -8,6 +8,7 @@ autoreset mode, its time limit) and, where the user names one, with its single e
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -256,15 +257,17 @@ def vector_reset_step_action_ignored(run: NativeRun) -> Outcome:
 @spec(
     "vector.time_limit",
     impact="training-data",
-    statement="Where the env declares a time limit (env.spec.max_episode_steps), no sub-env's episode runs past it, and an episode ended by it is truncated: episodes that end exactly at the limit with terminated and never truncated are a time-out reported as a termination.",
+    statement="Where the env declares a time limit (the max_episode_steps its sub-envs were built with, env.spec.kwargs, else env.spec.max_episode_steps), no sub-env's episode runs past it, and an episode ended by it is truncated: episodes that end exactly at the limit with terminated and never truncated are a time-out reported as a termination.",
     rationale="A time-out reported as a termination makes a learner bootstrap nothing from states that are not terminal: the value function learns the clock.",
     families=FAMILIES,
 )
 def vector_time_limit(run: NativeRun) -> Outcome:
     ck = Checker()
     limit = run.max_episode_steps
+    if run.stale_time_limit is not None:
+        ck.note(run.stale_time_limit)
     if limit is None:
-        return ck.not_applicable("the env declares no time limit (env.spec.max_episode_steps)")
+        return ck.not_applicable(run.stale_time_limit or "the env declares no time limit (env.spec.max_episode_steps)")
     n = run.case.num_envs
     lengths = np.zeros(n, dtype=int)
     ended = np.zeros(n, dtype=bool)
@@ -317,11 +320,7 @@ def vector_determinism(run: NativeRun) -> Outcome:
     for position, (a, b) in enumerate(zip(run.first.calls, run.second.calls, strict=False)):
         if a.error is not None or b.error is not None:
             break
-        difference = first_difference(
-            a.snapshot[:-1] if isinstance(a.snapshot, tuple) else a.snapshot,
-            b.snapshot[:-1] if isinstance(b.snapshot, tuple) else b.snapshot,
-            ignore=_volatile,
-        )
+        difference = first_difference(_outputs(a), _outputs(b), ignore=_volatile)
         ck.expect(
             difference is None,
             f"call {position} ({a.kind}): a second run from the same seed and actions differs ({difference})",
@@ -329,6 +328,10 @@ def vector_determinism(run: NativeRun) -> Outcome:
         if difference is not None:
             break
     return ck.done()
+
+
+def _outputs(call: Call) -> Any:
+    return call.snapshot[:-1] if isinstance(call.snapshot, tuple) else call.snapshot
 
 
 #: why a spec that compares two runs of the env cannot tell anything when the env does not repeat itself
@@ -465,17 +468,204 @@ def vector_no_aliasing(run: NativeRun) -> Outcome:
     return ck.done()
 
 
+@dataclass(frozen=True)
+class Event:
+    """One event of one sub-env: an episode's first observation (``start``) or a transition."""
+
+    values: dict[str, Any]
+    #: where it was returned, in words ("call 7, episode 2, step 3")
+    where: str
+
+
+def sub_env_events(run: NativeRun, drive: Drive | None, i: int) -> list[Event]:
+    """Sub-env ``i``'s events in ``drive``, as the single env would give them: the first
+    observation of each episode (the seeded reset, a NEXT_STEP reset step, a SAME_STEP step's
+    observation after an end, a DISABLED masked reset) and each transition, its next observation
+    the final one (SAME_STEP's ``final_obs``, dropped where missing: vector.autoreset_mode says so)
+    and, in SAME_STEP, the ``final_info`` entries of sub-env i (``info``)."""
+    space = run.single_observation_space
+    events: list[Event] = []
+    episode, step, ended = 0, 0, False
+    for position, call in enumerate(drive.calls if drive else []):
+        if call.error is not None or not isinstance(call.snapshot, tuple):
+            break
+        if call.kind == "reset":
+            if call.mask is not None and not bool(np.asarray(call.mask, dtype=bool)[i]):
+                continue
+            episode, step, ended = (episode + 1 if events else 0), 0, False
+            events.append(Event({"start": _index(call.snapshot[0], i, space)}, f"call {position}, episode {episode}"))
+            continue
+        if len(call.snapshot) != 5:
+            break
+        if run.mode == "NextStep" and ended:
+            episode, step, ended = episode + 1, 0, False
+            events.append(Event({"start": _index(call.snapshot[0], i, space)}, f"call {position}, episode {episode}"))
+            continue
+        obs, rewards, terminated, truncated, _ = call.snapshot
+        step += 1
+        done = bool(np.asarray(terminated)[i]) or bool(np.asarray(truncated)[i])
+        values: dict[str, Any] = {
+            "next_obs": _index(obs, i, space),
+            "reward": float(np.asarray(rewards)[i]),
+            "terminated": bool(np.asarray(terminated)[i]),
+            "truncated": bool(np.asarray(truncated)[i]),
+        }
+        if run.mode == "SameStep" and done:
+            # the step's observation is the next episode's first: the last one is final_obs
+            final = _final_obs(call, i)
+            if final is None:
+                del values["next_obs"]
+            else:
+                values["next_obs"] = final[0]
+            values["info"] = _entry(_infos(call).get("final_info"), i)
+        events.append(Event(values, f"call {position}, episode {episode}, step {step}"))
+        ended = done
+        if run.mode == "SameStep" and done:
+            episode, step, ended = episode + 1, 0, False
+            events.append(Event({"start": _index(obs, i, space)}, f"call {position}, episode {episode}"))
+    return events
+
+
+def _entry(info: Any, i: int) -> dict[str, Any]:
+    """Sub-env ``i``'s entries of a batched info dict (Gymnasium's layout: ``info[key][i]`` where
+    the mask ``info["_" + key]`` is set; a nested dict likewise)."""
+    if not isinstance(info, Mapping):
+        return {}
+    found: dict[str, Any] = {}
+    for key, value in info.items():
+        if not isinstance(key, str) or key.startswith("_"):
+            continue
+        mask = info.get(f"_{key}")
+        if isinstance(value, Mapping):
+            found[key] = _entry(value, i)
+            continue
+        try:
+            if mask is not None and not bool(np.asarray(mask, dtype=bool)[i]):
+                continue
+            found[key] = value[i]
+        except (IndexError, TypeError, KeyError):
+            continue
+    return found
+
+
+def _event_difference(got: Event, want: dict[str, Any]) -> str | None:
+    """The first difference of a sub-env's event from the single env's (the info entries the
+    single env's info has too; observations and rewards up to 1e-6)."""
+    values = dict(got.values)
+    if ("start" in values) != ("start" in want):
+        return (
+            "a new episode starts here, where the single env's episode runs on"
+            if "start" in values
+            else "the single env's episode ended before, so a new one starts here, where the sub-env's runs on"
+        )
+    expected = {k: want[k] for k in values if k in want and k != "info"}
+    if "info" in values and isinstance(want.get("info"), Mapping):
+        shared = [k for k in values["info"] if k in want["info"]]
+        values["info"] = {k: values["info"][k] for k in shared}
+        expected["info"] = {k: want["info"][k] for k in shared}
+        if not shared:
+            del values["info"], expected["info"]
+    else:
+        values.pop("info", None)
+    return first_difference(values, expected, rtol=1e-6, atol=1e-6)
+
+
+@dataclass(frozen=True)
+class SeedingFacts:
+    """What the two seeding drives show (every sub-env given the same actions, reset with the
+    seed and with the seed + 1)."""
+
+    #: every sub-env repeated sub-env 0 while another seed changed the batch: seeded alike
+    alike: bool
+    #: the seed + 1 gave the same batch while the sub-envs differ: the env draws at random, but
+    #: not from the seed given to reset
+    ignored: bool
+    #: where sub-env j of seed s + 1 is not sub-env j + 1 of seed s: the seed+i convention not
+    #: followed (None: it is)
+    not_seed_plus_i: str | None
+
+
+def seeding_facts(run: NativeRun) -> SeedingFacts | None:
+    """None where the seeding drives were not made (``construction``) or did not run through."""
+    if run.alike is None or run.reseeded is None:
+        return None
+    if any(c.error is not None for d in (run.alike, run.reseeded) for c in d.calls):
+        return None
+    n = run.case.num_envs
+    same = [[e.values for e in sub_env_events(run, run.alike, i)] for i in range(n)]
+    other = [[e.values for e in sub_env_events(run, run.reseeded, i)] for i in range(n)]
+    all_alike = all(first_difference(same[i], same[0]) is None for i in range(1, n))
+    seed_changes = any(first_difference(same[i], other[i]) is not None for i in range(n))
+    shifted = None
+    for j in range(n - 1):
+        if first_difference(other[j], same[j + 1], rtol=1e-6, atol=1e-6) is not None:
+            shifted = SHIFT_NOT_HELD
+            break
+    return SeedingFacts(
+        alike=all_alike and seed_changes, ignored=not all_alike and not seed_changes, not_seed_plus_i=shifted
+    )
+
+
+#: the seed+i convention, tested without a single env, does not hold
+SHIFT_NOT_HELD = (
+    "given the same actions, sub-env i reset with seed s + 1 is not sub-env i + 1 reset with seed s, as seed + i "
+    "seeding makes it"
+)
+#: what a seeding fault leaves the single env to replay
+_DECLARE = (
+    "declare --seeding shared if one generator draws for every sub-env, or construction if it is seeded when built"
+)
+
+
+@spec(
+    "vector.seeding",
+    impact="reproducibility",
+    statement="Under the declared seeding (seed+i or shared; construction seeds at build only), reset(seed=s) decides the batch: a sub-env that draws anything at random draws it from the seed (another seed, another batch), and under seed+i no two sub-envs are seeded alike (given the same actions, the sub-envs do not all repeat one trajectory that another seed changes). Whether sub-env i of seed s is sub-env i - 1 of seed s + 1 (the seed+i convention itself) is told in the verdict.",
+    rationale="Sub-envs seeded alike make num_envs copies of one sample: the batch has the variance of one env. A seed that reset ignores makes every seeded run, evaluation and bug report irreproducible from its seed.",
+    families=FAMILIES,
+)
+def vector_seeding(run: NativeRun) -> Outcome:
+    ck = Checker()
+    if run.seeding == "construction":
+        return ck.not_applicable(
+            "the declared seeding (construction) seeds the env when it is built: reset(seed=...) is not its seeding"
+        )
+    facts = seeding_facts(run)
+    if facts is None:
+        return ck.done()
+    ck.expect(
+        not facts.ignored,
+        f"reset(seed={run.case.seed}) and reset(seed={run.case.seed + 1}), given the same actions, return the same "
+        "batch, while the sub-envs differ from one another: the env ignores the seed given to reset (declare "
+        "--seeding construction if it is seeded when built)",
+    )
+    if run.seeding == "seed+i":
+        ck.expect(
+            not facts.alike,
+            f"reset(seed={run.case.seed}) with the same actions for every sub-env: all {run.case.num_envs} sub-envs return "
+            "the same trajectory, which another seed changes: they are seeded alike, not with seed + i",
+        )
+        if facts.not_seed_plus_i is not None and not facts.alike and not facts.ignored:
+            ck.note(f"the sub-envs do not follow the seed+i convention ({facts.not_seed_plus_i}): {_DECLARE}")
+    if run.system.option("single_env") is None and run.seeding == "seed+i":
+        ck.note("without --single-env, no sub-env was compared with the single env (vector.single_env_match)")
+    return ck.done()
+
+
 @spec(
     "vector.single_env_match",
     impact="training-data",
-    statement="With --single-env naming the matching single env and seed+i seeding, sub-env i equals the single env reset with seed+i and given the same actions, step for step, through its first episode.",
+    statement="With --single-env naming the matching single env and seed+i seeding, sub-env i equals the single env reset with seed+i and given the same actions, step for step, across episodes (the single env reset without a seed after each end, continuing its own stream), SAME_STEP's final observation and final_info entries included.",
     rationale="A natively vectorized env is a reimplementation of its single env: where the two part, one of them is not the task the user thinks it trains on.",
     families=FAMILIES,
 )
 def vector_single_env_match(run: NativeRun) -> Outcome:
     ck = Checker()
     if run.system.option("single_env") is None:
-        return ck.not_applicable("no --single-env names the matching single env")
+        return ck.not_applicable(
+            "no --single-env names the matching single env: left out, each sub-env compared step for step with the "
+            "single env reset with seed + i"
+        )
     if run.seeding != "seed+i":
         return ck.not_applicable(f"the declared seeding ({run.seeding}) gives sub-env i no seed of its own to replay")
     if run.single_error is not None:
@@ -483,30 +673,25 @@ def vector_single_env_match(run: NativeRun) -> Outcome:
         return ck.done()
     if run.single is None or run.first is None:
         return ck.done()
-    steps = [call for _, call in _steps(run.first)]
-    for i, expected in enumerate(run.single):
-        for t, want in enumerate(expected):
-            if t >= len(steps):
-                break
-            obs, rewards, terminated, truncated, _ = steps[t].snapshot
-            got = {
-                "next_obs": _index(obs, i, run.single_observation_space),
-                "reward": float(np.asarray(rewards)[i]),
-                "terminated": bool(np.asarray(terminated)[i]),
-                "truncated": bool(np.asarray(truncated)[i]),
-            }
-            if run.mode == "SameStep" and (got["terminated"] or got["truncated"]):
-                # the step's observation is the next episode's first: the last one is final_obs
-                # (where it is missing, vector.autoreset_mode says so and next_obs is not compared)
-                final = _final_obs(steps[t], i)
-                if final is None:
-                    del got["next_obs"]
-                else:
-                    got["next_obs"] = final[0]
-            diff = first_difference({k: got[k] for k in got}, {k: want[k] for k in got}, rtol=1e-6, atol=1e-6)
+    facts = seeding_facts(run)
+    if facts is not None and (facts.alike or facts.ignored):
+        fault = "seeded alike" if facts.alike else "reset(seed=...) is ignored"
+        return ck.not_applicable(
+            f"the sub-envs are not seeded seed + i ({fault}: vector.seeding): the single env has no seed to replay them with"
+        )
+    if facts is not None and facts.not_seed_plus_i is not None:
+        return ck.not_applicable(
+            f"seeding note: the sub-envs do not follow the seed+i convention ({facts.not_seed_plus_i}), so the single env "
+            f"reset with seed + i replays none of them; that is no sign of wrong data: {_DECLARE}"
+        )
+    events = [sub_env_events(run, run.first, i) for i in range(run.case.num_envs)]
+    for i, (got, want) in enumerate(zip(events, run.single, strict=False)):
+        for event, expected in zip(got, want, strict=False):
+            diff = _event_difference(event, expected)
             ck.expect(
                 diff is None,
-                f"sub-env {i}, step {t + 1}: differs from the single env reset with seed {run.case.seed + i} ({diff})",
+                f"sub-env {i}, {event.where}: differs from the single env reset with seed {run.case.seed + i} "
+                f"(continued across its episodes) ({diff})",
             )
             if diff is not None:
                 break
