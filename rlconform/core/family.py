@@ -44,11 +44,35 @@ class FactoryShape:
     suggested_unannotated: bool = True
 
 
+#: how a run's ``build_error`` says that the library under the system refused rlconform's input for
+#: its case (at build, in ``learn``, ``sample`` or ``step``), as opposed to failing to build it
+REFUSED = "refused by the library: "
+
+
+def refused(reason: str) -> str:
+    """The ``build_error`` of a run whose case the library refused (``reason``: one line, the
+    library's own words and where it said them). The search leaves the case out and counts it
+    apart from the examples that were not built ("3 of the 47 examples were refused by the
+    library: ..."), checks the rest, and never makes the refusal a verdict on the system: a library
+    that refuses rlconform's inputs is a named refusal, never a FAIL of the user's code.
+
+    A family decides what a refusal is, by a rule it states (where the exception was raised, and
+    whether anything had been used yet): a crash of the system's own code stays a failure."""
+    return REFUSED + " ".join(reason.split())
+
+
+def is_refusal(build_error: str | None) -> bool:
+    """Whether ``build_error`` is a refusal (:func:`refused`), not an error building the system."""
+    return build_error is not None and build_error.startswith(REFUSED)
+
+
 @runtime_checkable
 class RunRecord(Protocol):
     """What the core reads of any family's run of one case (the specs read the rest)."""
 
     system: System
+    #: why the system could not be built for the case (None: it was built), or the library's
+    #: refusal of the case's input (:func:`refused`): either way the case is left out, and counted
     build_error: str | None
 
     @property

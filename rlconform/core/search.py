@@ -24,7 +24,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.strategies import SearchStrategy
 
 from rlconform.core.config import validate as validate_config
-from rlconform.core.family import get_family
+from rlconform.core.family import REFUSED, get_family, is_refusal
 from rlconform.core.hangs import RESPONSIVE, Hang, SystemHung, budget_spent, hang_in
 from rlconform.core.hypothesis_isolation import without_local_constants
 from rlconform.core.inherited import inherited_from
@@ -62,6 +62,10 @@ class _Tally:
     build_error: str = ""
     #: the first example's build error (``build_error`` is the last one's): what a verdict quotes
     first_build_error: str = ""
+    #: examples whose input the library refused (rlconform.core.family.refused): left out like the
+    #: examples not built, but counted and told apart from them; the first one's reason
+    refusals: int = 0
+    first_refusal: str = ""
     not_applicable: int = 0
     not_applicable_reason: str = ""
     #: examples run when the first violation was found
@@ -73,7 +77,15 @@ class _Tally:
 
     def __setattr__(self, name: str, value: Any) -> None:
         # the property of check_spec sets build_error on every example that was not built; the
-        # first one is kept here, without editing the property (derandomization reads its source)
+        # first one is kept here, without editing the property (derandomization reads its source).
+        # A refusal reaches here the same way (the property counted it as not built): it is moved
+        # to the refusals' count, and build_error keeps the last real build error
+        if name == "build_error" and is_refusal(value):
+            object.__setattr__(self, "build_errors", self.build_errors - 1)
+            object.__setattr__(self, "refusals", self.refusals + 1)
+            if not self.first_refusal:
+                object.__setattr__(self, "first_refusal", value[len(REFUSED) :])
+            return
         if name == "build_error" and value and not getattr(self, "first_build_error", ""):
             object.__setattr__(self, "first_build_error", value)
         object.__setattr__(self, name, value)
@@ -88,22 +100,38 @@ class _Tally:
                 self.notes.append(note)
 
     def not_built(self) -> list[str]:
-        """The note saying how many examples were not built and why (the first one's reason):
-        a search that checked the others must not read as if every example was checked."""
-        if not self.build_errors:
-            return []
-        # a KeyError's message is its repr: a TensorDict in it has its newlines escaped
-        reason = " ".join(self.first_build_error.replace("\\n", " ").split())
-        if len(reason) > NOT_BUILT_REASON_CHARS:
-            reason = reason[: NOT_BUILT_REASON_CHARS - 3].rstrip() + "..."
-        return [
-            f"{self.build_errors} of the {self.examples} examples were not built: building the system raised "
-            f"(first: {reason})"
-        ]
+        """The notes saying how many examples were not built and why, and how many the library
+        refused and why (each the first one's reason): a search that checked the others must not
+        read as if every example was checked."""
+        notes = []
+        if self.build_errors:
+            notes.append(
+                f"{self.build_errors} of the {self.examples} examples were not built: building the system raised "
+                f"(first: {_quoted(self.first_build_error)})"
+            )
+        if self.refusals:
+            notes.append(self.refused())
+        return notes
+
+    def refused(self) -> str:
+        """How many examples the library refused, and the first one's reason."""
+        return (
+            f"{self.refusals} of the {self.examples} examples were refused by the library, so left out "
+            f"(first: {_quoted(self.first_refusal)})"
+        )
 
     def with_notes(self, message: str) -> str:
         tallies = [f"{label}: {total}" for label, total in self.counts.items()]
         return message + "".join(f"; {n}" for n in [*self.notes, *tallies])
+
+
+def _quoted(reason: str) -> str:
+    """A build error or refusal as a verdict quotes it: one line, cut to NOT_BUILT_REASON_CHARS."""
+    # a KeyError's message is its repr: a TensorDict in it has its newlines escaped
+    reason = " ".join(reason.replace("\\n", " ").split())
+    if len(reason) > NOT_BUILT_REASON_CHARS:
+        reason = reason[: NOT_BUILT_REASON_CHARS - 3].rstrip() + "..."
+    return reason
 
 
 def strategy_for(system: System, spec: Spec) -> SearchStrategy[Any]:
@@ -287,14 +315,20 @@ def _search(
     if tally.checked > 0:
         message = f"{tally.checked} facts checked over {tally.examples} examples"
         return Verdict(status="pass", message=tally.with_notes(message), **common)
-    if guarded.hang is not None and tally.build_errors + tally.not_applicable == tally.examples:
+    left_out = tally.build_errors + tally.refusals + tally.not_applicable
+    if guarded.hang is not None and left_out == tally.examples:
         return Verdict(status="not_run", message=guarded.hang.not_run_message(), **common)
     if tally.build_errors == tally.examples:
         return Verdict(
             status="error", message=f"the system could not be built for any example: {tally.build_error}", **common
         )
-    if tally.not_applicable and tally.not_applicable + tally.build_errors == tally.examples:
+    if tally.not_applicable and left_out == tally.examples:
         return Verdict(status="not_applicable", message=tally.not_applicable_reason, **common)
+    if tally.refusals and left_out == tally.examples:
+        # nothing checked because the library refused rlconform's inputs: no verdict on the system
+        refused = tally.refused()
+        tally.notes = [note for note in tally.notes if note != refused]
+        return Verdict(status="not_exercised", message=tally.with_notes(f"nothing checked: {refused}"), **common)
     return Verdict(
         status="not_exercised",
         message=tally.with_notes(f"no example exercised this spec ({tally.examples} examples drawn)"),

@@ -36,6 +36,22 @@ BOX_ACTION = BoxAction(2)
 SAMPLE_SEED = 20240527
 
 
+#: how the note of a factory checked with fewer sub-envs than the family draws starts (the probe
+#: writes it among the system's restrictions; every verdict on the system carries it)
+SUB_ENVS_NOTE = "checked with "
+
+
+def sub_envs_note(max_envs: int, refusal: str) -> str:
+    """The note of a factory the library refused for more than ``max_envs`` sub-envs."""
+    sub_envs = "one sub-env" if max_envs == 1 else f"{max_envs} sub-envs"
+    return f"{SUB_ENVS_NOTE}{sub_envs} only: with {max_envs + 1} sub-envs, {refusal}"
+
+
+def sub_envs_notes(system: System) -> list[str]:
+    """The system's sub-env note, if the probe narrowed its sub-envs (as a pass says what it rests on)."""
+    return [note for note in system.capabilities.notes if note.startswith(SUB_ENVS_NOTE)]
+
+
 @dataclass(frozen=True)
 class AlgorithmCase:
     """One check: ``model.learn(total_timesteps=steps * num_envs)`` over ``num_envs`` reference
@@ -74,7 +90,10 @@ def algorithm_cases(system: System) -> SearchStrategy[AlgorithmCase]:
     @st.composite
     def build(draw: Any) -> AlgorithmCase:
         episodes = tuple(draw(st.lists(plans, min_size=1, max_size=4)))
-        limit = draw(st.none() | st.integers(2, 6))
+        # an algorithm that trains by episodes (train_freq in episodes) waits in learn for an
+        # episode end: the probe then requires a time limit, so that every episode ends
+        limited = system.capabilities.time_limit == "required"
+        limit = draw(st.integers(2, 6)) if limited else draw(st.none() | st.integers(2, 6))
         if limit is None and all(p.end == "never" for p in episodes):
             limit = 4
         vec_env = draw(st.sampled_from(_vec_envs(system)))

@@ -21,17 +21,18 @@ stored :mod:`.algorithm_harness`; this module holds the family and its systems.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rlconform.core.family import FactoryShape
+from rlconform.core.family import REFUSED, FactoryShape
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, Probed, System, SystemTable
 from rlconform.core.user import BadInput, returned_type, spawns_workers
 from rlconform.envs.calllog import MemorySink
-from rlconform.envs.script import EnvScript
+from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.libraries.sb3.algorithm_case import (
     BOX_ACTION,
@@ -46,8 +47,16 @@ from rlconform.libraries.sb3.algorithm_case import (
     AlgorithmCase,
     algorithm_boundary_cases,
     algorithm_cases,
+    sub_envs_note,
 )
-from rlconform.libraries.sb3.algorithm_harness import AlgorithmRun, SampledRow, build_vec_env, run_algorithm_case
+from rlconform.libraries.sb3.algorithm_harness import (
+    AlgorithmRun,
+    SampledRow,
+    build_vec_env,
+    learn,
+    learn_refusal,
+    run_algorithm_case,
+)
 from rlconform.specs.families import SB3_ALGORITHM
 
 if TYPE_CHECKING:
@@ -101,8 +110,11 @@ class AlgorithmFamily(WholeRunFamily):
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
         print(f"system: {run.system.source}, algorithm {run.algorithm or '?'}, {case}", file=stream)
         for name in ("build_error", "learn_error", "sample_error", "rollout_error"):
-            if getattr(run, name):
-                print(f"{name.replace('_', ' ')}: {getattr(run, name)}", file=stream)
+            said = getattr(run, name)
+            if said and said.startswith(REFUSED):
+                print(said, file=stream)  # "refused by the library: model.learn(...) raised ..."
+            elif said:
+                print(f"{name.replace('_', ' ')}: {said}", file=stream)
         if run.buffer is not None:
             print(f"buffer: {run.buffer}", file=stream)
         if run.rollout is not None:
@@ -131,47 +143,132 @@ class AlgorithmFamily(WholeRunFamily):
         )
 
     def probe_factory(self, system: System) -> Probed:
-        """Build the factory over a one-env DummyVecEnv of each observation and action kind: the
-        kinds it accepts are the ones its cases draw (DQN takes Discrete actions only, an
-        ``MlpPolicy`` Box observations only). None accepted is bad input, with the first error.
-        (The probe runs in an isolated worker, whose inherited torch runs on one thread:
-        rlconform.core.isolation.)"""
+        """Build the factory over a one-env DummyVecEnv of each observation and action kind, have
+        its policy act and ``learn`` a few steps: the kinds it accepts are the ones its cases draw
+        (DQN takes Discrete actions only, an ``MlpPolicy`` Box observations only). Then, with an
+        accepted kind, ``learn`` over 3 sub-envs (then 2): a factory the library refuses for that
+        many (SB3's episodic ``train_freq`` takes one env only) is checked with fewer, and every
+        verdict says so. None accepted is bad input, with the library's refusal in ``learn`` (the
+        furthest any kind got) or else the first build error.
+
+        A ``learn`` that raised in the probe narrows nothing unless the library refused
+        (:func:`rlconform.libraries.sb3.algorithm_harness.learn_refusal` states the rule): a crash of
+        the user's code is left to the search, which fails it. (The probe runs in an isolated
+        worker, whose inherited torch runs on one thread: rlconform.core.isolation.)"""
         spawned = False
         obs_kinds: set[str] = set()
         action_kinds: set[str] = set()
         first_error: BadInput | None = None
+        first_refusal: str | None = None
+        accepted: AlgorithmCase | None = None
+        facts: dict[str, Any] = {}
         for obs_kind, obs in (("box", BOX_OBS), ("dict", DICT_OBS)):
             for action_kind, action in (("discrete", DISCRETE_ACTION), ("box", BOX_ACTION)):
-                case = AlgorithmCase(EnvScript(obs=obs, action=action), 1, 1)
+                case = AlgorithmCase(EnvScript(obs=obs, action=action, episodes=PROBE_EPISODES), 1, PROBE_LEARN_STEPS)
                 try:
-                    spawned |= spawns_workers(
-                        system,
-                        functools.partial(_probe_build, system, case),
-                        ("learn", "policy"),
-                        returned_type(self.factory_signature),
-                    )
+                    built_workers, refusal = self._probe_case(system, case, facts)
                 except BadInput as exc:
                     first_error = first_error or exc
                     continue
+                spawned |= built_workers
+                if refusal is not None:
+                    first_refusal = first_refusal or refusal
+                    continue
                 obs_kinds.add(obs_kind)
                 action_kinds.add(action_kind)
-        if not obs_kinds:
+                accepted = accepted or case
+        if accepted is None:
+            if first_refusal is not None:
+                raise BadInput(
+                    f"{system.source}: the library refuses every env rlconform can give it, so nothing can be "
+                    f"checked: {first_refusal}"
+                )
             assert first_error is not None
             raise first_error
+        max_envs = 3
+        notes: tuple[str, ...] = ()
+        refusals: list[str] = []
+        for num_envs in (3, 2):
+            try:
+                built_workers, refusal = self._probe_case(system, dataclasses.replace(accepted, num_envs=num_envs), {})
+            except BadInput as exc:
+                built_workers, refusal = False, str(exc).splitlines()[0]
+            spawned |= built_workers
+            if refusal is None:
+                break
+            refusals.append(refusal)
+            max_envs = num_envs - 1
+        if refusals:
+            notes = (sub_envs_note(max_envs, refusals[-1]),)
+        if facts.get("episodic"):
+            notes += (EPISODIC_NOTE,)
         caps = Capabilities(
-            obs_kinds=frozenset(obs_kinds), action_kinds=frozenset(action_kinds), max_envs=3, partial_reset=False
+            time_limit="required" if facts.get("episodic") else "allowed",
+            obs_kinds=frozenset(obs_kinds),
+            action_kinds=frozenset(action_kinds),
+            max_envs=max_envs,
+            partial_reset=False,
+            notes=notes,
         )
         return Probed(spawned, caps)
 
+    def _probe_case(self, system: System, case: AlgorithmCase, facts: dict[str, Any]) -> tuple[bool, str | None]:
+        """Build the factory over ``case``'s VecEnv, act and learn (:func:`_probe_build`): whether
+        that started worker processes, and the library's refusal in ``learn`` (None: none); what
+        the built model declares goes in ``facts``."""
+        spawned = spawns_workers(
+            system,
+            functools.partial(_probe_build, system, case, facts),
+            ("learn", "policy"),
+            returned_type(self.factory_signature),
+        )
+        return spawned, facts.pop("refusal", None)
 
-def _probe_build(system: System, case: AlgorithmCase) -> Any:
-    """Build the model, then have its policy act once on the env's first observation: a policy
-    built for another observation kind may construct and fail only when it acts (sb3-contrib's
-    MlpLstmPolicy over a Dict observation), which is the stack refusing the kind, not a failure."""
-    venv = build_vec_env(case, [MemorySink()])
+
+#: the steps per sub-env the probe's ``learn`` runs: enough for an off-policy algorithm's first
+#: gradient steps where its factory starts learning at once (DQN trains every 4 steps), where a
+#: library reads what it stored (HerReplayBuffer's first sample)
+PROBE_LEARN_STEPS = 8
+#: the note of a factory that trains by episodes: its cases put a time limit on every env
+EPISODIC_NOTE = (
+    "every episode ends within a time limit: train_freq counts episodes, so model.learn waits for an episode end"
+)
+#: the probe's episodes end early and both ways: a library that needs an episode end before it
+#: samples (HerReplayBuffer) sees one
+PROBE_EPISODES = (EpisodePlan(2, "terminated"), EpisodePlan(3, "truncated"))
+
+
+def _probe_build(system: System, case: AlgorithmCase, facts: dict[str, Any]) -> Any:
+    """Build the model, then have its policy act once on the env's first observation (a policy
+    built for another observation kind may construct and fail only when it acts: sb3-contrib's
+    MlpLstmPolicy over a Dict observation, which is the stack refusing the kind, not a failure),
+    then ``learn`` a few steps: a refusal there is ``facts["refusal"]``; any other exception is
+    left to the search, which reports it on the case that shows it. ``facts["episodic"]``: the
+    model trains by episodes (SB3's ``train_freq=(n, "episode")``)."""
+    venv = build_vec_env(case, [MemorySink() for _ in range(case.num_envs)])
     model = system.build(venv)  # type: ignore[arg-type]  # built from a VecEnv
+    unit = getattr(getattr(getattr(model, "train_freq", None), "unit", None), "value", None)
+    facts["episodic"] = facts.get("episodic", False) or unit == "episode"
     model.predict(venv.reset(), deterministic=True)
+    try:
+        learn(model, case.steps * case.num_envs, callback=_stop_after(case.steps))
+    except Exception as exc:
+        refusal = learn_refusal(exc, model)
+        if refusal is not None:
+            facts["refusal"] = f"model.learn {refusal}"
     return model
+
+
+def _stop_after(steps: int) -> Any:
+    """An SB3 callback that stops ``learn`` after ``steps`` steps of the VecEnv (an on-policy
+    algorithm's rollout would otherwise run ``n_steps``)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StopAfter(BaseCallback):
+        def _on_step(self) -> bool:
+            return self.n_calls < steps
+
+    return StopAfter()
 
 
 FAMILY = AlgorithmFamily()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlconform.core.family import refused
 from rlconform.core.system import System
 from rlconform.core.user import close_within_limit
 from rlconform.core.watchdog import child_processes, reap
@@ -47,7 +48,14 @@ from rlconform.libraries.sb3.algorithm_values import bootstrap_values
 from rlconform.libraries.sb3.vecenv_family import preload_forkserver
 
 if TYPE_CHECKING:
-    pass
+    from types import TracebackType
+
+#: the packages whose code is "the library" when a ``learn`` that raised is judged (learn_refusal)
+LIBRARY_PACKAGES = ("stable_baselines3", "sb3_contrib")
+#: the exceptions a library raises, with a ``raise`` or ``assert`` statement of its own, to say that
+#: its input or configuration is not one it takes (RuntimeError: HerReplayBuffer's "Unable to
+#: sample before the end of the first episode")
+REFUSING_EXCEPTIONS = (AssertionError, ValueError, TypeError, RuntimeError, NotImplementedError)
 
 
 @dataclass
@@ -243,8 +251,14 @@ def run_algorithm_case(system: System, case: AlgorithmCase) -> AlgorithmRun:
                 _collect_rollout(model, case, run)
             else:
                 try:
-                    model.learn(total_timesteps=case.steps * case.num_envs)
+                    learn(model, case.steps * case.num_envs)
                 except Exception as exc:
+                    refusal = learn_refusal(exc, model)
+                    if refusal is not None:
+                        run.build_error = refused(
+                            f"model.learn(total_timesteps={case.steps * case.num_envs}) {refusal}"
+                        )
+                        return run
                     run.learn_error = f"{type(exc).__name__}: {exc}"
             buffer = getattr(model, "replay_buffer", None)
             if buffer is not None:
@@ -309,11 +323,15 @@ def _collect_rollout(model: Any, case: AlgorithmCase, run: AlgorithmRun) -> None
     sink: dict[str, Any] = {}
     total = int(model.n_steps) * case.num_envs
     try:
-        model.learn(total_timesteps=total, callback=reading_callback(model, sink))
+        learn(model, total, callback=reading_callback(model, sink))
     except RolloutCollected:
         pass
     except Exception as exc:
-        run.learn_error = f"{type(exc).__name__}: {exc}"
+        refusal = learn_refusal(exc, model)
+        if refusal is not None:
+            run.build_error = refused(f"model.learn (one rollout) {refusal}")
+        else:
+            run.learn_error = f"{type(exc).__name__}: {exc}"
         return
     run.rollout = sink.get("facts")
     if run.rollout is None:
@@ -364,3 +382,131 @@ def _rollout_reference(model: Any, run: AlgorithmRun) -> None:
         run.rollout_error = (
             f"evaluating the model's value function on the true observations raised {type(exc).__name__}: {exc}"
         )
+
+
+def learn(model: Any, total_timesteps: int, callback: Any = None) -> Any:
+    """``model.learn``: the frame below which :func:`learn_refusal` reads whose code raised."""
+    return model.learn(total_timesteps=total_timesteps, callback=callback)
+
+
+def learn_refusal(exc: BaseException, model: Any) -> str | None:
+    """Why the ``model.learn`` that raised ``exc`` is the library refusing rlconform's input (one
+    line: the library's own words and where it said them), or None: the system crashed, a failure.
+
+    A refusal is the library saying, in its own code, that the input it was handed is not one it
+    takes: SB3's episodic ``train_freq`` over more than one env ("You must use only one env when
+    doing episodic training", an ``assert`` in ``OffPolicyAlgorithm.collect_rollouts``),
+    sb3-contrib's MaskablePPO over an env without action masks (a ``raise ValueError`` in
+    ``MaskablePPO.collect_rollouts``), HerReplayBuffer over an env that is not a goal env (its first
+    sample reads the observation's ``achieved_goal``). Such a case is left out and counted
+    (rlconform.core.family.refused), never a FAIL of the user's code. It is one when all three hold:
+
+    1. **Where**: only the library's code was running. Every frame of the traceback below
+       ``learn`` is in the library's packages (:data:`LIBRARY_PACKAGES`): a frame of the user's
+       code on the way (a subclass's override, their own buffer, policy or callback) or of
+       rlconform's (the reference envs, the reading callback) makes it that code's failure.
+    2. **What**: the library refused on purpose. The innermost frame's statement is a ``raise`` or
+       an ``assert`` of the library's source raising one of :data:`REFUSING_EXCEPTIONS` (an error
+       NumPy or torch raised from a line of the library is the data going wrong, not the library
+       saying no), or the exception is a KeyError naming an entry that the observations handed to
+       the model do not have (the library needs an entry rlconform's envs never give).
+    3. **When**: at the library's first use of the input, before it had used any of it. No
+       gradient step was completed (``model._n_updates == 0``), and where rows were already stored
+       (the refusal came at the first sample) they were stored by the library's own algorithm and
+       buffer classes, none of the user's, so nothing the user wrote made what the library refused.
+
+    Anything else, an IndexError in a user's ``_store_transition``, a shape error NumPy raises in
+    SB3's ``add``, a ValueError raised after training began, stays ``learn_error``: a FAIL."""
+    frames = _frames_below_learn(exc.__traceback__)
+    if not frames or not all(_module_of(frame).split(".")[0] in LIBRARY_PACKAGES for frame in frames):
+        return None
+    innermost = frames[-1]
+    missing_entry = isinstance(exc, KeyError) and _missing_observation_entry(exc, model)
+    deliberate = isinstance(exc, REFUSING_EXCEPTIONS) and _raises_on_purpose(innermost)
+    if not (missing_entry or deliberate):
+        return None
+    if int(getattr(model, "_n_updates", 0) or 0) != 0:
+        return None
+    if _stored_rows(model) and not _library_classes_only(model):
+        return None
+    code = innermost.tb_frame.f_code
+    where = f"{_library_path(code.co_filename)}:{innermost.tb_lineno} in {code.co_name}"
+    message = str(exc).splitlines()[0] if str(exc) else "(no message)"
+    said = f"raised {type(exc).__name__}: {message} (at {where})"
+    if missing_entry:
+        said += f": the observations rlconform's envs give have no entry {exc.args[0]!r}"
+    return said
+
+
+def _frames_below_learn(tb: TracebackType | None) -> list[TracebackType]:
+    """The traceback's frames from ``learn`` down (those of :func:`learn` and above it are
+    rlconform's: the harness or the probe calling it)."""
+    frames: list[TracebackType] = []
+    below = False
+    while tb is not None:
+        if below:
+            frames.append(tb)
+        below = below or tb.tb_frame.f_code is learn.__code__
+        tb = tb.tb_next
+    return frames
+
+
+def _module_of(frame: TracebackType) -> str:
+    return str(frame.tb_frame.f_globals.get("__name__", ""))
+
+
+def _library_path(filename: str) -> str:
+    """``filename`` from its library package's folder on (``stable_baselines3/dqn/dqn.py``): the
+    same on every machine."""
+    parts = Path(filename).parts
+    tops = [k for k, part in enumerate(parts) if part in LIBRARY_PACKAGES]
+    return "/".join(parts[tops[-1] :]) if tops else Path(filename).name
+
+
+def _raises_on_purpose(frame: TracebackType) -> bool:
+    """Whether the innermost statement at ``frame``'s line is a ``raise`` or an ``assert``."""
+    statement = _statement_at(frame.tb_frame.f_code.co_filename, frame.tb_lineno)
+    return statement in ("Raise", "Assert")
+
+
+@functools.lru_cache(maxsize=64)
+def _statement_at(filename: str, line: int) -> str:
+    """The kind of the innermost statement of ``filename`` spanning ``line`` ("" if unknown)."""
+    import ast
+    import linecache
+
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return ""
+    found, start = "", -1
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        spans = node.lineno <= line <= (node.end_lineno or node.lineno)
+        if spans and node.lineno >= start:  # the innermost: the one that starts last
+            found, start = type(node).__name__, node.lineno
+    return found
+
+
+def _missing_observation_entry(exc: KeyError, model: Any) -> bool:
+    """Whether ``exc`` names an entry the model's (Dict) observations do not have."""
+    key = exc.args[0] if exc.args else None
+    spaces = getattr(getattr(model, "observation_space", None), "spaces", None)
+    return isinstance(key, str) and isinstance(spaces, Mapping) and key not in spaces
+
+
+def _stored_rows(model: Any) -> bool:
+    """Whether the model's buffer holds anything (a rollout or replay buffer's position or fill)."""
+    for name in ("replay_buffer", "rollout_buffer"):
+        buffer = getattr(model, name, None)
+        if buffer is not None and (int(getattr(buffer, "pos", 0) or 0) > 0 or bool(getattr(buffer, "full", False))):
+            return True
+    return False
+
+
+def _library_classes_only(model: Any) -> bool:
+    """Whether the algorithm, its policy and its buffers are the library's own classes."""
+    parts = [model, getattr(model, "policy", None), getattr(model, "replay_buffer", None)]
+    parts.append(getattr(model, "rollout_buffer", None))
+    return all(type(part).__module__.split(".")[0] in LIBRARY_PACKAGES for part in parts if part is not None)

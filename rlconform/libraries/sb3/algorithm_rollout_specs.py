@@ -22,6 +22,7 @@ from rlconform.envs.decode import describe_decoded
 from rlconform.envs.spaces import Garbage
 from rlconform.envs.stamp import Stamp
 from rlconform.envs.truth import TrueTransition
+from rlconform.libraries.sb3.algorithm_case import sub_envs_notes
 from rlconform.libraries.sb3.algorithm_harness import AlgorithmRun
 from rlconform.specs.families import SB3_ALGORITHM
 
@@ -35,6 +36,8 @@ def _close(got: float, want: float) -> bool:
 
 
 def _usable(run: AlgorithmRun, ck: Checker, *, report_errors: bool = False, needs_reference: bool = True) -> bool:
+    for note in sub_envs_notes(run.system):
+        ck.note(note)
     if not run.on_policy:
         ck.not_applicable(
             f"{run.algorithm or 'the model'} has no rollout_buffer"

@@ -27,6 +27,7 @@ from rlconform.envs.decode import describe_decoded
 from rlconform.envs.spaces import Decoded, Garbage
 from rlconform.envs.stamp import Stamp
 from rlconform.envs.truth import TrueTransition
+from rlconform.libraries.sb3.algorithm_case import sub_envs_notes
 from rlconform.libraries.sb3.algorithm_harness import AlgorithmRun, SampledRow
 from rlconform.specs.families import SB3_ALGORITHM
 
@@ -131,6 +132,8 @@ def windows(run: AlgorithmRun) -> list[Expected]:
 
 
 def _usable(run: AlgorithmRun, ck: Checker) -> bool:
+    for note in sub_envs_notes(run.system):
+        ck.note(note)
     if run.buffer is None:
         ck.not_applicable(
             f"{run.algorithm or 'the model'} has no replay_buffer"
