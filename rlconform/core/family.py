@@ -53,7 +53,7 @@ def refused(reason: str) -> str:
     """The ``build_error`` of a run whose case the library refused (``reason``: one line, the
     library's own words and where it said them). The search leaves the case out and counts it
     apart from the examples that were not built ("3 of the 47 examples were refused by the
-    library: ..."), checks the rest, and never makes the refusal a verdict on the system: a library
+    library, so left out (first: ...)"), checks the rest, and never makes the refusal a verdict on the system: a library
     that refuses rlconform's inputs is a named refusal, never a FAIL of the user's code.
 
     A family decides what a refusal is, by a rule it states (where the exception was raised, and
