@@ -31,7 +31,7 @@ from rlconform.envs.script import EnvScript, EpisodePlan
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.value_case import EstimatorCase, estimator_edge_cases
 from rlconform.libraries.torchrl.value_family import MUST_FAIL
-from rlconform.libraries.torchrl.value_reference import RefStep, gae, retained
+from rlconform.libraries.torchrl.value_reference import RefStep, batch_moments, gae, retained, standardized
 from rlconform.replay import replay
 
 SPECS = sorted(s.id for s in all_specs() if "torchrl.ValueEstimator" in s.families)
@@ -145,6 +145,74 @@ def test_the_cross_specs_are_exercised_on_the_edge_cases() -> None:
     for spec_id in SPECS:
         outcome = get_spec(spec_id).check(run)
         assert outcome.not_applicable is None and outcome.checked > 0 and not outcome.violations, spec_id
+
+
+# ------------------------------------------ standardized advantages (issue 35, cause 8)
+
+#: TorchRL documents it: "average_gae (bool): if True, the resulting GAE values will be standardized"
+AVERAGE_GAE = """
+from torchrl.objectives.value import GAE
+
+
+def make(value_network):
+    return GAE(gamma=0.9, lmbda=0.8, value_network=value_network, average_gae=True)
+"""
+
+
+def test_standardizing_like_torch() -> None:
+    import torch
+
+    values = [[1.0, 4.0, 2.5], [0.5, -3.0, 7.0]]
+    given = torch.tensor(values, dtype=torch.float64)
+    expected = ((given - given.mean()) / given.std()).tolist()
+    for row, expected_row in zip(standardized(values, 1), expected, strict=True):
+        assert row == pytest.approx(expected_row)
+    # the scale never falls under TorchRL's clamp_min(1e-4)
+    assert batch_moments([[2.0, 2.0]], 1) == (2.0, 1e-4)
+
+
+def test_standardized_advantages_pass_every_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # innocent: every frame's advantage moves with the batch's mean and deviation, by design; before
+    # issue 35 no_cross_episode and no_cross_env blamed it for that
+    (tmp_path / "standardizing_estimators.py").write_text(AVERAGE_GAE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    system = user_system("standardizing_estimators:make", "torchrl.ValueEstimator")
+    for case in EDGES:
+        run = execute(system, case)
+        for spec_id in SPECS:
+            outcome = get_spec(spec_id).check(run)
+            assert outcome.not_applicable is None and not outcome.violations, (spec_id, outcome)
+    outcomes = {spec_id: get_spec(spec_id).check(execute(system, EDGES[0])) for spec_id in SPECS}
+    assert all(outcome.checked > 0 for outcome in outcomes.values()), outcomes
+    # the advantage is compared, standardized; the cross specs compare the value target and say so
+    assert any("compared with the exact advantages standardized" in n for n in outcomes["estimator.advantage"].notes)
+    for spec_id in ("estimator.no_cross_episode", "estimator.no_cross_env"):
+        assert any("compared on the value target only" in n for n in outcomes[spec_id].notes), outcomes[spec_id]
+
+
+def test_a_standardizing_estimator_that_crosses_episode_ends_still_fails() -> None:
+    # planted: the trace runs on across episode ends, then the advantages are standardized
+    found = failing("planted.torchrl.ValueEstimator.IgnoresDoneStandardized", EDGES)
+    assert set(found) == {"estimator.advantage", "estimator.value_target", "estimator.no_cross_episode"}, found
+    assert "its value_target moved" in found["estimator.no_cross_episode"]
+    assert "compared on the value target only" in found["estimator.no_cross_episode"]
+    assert "standardized advantage" in found["estimator.advantage"]
+    assert "it accumulated across an episode end" in found["estimator.advantage"]
+
+
+def test_standardized_rewards_are_not_compared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # average_rewards=True standardizes the rewards before any target: every target depends on the
+    # whole batch, so the cross specs have nothing to compare (never a FAIL)
+    (tmp_path / "reward_standardizing.py").write_text(
+        "from torchrl.objectives.value import TD0Estimator\n\n\n"
+        "def make(value_network):\n"
+        "    return TD0Estimator(gamma=0.9, value_network=value_network, average_rewards=True)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run = execute(user_system("reward_standardizing:make", "torchrl.ValueEstimator"), EDGES[0])
+    for spec_id in ("estimator.no_cross_episode", "estimator.no_cross_env"):
+        outcome = get_spec(spec_id).check(run)
+        assert outcome.not_applicable and "average_rewards=True" in outcome.not_applicable, outcome
 
 
 # --------------------------------------------------------------------- TorchRL's own

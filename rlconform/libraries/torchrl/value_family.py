@@ -344,14 +344,19 @@ _register(
 )
 
 
-def _own(defect: str = "", dtype: str = "float32") -> Callable[[Any], Any]:
+def _own(defect: str = "", dtype: str = "float32", average_gae: bool = False) -> Callable[[Any], Any]:
     def make(value_network: Any) -> Any:
         import torch
 
         from rlconform.libraries.torchrl.value_torch import PlainGAE
 
         return PlainGAE(
-            gamma=GAMMA, lmbda=LMBDA, value_network=value_network, defect=defect, dtype=getattr(torch, dtype)
+            gamma=GAMMA,
+            lmbda=LMBDA,
+            value_network=value_network,
+            defect=defect,
+            dtype=getattr(torch, dtype),
+            average_gae=average_gae,
         )
 
     return make
@@ -398,10 +403,29 @@ _register(
     plants=("estimator.exact_targets",),
 )
 
+# standardized advantages (declared average_gae=True, as GAE does) over a trace that runs on across
+# episode ends: the advantage fails against the standardized exact one, and the leak shows in the
+# value target, which the cross specs compare where the advantage is standardized
+_STANDARDIZED_PLANT = (
+    "estimator.advantage",
+    "estimator.value_target",
+    "estimator.no_cross_episode",
+)
+_register(
+    "planted.torchrl.ValueEstimator.IgnoresDoneStandardized",
+    "PlainGAE that runs the trace on across episode ends and standardizes its advantages (average_gae=True)",
+    _own("ignores_done", average_gae=True),
+    kind="planted",
+    plants=_STANDARDIZED_PLANT,
+)
+
 #: the exact specs each planted bug fails (tests/specs/test_specificity.py)
 MUST_FAIL: dict[str, frozenset[str]] = {
     f"planted.torchrl.ValueEstimator.{''.join(p.title() for p in _defect.split('_'))}": frozenset(
         ("estimator.advantage", "estimator.value_target", *_extra)
     )
     for _defect, (_what, _extra) in PLANTS.items()
-} | {"planted.torchrl.ValueEstimator.ValueAtTruncation": frozenset(("estimator.exact_targets",))}
+} | {
+    "planted.torchrl.ValueEstimator.ValueAtTruncation": frozenset(("estimator.exact_targets",)),
+    "planted.torchrl.ValueEstimator.IgnoresDoneStandardized": frozenset(_STANDARDIZED_PLANT),
+}

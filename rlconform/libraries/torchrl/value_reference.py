@@ -160,18 +160,59 @@ def diagnose(
     row: int,
     t: int,
     given: float,
+    correction: int | None = None,
 ) -> str | None:
     """The cause (:data:`CAUSES`) whose variant, on top of the declared computation ``base``,
     gives ``given`` at (``row``, ``t``): ``which`` is 0 for the advantage, 1 for the value
-    target; None when none does."""
-    true = gae(rows, gamma, lmbda, base)[row][t][which]
+    target; None when none does. ``correction`` (0 or 1) compares advantages standardized over
+    the whole batch (:func:`standardized`) with that correction of the standard deviation."""
+
+    standard = correction is not None and which == 0
+    if standard:
+        assert correction is not None
+        # compared in the advantage's own units: standardized, then scaled back with the exact
+        # advantages' moments (the same tolerance as an advantage that is not standardized)
+        mean, scale = batch_moments([[a for a, _ in r] for r in gae(rows, gamma, lmbda, base)], correction)
+        given = given * scale + mean
+
+    def at(variants: frozenset[str]) -> float:
+        found = gae(rows, gamma, lmbda, variants)
+        if standard:
+            assert correction is not None
+            return standardized([[a for a, _ in r] for r in found], correction)[row][t] * scale + mean
+        return found[row][t][which]
+
+    true = at(base)
     for variant, cause in CAUSES.items():
         if variant in base:
             continue
-        candidate = gae(rows, gamma, lmbda, base | {variant})[row][t][which]
+        candidate = at(base | {variant})
         if not close(candidate, true) and close(given, candidate):
             return cause
     return None
+
+
+# ---------------------------------------------------------------- standardized advantages
+
+#: the smallest scale an advantage is divided by (TorchRL's GAE: ``adv.std().clamp_min(1e-4)``)
+STD_FLOOR = 1e-4
+
+
+def batch_moments(values: Sequence[Sequence[float]], correction: int) -> tuple[float, float]:
+    """(mean, scale) of every value of every row: the scale is the standard deviation with
+    ``correction`` (1: Bessel's, torch's default; 0: the population's), at least :data:`STD_FLOOR`."""
+    flat = [v for row in values for v in row]
+    mean = sum(flat) / len(flat)
+    dof = len(flat) - correction
+    variance = sum((v - mean) ** 2 for v in flat) / dof if dof > 0 else 0.0
+    return mean, max(variance**0.5, STD_FLOOR)
+
+
+def standardized(values: Sequence[Sequence[float]], correction: int) -> list[list[float]]:
+    """``values`` standardized over the whole batch, as ``GAE(average_gae=True)`` documents it
+    ("the resulting GAE values will be standardized"): (v - mean) / scale."""
+    mean, scale = batch_moments(values, correction)
+    return [[(v - mean) / scale for v in row] for row in values]
 
 
 # ------------------------------------------------------------------ what a batch gave
@@ -189,14 +230,27 @@ class Declared:
     shifted_budget: int = 1
     #: GAE(auto_reset_env=True): a time-out bootstraps from V(s_t)
     auto_reset_env: bool = False
-    #: why its outputs are standardized (then they cannot be compared), or None
-    standardized: str | None = None
+    #: GAE(average_gae=True): its advantages are standardized over the batch (TorchRL's GAE
+    #: docstring: "the resulting GAE values will be standardized"); its value targets are not
+    average_gae: bool = False
+    #: average_rewards=True: the rewards are standardized over the batch before any target is
+    #: computed, so neither target is the return's own
+    average_rewards: bool = False
     #: the nearest TorchRL estimator class it is or derives from (None: none of TorchRL's), and
     #: whether it runs vectorized: the bundled system a user's failure may be inherited from
     library_class: str | None = None
     vectorized: bool = True
     #: why rlconform cannot drive it (then nothing it computes is compared), or None
     undriven: str | None = None
+
+    @property
+    def standardized(self) -> str | None:
+        """What it standardizes over the batch, as a clause (None: nothing)."""
+        if self.average_rewards:
+            return "it standardizes the rewards over the batch (average_rewards=True)"
+        if self.average_gae:
+            return "it standardizes its advantages over the batch (average_gae=True)"
+        return None
 
     @property
     def variants(self) -> frozenset[str]:

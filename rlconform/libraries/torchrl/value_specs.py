@@ -18,10 +18,12 @@ from rlconform.libraries.torchrl.value_reference import (
     BatchReading,
     Declared,
     RefStep,
+    batch_moments,
     close,
     diagnose,
     gae,
     retained,
+    standardized,
 )
 
 if TYPE_CHECKING:
@@ -57,8 +59,9 @@ def _targets(run: Run, which: int) -> Outcome:
         return c.not_applicable(
             f"the estimator declares no {missing} (no {missing!r} attribute): nothing to compute its targets with"
         )
-    if declared.standardized is not None and (which == 0 or "rewards" in declared.standardized):
+    if declared.average_rewards:
         return c.not_applicable(f"{declared.standardized}: its {key} is not the return's own")
+    standard = which == 0 and declared.average_gae
     base = declared.variants
     for number, reading in enumerate(found.batches):
         if reading.missing is not None:
@@ -80,6 +83,9 @@ def _targets(run: Run, which: int) -> Outcome:
         reference = gae(kept_rows, declared.gamma, declared.lmbda, base)
         given_rows = reading.advantage if which == 0 else reading.value_target
         assert given_rows is not None
+        if standard:
+            _standardized_advantages(c, number, kept_rows, given_rows, reference, declared, base)
+            continue
         for i, row in enumerate(kept_rows):
             wrong = [t for t in range(len(row)) if not close(given_rows[i][t], reference[i][t][which])]
             message = (
@@ -92,7 +98,64 @@ def _targets(run: Run, which: int) -> Outcome:
         c.fail(f"{found.failed.source} raised {found.failed.error_type}: {found.failed.error_message}")
     if base or declared.shifted:
         c.note("compared with the documented approximation it declares: " + "; ".join(declared.approximations()))
+    if standard:
+        c.note(_STANDARDIZED_NOTE)
     return c.done()
+
+
+#: TorchRL's GAE docstring, ``average_gae``
+_AVERAGE_GAE_DOC = "TorchRL's GAE docstring, average_gae: 'the resulting GAE values will be standardized'"
+_STANDARDIZED_NOTE = (
+    "its advantage is standardized over the batch (average_gae=True, documented by "
+    f"{_AVERAGE_GAE_DOC}): compared with the exact advantages standardized the same way "
+    "(the batch's mean, its standard deviation with or without Bessel's correction, at least 1e-4)"
+)
+
+
+def _standardized_advantages(
+    c: Checker,
+    number: int,
+    rows: list[list[RefStep]],
+    given_rows: list[list[float]],
+    reference: list[list[tuple[float, float]]],
+    declared: Declared,
+    base: frozenset[str],
+) -> None:
+    """An estimator that standardizes its advantages (GAE's ``average_gae=True``): every frame's
+    advantage is the exact one less the batch's mean, over the batch's standard deviation. TorchRL
+    divides by ``std()`` (Bessel's correction) and, over a ``shifted_valid`` mask, by the
+    population's; either is a standardization, so either passes. Compared in the advantage's own
+    units (the given value scaled back with the exact advantages' moments)."""
+    exact = [[a for a, _ in row] for row in reference]
+    best: tuple[int, int, list[list[int]]] | None = None
+    for correction in (1, 0):
+        mean, scale = batch_moments(exact, correction)
+        wrong = [
+            [t for t in range(len(row)) if not close(given_rows[i][t] * scale + mean, exact[i][t])]
+            for i, row in enumerate(rows)
+        ]
+        count = sum(len(w) for w in wrong)
+        if best is None or count < best[0]:
+            best = (count, correction, wrong)
+    assert best is not None
+    _, correction, wrong = best
+    mean, scale = batch_moments(exact, correction)
+    expected = standardized(exact, correction)
+    total = sum(len(row) for row in rows)
+    for i, row in enumerate(rows):
+        message = ""
+        if wrong[i]:
+            t = wrong[i][-1]
+            assert declared.gamma is not None and declared.lmbda is not None
+            cause = diagnose(rows, declared.gamma, declared.lmbda, base, 0, i, t, given_rows[i][t], correction)
+            more = f"; {len(wrong[i]) - 1} earlier frame(s) of sub-env {i} differ too" if len(wrong[i]) > 1 else ""
+            message = (
+                f"batch {number}, sub-env {i}, step {t} ({row[t].describe()}): standardized advantage "
+                f"{given_rows[i][t]:.6g}, expected {expected[i][t]:.6g} (the exact advantage {exact[i][t]:.6g} "
+                f"standardized over the batch's {total} frames: mean {mean:.6g}, std {scale:.6g}; gamma "
+                f"{declared.gamma:g}, lambda {declared.lmbda:g})" + (f": {cause}" if cause else "") + more
+            )
+        c.expect(not wrong[i], message, env=i)
 
 
 def _mismatch(
@@ -162,8 +225,19 @@ def _leaks(run: Run, attribute: str, what: Callable[[BatchReading, int, int, int
     found = _start(run, c)
     if isinstance(found, Outcome):
         return found
+    declared = found.declared
+    if declared is not None and declared.average_rewards:
+        # the rewards are standardized with the batch's mean and deviation before any target
+        return c.not_applicable(
+            f"{declared.standardized}: every target depends on every reward of the batch, by its documented "
+            "design (TorchRL's value estimators, average_rewards), so no target can be compared alone"
+        )
+    # standardized advantages move with every frame of the batch (its mean and deviation): the
+    # value target, which is not standardized, shows what the recursion itself reads
+    only_targets = declared is not None and declared.average_gae
     for number, reading in enumerate(found.batches):
-        for source, end, leaks in getattr(reading, attribute):
+        for source, end, all_leaks in getattr(reading, attribute):
+            leaks = [leak for leak in all_leaks if not (only_targets and leak.key == "advantage")]
             message = ""
             if leaks:
                 first = leaks[0]
@@ -171,9 +245,19 @@ def _leaks(run: Run, attribute: str, what: Callable[[BatchReading, int, int, int
                     f"batch {number}, sub-env {first.row}, step {first.t}: its {first.key} moved from "
                     f"{first.before:.6g} to {first.after:.6g} when {what(reading, source, end, first.row)}"
                     + (f" ({len(leaks) - 1} more such change(s))" if len(leaks) > 1 else "")
+                    + (f" ({_TARGETS_ONLY})" if only_targets else "")
                 )
             c.expect(not leaks, message, env=source)
+    if only_targets:
+        c.note(_TARGETS_ONLY)
     return c.done()
+
+
+_TARGETS_ONLY = (
+    "compared on the value target only: it standardizes its advantages over the whole batch (average_gae=True, "
+    f"{_AVERAGE_GAE_DOC}), so every frame's advantage moves with the batch's mean and deviation when any frame "
+    "changes; the value target is not standardized"
+)
 
 
 def _after_end(reading: BatchReading, row: int, end: int, into: int) -> str:

@@ -62,11 +62,6 @@ def declared(estimator: Any) -> Declared:
     lmbda = _scalar(getattr(estimator, "lmbda", None))
     if lmbda is None:
         lmbda = 0.0 if "TD0Estimator" in names else 1.0 if names & {"TD1Estimator", "VTrace"} else None
-    standardized = None
-    if getattr(estimator, "average_gae", False):
-        standardized = "it standardizes its advantages (average_gae=True)"
-    elif getattr(estimator, "average_rewards", False):
-        standardized = "it standardizes the rewards (average_rewards=True)"
     budget = getattr(estimator, "shifted_budget", 1)
     return Declared(
         gamma=_scalar(getattr(estimator, "gamma", None)),
@@ -74,7 +69,8 @@ def declared(estimator: Any) -> Declared:
         shifted=bool(getattr(estimator, "shifted", False)),
         shifted_budget=int(budget) if isinstance(budget, int) else 1,
         auto_reset_env=bool(getattr(estimator, "auto_reset_env", False)),
-        standardized=standardized,
+        average_gae=bool(getattr(estimator, "average_gae", False)),
+        average_rewards=bool(getattr(estimator, "average_rewards", False)),
         library_class=next(
             (cls.__name__ for cls in type(estimator).__mro__ if cls.__module__.startswith("torchrl.objectives.value")),
             None,
@@ -280,7 +276,9 @@ class PlainGAE(ValueEstimatorBase):
     "mixes_sub_envs" (the [envs, time] batch flattened into one sequence),
     "lambda_without_gamma" (the trace decays by lambda, not gamma*lambda), "done_as_terminated"
     (a time-out is not bootstrapped), "value_at_truncation" (a time-out bootstrapped from V(s_t),
-    declared as GAE(auto_reset_env=True) declares it). ``dtype`` float64 is an innocent variant."""
+    declared as GAE(auto_reset_env=True) declares it). ``dtype`` float64 is an innocent variant.
+    ``average_gae`` standardizes the advantages over the whole batch and says so, as
+    ``GAE(average_gae=True)`` does (mean and ``std().clamp_min(1e-4)``)."""
 
     def __init__(
         self,
@@ -290,11 +288,12 @@ class PlainGAE(ValueEstimatorBase):
         value_network: TensorDictModule,
         defect: str = "",
         dtype: torch.dtype = torch.float32,
+        average_gae: bool = False,
     ) -> None:
         super().__init__(value_network=value_network)
         self.register_buffer("gamma", torch.tensor(gamma))
         self.register_buffer("lmbda", torch.tensor(lmbda))
-        self.defect, self.dtype = defect, dtype
+        self.defect, self.dtype, self.average_gae = defect, dtype, average_gae
         #: "value_at_truncation" uses TorchRL's documented approximation and says so, as
         #: GAE(auto_reset_env=True) does: its targets follow the approximation's formula exactly
         self.auto_reset_env = defect == "value_at_truncation"
@@ -341,6 +340,8 @@ class PlainGAE(ValueEstimatorBase):
             following = delta + decay * (~cut).to(self.dtype) * following
             advantage[:, t] = following
         target = advantage + value
+        if self.average_gae:
+            advantage = (advantage - advantage.mean()) / advantage.std().clamp_min(1e-4)
         return target.reshape(shape), advantage.reshape(shape)
 
 
