@@ -1,6 +1,7 @@
 """TorchRL replay buffers with slice samplers: the slice spec catches its planted bug and passes on
-the model, and the verdicts on TorchRL's own buffers (FINDINGS.md, "TorchRL 0.14.1 — collectors
-and replay buffers") are pinned on concrete cases.
+the model, the verdicts on TorchRL's own buffers (FINDINGS.md, "TorchRL 0.14.1 — collectors
+and replay buffers") are pinned on concrete cases, and slices of varying length
+(``strict_length=False``) are read by the sampler's own end marks.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import pytest
 pytest.importorskip("torchrl")
 
 from rlconform.core.profiles import Profile
+from rlconform.core.runner import execute
 from rlconform.core.search import check_spec
 from rlconform.core.spec import Violation, get_spec
 from rlconform.core.system import get_system
+from rlconform.core.user import user_system
 from rlconform.envs.plan import Reset
 from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.libraries.torchrl.replay_case import ReplayCase
+from rlconform.libraries.torchrl.replay_case import ReplayCase, replay_edge_cases
 from rlconform.replay import replay
 
 SMALL = Profile("torchrl-replay", 8, 4, True, "a few derandomized examples", 20, 5, 20.0)
@@ -99,3 +102,108 @@ def test_the_printed_reproducer_replays_a_scenario_case(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "VIOLATION replay.slices_within_episode" in done.stdout + done.stderr
+
+
+# ------------------------------------------- slices of varying length (issue 35, cause 9)
+
+#: a user's buffers whose SliceSampler keeps trajectories shorter than slice_len whole
+#: (``strict_length=False``, documented): slices of any length, each within one trajectory, the
+#: last row of each marked truncated by the sampler
+NOT_STRICT = """
+from torchrl.data import LazyTensorStorage, ReplayBuffer, SliceSampler, TensorDictReplayBuffer
+
+
+def make():
+    return TensorDictReplayBuffer(
+        storage=LazyTensorStorage(100), sampler=SliceSampler(slice_len=4, strict_length=False), batch_size=16
+    )
+
+
+def make_rows():
+    return ReplayBuffer(storage=LazyTensorStorage(100), sampler=SliceSampler(slice_len=3, strict_length=False), batch_size=12)
+
+
+def make_padded():
+    return TensorDictReplayBuffer(
+        storage=LazyTensorStorage(100),
+        sampler=SliceSampler(slice_len=4, strict_length=False, pad_output=True),
+        batch_size=16,
+    )
+
+
+def make_end_key():
+    return TensorDictReplayBuffer(
+        storage=LazyTensorStorage(100),
+        sampler=SliceSampler(slice_len=4, strict_length=False, end_key=("next", "done")),
+        batch_size=16,
+    )
+
+
+def make_unmarked():
+    return TensorDictReplayBuffer(
+        storage=LazyTensorStorage(100),
+        sampler=SliceSampler(slice_len=4, strict_length=False, truncated_key=None),
+        batch_size=16,
+    )
+"""
+#: the family's edge fills and this module's cases: short episodes (3 and 4 steps) under slices of
+#: 4, two sub-envs, a termination, truncations and batch edges
+VARYING = [*replay_edge_cases(get_system("reference.torchrl.SliceBuffer")), case(2, "defaults"), case(1, "defaults")]
+
+
+def user_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> dict[str, list[str]]:
+    """spec -> the violations a user's factory ``not_strict_buffers:NAME`` gives on VARYING (a
+    "not applicable: ..." entry where the spec does not apply)."""
+    (tmp_path / "not_strict_buffers.py").write_text(NOT_STRICT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    system = user_system(f"not_strict_buffers:{name}", "torchrl.ReplayBuffer")
+    found: dict[str, list[str]] = {}
+    for concrete in VARYING:
+        run = execute(system, concrete)
+        assert run.build_error is None, run.build_error
+        for spec_id in (SPEC, "replay.rows_are_transitions"):
+            outcome = get_spec(spec_id).check(run)
+            if outcome.not_applicable is not None:
+                found.setdefault(spec_id, []).append(f"not applicable: {outcome.not_applicable}")
+            found.setdefault(spec_id, []).extend(v.message for v in outcome.violations)
+    return found
+
+
+@pytest.mark.parametrize("name", ["make", "make_rows", "make_padded"])
+def test_slices_of_varying_length_are_read_by_the_samplers_marks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # innocent: before issue 35 the sample was cut into fixed slice_len chunks, so a short slice
+    # and the next one read as one slice crossing episodes, and the sampler's truncated mark at a
+    # short slice's end as a wrong flag
+    found = user_verdicts(tmp_path, monkeypatch, name)
+    assert found == {SPEC: [], "replay.rows_are_transitions": []}, found
+
+
+def test_slices_of_varying_length_that_cross_sub_envs_still_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # planted by TorchRL itself (FINDINGS T3): with end_key given, a slice runs from one sub-env's
+    # last frame of a batch into the next sub-env's; read by its marks, it still crosses. The
+    # message names the user's own sampler, not the case's parameters
+    found = user_verdicts(tmp_path, monkeypatch, "make_end_key")[SPEC]
+    assert any("crosses from env" in message for message in found), found
+    assert all(
+        'of SliceSampler(slice_len=4, end_key=("next", "done"), strict_length=False): ' in message for message in found
+    ), found
+
+
+def test_slices_without_marks_are_not_applicable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # truncated_key=None: the sampler writes no end marks, so slices of varying length cannot be
+    # told apart; said, never guessed
+    found = user_verdicts(tmp_path, monkeypatch, "make_unmarked")[SPEC]
+    assert found and all(message.startswith("not applicable: its sampler (SliceSampler(") for message in found), found
+    assert "writes no end marks" in found[0], found
+
+
+def test_the_planted_slice_bug_still_fails_on_the_edge_fills() -> None:
+    system = get_system("planted.torchrl.SliceBuffer.IgnoresEpisodeEnds")
+    assert any(
+        get_spec(SPEC).check(execute(system, concrete)).violations
+        for concrete in replay_edge_cases(get_system("reference.torchrl.SliceBuffer"))
+    )

@@ -5,6 +5,7 @@ fill it from a ``Collector`` over reference envs, sample it, and read every samp
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,14 +44,38 @@ class Sample:
     #: the value target ``TD0Estimator(gamma)`` computes from every row (None: not computed)
     targets: list[float] | None = None
     target_error: str | None = None
+    #: the slice sampler's own end marks, one per row: True on the last row of every slice (its
+    #: ``truncated_key``, as the sampler computed it; None: it wrote none, slices are ``slice_len``)
+    slice_ends: list[bool] | None = None
+    #: the user's sampler, as built (None: the buffer has no sampler object to read)
+    sampler: str | None = None
+    #: why the sample's slices cannot be told apart (None: they can)
+    unsliced: str | None = None
 
     @property
     def multistep(self) -> bool:
         return self.steps is not None or (self.declared is not None and self.declared[0] > 1)
 
     def slices(self) -> list[list[Frame]]:
+        """The sample's slices: cut after every end mark where the sampler wrote them (slices of
+        any length, e.g. ``strict_length=False``), else into ``slice_len`` rows each."""
+        if self.slice_ends is not None:
+            found: list[list[Frame]] = [[]]
+            for frame, end in zip(self.frames, self.slice_ends, strict=True):
+                found[-1].append(frame)
+                if end:
+                    found.append([])
+            return [chunk for chunk in found if chunk]
         length = self.slice_len or 1
         return [self.frames[i : i + length] for i in range(0, len(self.frames), length)]
+
+    def slice_end(self, k: int) -> bool:
+        """Whether row ``k`` is the last of its slice (where the sampler marks it truncated)."""
+        if self.unsliced is not None:
+            return False
+        if self.slice_ends is not None:
+            return self.slice_ends[k]
+        return self.slice_len is not None and (k + 1) % self.slice_len == 0
 
 
 @dataclass(frozen=True)
@@ -116,6 +141,75 @@ def _is_slice_sampler(sampler: Any) -> bool:
     return any(cls.__name__ == "SliceSampler" for cls in type(sampler).__mro__)
 
 
+def _set(value: Any) -> bool:
+    """Whether a sampler option is on (TorchRL keeps ``span`` as a pair: (False, False) is off)."""
+    return any(bool(v) for v in value) if isinstance(value, tuple | list) else bool(value)
+
+
+def _variable_length(sampler: Any) -> bool:
+    """Whether a slice sampler's slices may be shorter than its slice length: ``strict_length=False``
+    (short trajectories kept whole) or a ``span`` (slices cut at a trajectory's edge)."""
+    return getattr(sampler, "strict_length", True) is False or _set(getattr(sampler, "span", False))
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, tuple):
+        return "(" + ", ".join(_key_text(k) for k in key) + ")"
+    return f'"{key}"' if isinstance(key, str) else repr(key)
+
+
+#: the SliceSampler arguments a description shows where they differ from their defaults
+_SAMPLER_ARGUMENTS = ("num_slices", "slice_len", "traj_key", "end_key", "end_keys", "truncated_key", "strict_length")
+_SAMPLER_FLAGS = ("span", "pad_output", "fragmented")
+
+
+def describe_sampler(buffer: Any) -> str | None:
+    """The buffer's own sampler as its user built it, read off the object (``SliceSampler(slice_len=4,
+    strict_length=False)``); None where the buffer has no sampler object."""
+    sampler = getattr(buffer, "_sampler", None)
+    if sampler is None:
+        return None
+    name = type(sampler).__name__
+    if not _is_slice_sampler(sampler):
+        return f"{name}()"
+    defaults = {"truncated_key": ("next", "truncated"), "strict_length": True}
+    parts = []
+    for argument in _SAMPLER_ARGUMENTS:
+        value = getattr(sampler, argument, None)
+        if argument == "end_key" and (getattr(sampler, "traj_key", None) is not None or _finds_trajectories(sampler)):
+            continue  # the default end key, set when the trajectory key is given or found
+        if value is not None and value != defaults.get(argument):
+            text = _key_text(value) if argument.endswith(("key", "keys")) else repr(value)
+            parts.append(f"{argument}={text}")
+        elif argument == "truncated_key" and value is None:
+            parts.append("truncated_key=None")
+    parts += [f"{flag}={getattr(sampler, flag)!r}" for flag in _SAMPLER_FLAGS if _set(getattr(sampler, flag, False))]
+    return f"{name}({', '.join(parts)})"
+
+
+def _finds_trajectories(sampler: Any) -> bool:
+    """A SliceSampler built without a trajectory or end key finds the trajectories on its first
+    sample (TorchRL's ``_traj_key_auto``: ``("collector", "traj_ids")``, then ``"episode"``, then
+    the end key)."""
+    return bool(getattr(sampler, "_traj_key_auto", False))
+
+
+def _marks_key(buffer: Any) -> Any:
+    """The key under which the buffer's slice sampler marks the last row of every slice (its
+    ``truncated_key``), where ``buffer.sample(..., return_info=True)`` hands back the marks as
+    the sampler computed them; None otherwise."""
+    sampler = getattr(buffer, "_sampler", None)
+    key = getattr(sampler, "truncated_key", None)
+    if sampler is None or key is None or not _is_slice_sampler(sampler):
+        return None
+    try:
+        parameters = inspect.signature(buffer.sample).parameters
+    except (TypeError, ValueError):
+        return None
+    takes = "return_info" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    return key if takes else None
+
+
 @dataclass
 class ReplayHarness:
     env_fns: Sequence[EnvFn]
@@ -123,10 +217,13 @@ class ReplayHarness:
     buffer: Any = None
     collector: Any = None
     source: str = ""
+    #: the buffer's sampler as built, before any sample resolves its defaults
+    sampler: str | None = None
 
     def make(self, case: ReplayCase) -> Any:
         if self.buffer is None:
             self.buffer, self.source = self.factory(case)
+            self.sampler = describe_sampler(self.buffer)
         return self.buffer
 
     def two_dimensional(self) -> bool:
@@ -184,13 +281,39 @@ class ReplayHarness:
 
     def sample_source(self, case: ReplayCase) -> str:
         size, _ = self.sample_size(case)
-        return f"rb.sample({size if size is not None else ''})"
+        arguments = [str(size)] if size is not None else []
+        if _marks_key(self.buffer) is not None:
+            arguments.append("return_info=True")
+        return f"rb.sample({', '.join(arguments)})"
 
     def sample(self, case: ReplayCase) -> Sample:
-        """One sample, read back row by row, with the targets TD0Estimator computes from it."""
+        """One sample, read back row by row, with the targets TD0Estimator computes from it. A
+        slice sampler's slices are read by the end marks it computed (``return_info=True``:
+        TorchRL's sampler marks the last row of every slice under its ``truncated_key``), so
+        slices of any length (``strict_length=False``, ``span``) are read as the sampler cut them;
+        the rows ``pad_output=True`` repeats (``("collector", "mask")`` False) are left out."""
         size, length = self.sample_size(case)
-        data = self.buffer.sample() if size is None else self.buffer.sample(size)
+        key = _marks_key(self.buffer)
+        arguments: tuple[Any, ...] = () if size is None else (size,)
+        info: dict[Any, Any] = {}
+        if key is not None:
+            data, info = self.buffer.sample(*arguments, return_info=True)
+        else:
+            data = self.buffer.sample(*arguments)
         flat = data.reshape(-1)
+        marks = _row_flags(info.get(key), flat) if key is not None else None
+        real = _row_flags(info.get(("collector", "mask")), flat)
+        if real is not None and not all(real):
+            import torch
+
+            flat = flat[torch.tensor(real)]
+            marks = None if marks is None else [m for m, r in zip(marks, real, strict=True) if r]
+        unsliced = None
+        if marks is None and length is not None and _variable_length(getattr(self.buffer, "_sampler", None)):
+            unsliced = (
+                f"its sampler ({self.sampler}) cuts slices of varying length and writes no end marks to read "
+                "them by (truncated_key=None): where one slice ends cannot be told"
+            )
         steps = flat.get("steps_to_next_obs", None)
         declared = declared_multistep(self.buffer)
         found = Sample(
@@ -200,6 +323,9 @@ class ReplayHarness:
             slice_len=length,
             declared=declared,
             gamma=declared[1] if declared is not None else GAMMA,
+            slice_ends=marks if length is not None else None,
+            sampler=self.sampler,
+            unsliced=unsliced,
         )
         try:
             found.targets = _td0_targets(flat, found.gamma)
@@ -211,6 +337,19 @@ class ReplayHarness:
         if self.collector is not None:
             collector, self.collector = self.collector, None
             collector.shutdown()
+
+
+def _row_flags(value: Any, rows: Any) -> list[bool] | None:
+    """One flag per sampled row from an entry of the sampler's info (None where it gave none, or
+    not one per row)."""
+    if value is None:
+        return None
+    import torch
+
+    flags = torch.as_tensor(value).reshape(-1)
+    if flags.numel() != rows.numel():
+        return None
+    return [bool(f) for f in flags.tolist()]
 
 
 def _td0_targets(rows: Any, gamma: float) -> list[float]:
