@@ -395,6 +395,32 @@ class _GymWrapperOf:
         return GymWrapper(self.env_fn())
 
 
+# --- TorchRL return estimators: (value_network) -> ValueEstimatorBase ------------------------------
+
+
+def torchrl_gae_average_gae(value_network: Any) -> Any:
+    """GAE with standardized advantages (``average_gae=True``, documented: "the resulting GAE values
+    will be standardized"): every advantage depends on the whole batch's mean and deviation."""
+    from torchrl.objectives.value import GAE
+
+    return GAE(gamma=0.99, lmbda=0.95, value_network=value_network, average_gae=True)
+
+
+# --- TorchRL replay buffers: () -> ReplayBuffer ---------------------------------------------------
+
+
+def torchrl_slice_sampler_not_strict() -> Any:
+    """A slice sampler that keeps trajectories shorter than ``slice_len`` (``strict_length=False``):
+    slices of varying length, the last row of each marked ``("next", "truncated")``."""
+    from torchrl.data import LazyTensorStorage, SliceSampler, TensorDictReplayBuffer
+
+    return TensorDictReplayBuffer(
+        storage=LazyTensorStorage(100),
+        sampler=SliceSampler(slice_len=4, strict_length=False),
+        batch_size=16,
+    )
+
+
 # --- Real environments (env-author mode): () -> gymnasium.Env --------------------------------------
 
 
@@ -628,6 +654,18 @@ CORPUS: tuple[Entry, ...] = (
     Entry("torchrl_step_counter", "torchrl.EnvBase", "torchrl", "a step count added by a transform, no limit"),
     Entry("torchrl_serial_env", "torchrl.EnvBase", "torchrl", "batched in this process"),
     Entry("torchrl_parallel_env", "torchrl.EnvBase", "torchrl", "batched in worker processes"),
+    Entry(
+        "torchrl_gae_average_gae",
+        "torchrl.ValueEstimator",
+        "torchrl",
+        "standardized advantages: each depends on the whole batch (issue 35)",
+    ),
+    Entry(
+        "torchrl_slice_sampler_not_strict",
+        "torchrl.ReplayBuffer",
+        "torchrl",
+        "SliceSampler(strict_length=False): slices of varying length, ends marked truncated (issue 35)",
+    ),
     Entry("cartpole", "gymnasium.Env", "gymnasium", "classic control, TimeLimit 500"),
     Entry("mountain_car", "gymnasium.Env", "gymnasium", "long episodes (200 steps) that never terminate early"),
     Entry("pendulum", "gymnasium.Env", "gymnasium", "Box actions, truncation only"),
