@@ -254,13 +254,14 @@ def instrument(phases: Phases) -> None:
     runner.execute = execute  # drive_case imports it from the runner at call time
 
     try:
-        import rlconform.libraries.envauthor.family as envauthor
+        import rlconform.libraries.envauthor.harness as envauthor_harness
+        import rlconform.libraries.envauthor.stacks as envauthor_stacks
     except ImportError:  # pragma: no cover
         return
-    timed(envauthor, "_replay", "bare replay")
-    timed(envauthor, "_probe_after_end", "after-end probe")
-    timed(envauthor, "_execute_user_env", "bare env runs")
-    timed(envauthor, "_run_stack", "stack run")
+    timed(envauthor_stacks, "_replay", "bare replay")
+    timed(envauthor_harness, "_probe_after_end", "after-end probe")
+    timed(envauthor_harness, "_execute_user_env", "bare env runs")
+    timed(envauthor_stacks, "_run_stack", "stack run")
 
 
 # ------------------------------------------------------------------------- one profiled check

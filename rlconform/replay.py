@@ -47,7 +47,7 @@ from rlconform.envs.spaces import (
 _LAZY = {
     "AlgorithmCase": "rlconform.libraries.sb3.algorithm_case",
     "CollectorCase": "rlconform.libraries.torchrl.collectors",
-    "EnvCase": "rlconform.libraries.envauthor.family",
+    "EnvCase": "rlconform.libraries.envauthor.case",
     "EstimatorCase": "rlconform.libraries.torchrl.value_case",
     "NativeCase": "rlconform.libraries.gymnasium.native_vector",
     "ReplayCase": "rlconform.libraries.torchrl.replay_case",

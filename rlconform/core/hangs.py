@@ -61,7 +61,7 @@ def hung_call(run: Any) -> str | None:
     """Which call of ``run`` hung, in words; None when every call answered.
 
     ``run`` is an :class:`~rlconform.envs.driver.Run` (its calls and close) or an env-author
-    :class:`~rlconform.libraries.envauthor.family.EnvRun` (its runs of the bare env)."""
+    :class:`~rlconform.libraries.envauthor.harness.EnvRun` (its runs of the bare env)."""
     if run is None:
         return None
     calls = getattr(run, "calls", None)

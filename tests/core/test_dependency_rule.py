@@ -65,7 +65,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ),
     ("envauthor", "torchrl"): (
         "env-author mode runs the user's env through every installed stack, TorchRL's among them "
-        "(GymWrapper, torch-native stacks, TorchRL's unsupported spaces: envauthor/family.py)"
+        "(GymWrapper, torch-native stacks, TorchRL's unsupported spaces: envauthor/stacks.py)"
     ),
 }
 

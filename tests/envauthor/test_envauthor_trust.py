@@ -31,8 +31,11 @@ from rlconform.core.spec import all_specs, get_spec
 from rlconform.core.system import System
 from rlconform.core.user import factory_system, user_system
 from rlconform.libraries.envauthor import family as envcheck
+from rlconform.libraries.envauthor import harness
 from rlconform.libraries.envauthor import specs as envauthor_specs
-from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
+from rlconform.libraries.envauthor import stacks as envstacks
+from rlconform.libraries.envauthor.case import EnvCase
+from rlconform.libraries.envauthor.harness import execute_user_env
 from rlconform.specs.families import USER_ENV
 
 #: a few derandomized examples: every stack_equivalence example runs the env through every stack
@@ -84,7 +87,7 @@ def _stack_outcome(reference: str) -> str:
 def test_torchrl_cannot_wrap_a_tuple_of_discretes_and_the_other_stacks_still_compare(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(envcheck, "STACKS", IN_PROCESS)
+    monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS)
     verdict = _check(_fixture("tuple_discrete"), "env.stack_equivalence")
     assert verdict.status == "pass", verdict.message
     assert "torchrl.GymWrapper not exercised: it cannot wrap this env (its first reset raised NotImplementedError" in (
@@ -99,7 +102,7 @@ def test_no_stack_able_to_take_a_custom_space_is_not_exercised_with_each_library
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     stacks = ("gymnasium.AsyncVectorEnv.SameStep", "torchrl.GymWrapper", "sb3.DummyVecEnv")
-    monkeypatch.setattr(envcheck, "STACKS", stacks)
+    monkeypatch.setattr(envstacks, "STACKS", stacks)
     verdict = _check(_fixture("word"), "env.stack_equivalence")
     assert verdict.status == "not_exercised", verdict.message
     message = verdict.message
@@ -120,7 +123,7 @@ def test_a_stack_that_raises_while_stepping_an_env_it_took_fails_it_and_every_ou
 ) -> None:
     # the env returns observations of the wrong shape from its third step on: each stack
     # accepted it, then raised while stepping; that is the env's bug, reported with their errors
-    monkeypatch.setattr(envcheck, "STACKS", IN_PROCESS)
+    monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS)
     message = _stack_outcome(_fixture("shape_shift"))
     assert message.startswith("3 of 3 stacks that ran the env differ from the bare env"), message
     assert "gymnasium.SyncVectorEnv.SameStep: envs.step(" in message and "raised ValueError" in message
@@ -134,10 +137,10 @@ def test_a_transition_mismatch_names_the_stacks_that_agree_and_those_not_exercis
 ) -> None:
     # class state shared by the copies of one process: the in-process vectorizers see it, a
     # single-env GymWrapper does not; a Tuple-of-Discretes env is not needed for the listing
-    monkeypatch.setattr(envcheck, "STACKS", (*IN_PROCESS, "torchrl.SerialEnv.GymWrapper"))
-    real = envcheck.stack_skip_reason
+    monkeypatch.setattr(envstacks, "STACKS", (*IN_PROCESS, "torchrl.SerialEnv.GymWrapper"))
+    real = envstacks.stack_skip_reason
     monkeypatch.setattr(
-        envcheck,
+        envstacks,
         "stack_skip_reason",
         lambda stack_id: "not installed: torchrl" if stack_id == "torchrl.SerialEnv.GymWrapper" else real(stack_id),
     )
@@ -164,7 +167,7 @@ def test_an_env_whose_episodes_never_end_is_not_exercised_naming_the_time_budget
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("RLCONFORM_EPISODE_SECONDS", "0.25")
-    monkeypatch.setattr(envcheck, "_NO_END", {}, raising=False)  # budgets spent by earlier tests
+    monkeypatch.setattr(harness, "_NO_END", {}, raising=False)  # budgets spent by earlier tests
     verdict = _check(_fixture("endless"), "env.step_after_end")
     assert verdict.status == "not_exercised", verdict.message
     assert "no episode ended within 0.25 s of random actions" in verdict.message

@@ -21,8 +21,10 @@ from rlconform.core.runner import RunCache
 from rlconform.core.search import Verdict, check_spec
 from rlconform.core.spec import get_spec
 from rlconform.core.user import user_system
-from rlconform.libraries.envauthor import family as envcheck
-from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
+from rlconform.libraries.envauthor import harness
+from rlconform.libraries.envauthor import stacks as envstacks
+from rlconform.libraries.envauthor.case import EnvCase
+from rlconform.libraries.envauthor.harness import execute_user_env
 from rlconform.libraries.envauthor.probes import edge_actions
 
 #: stacks that run the env in this process: enough to see the ends cross a stack, and cheap
@@ -48,14 +50,14 @@ def test_a_short_case_is_driven_past_every_copy_s_first_episode_end() -> None:
     system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
     run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2))
     assert run.first_ends == [200, 200]
-    assert run.horizon == 200 + 1 + envcheck.PAST_THE_END
+    assert run.horizon == 200 + 1 + harness.PAST_THE_END
     assert len(run.actions[0]) == run.horizon
-    assert envcheck.episode_ends(run.first) == 2  # each of the two seeded runs ends once
-    assert run.second is not None and envcheck.episode_ends(run.second) == 1
+    assert harness.episode_ends(run.first) == 2  # each of the two seeded runs ends once
+    assert run.second is not None and harness.episode_ends(run.second) == 1
 
 
 def test_every_stack_crosses_the_episode_end_of_a_long_episode(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(envcheck, "STACKS", IN_PROCESS)
+    monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS)
     verdict = _verdict("swing", "env.stack_equivalence")
     assert verdict.status == "pass", verdict.message
     assert "each copy crossed an episode end through every stack that agreed" in verdict.message
@@ -64,8 +66,8 @@ def test_every_stack_crosses_the_episode_end_of_a_long_episode(monkeypatch: pyte
 
 def test_episodes_that_never_end_are_named_not_exercised_in_the_stacks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLCONFORM_EPISODE_SECONDS", "0.25")
-    monkeypatch.setattr(envcheck, "_NO_END", {})
-    monkeypatch.setattr(envcheck, "STACKS", IN_PROCESS[:1])
+    monkeypatch.setattr(harness, "_NO_END", {})
+    monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS[:1])
     verdict = _verdict("endless", "env.stack_equivalence")
     assert verdict.status == "pass", verdict.message
     assert "not exercised: no episode end crossed a copy of gymnasium.SyncVectorEnv.NextStep" in verdict.message
@@ -75,7 +77,7 @@ def test_episodes_that_never_end_are_named_not_exercised_in_the_stacks(monkeypat
 
 
 def test_an_example_of_images_records_a_bounded_number_of_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(envcheck, "MAX_RECORDED_BYTES", 12 * 150)  # 150 observations of 3 float32
+    monkeypatch.setattr(harness, "MAX_RECORDED_BYTES", 12 * 150)  # 150 observations of 3 float32
     system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
     run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=1))
     assert run.horizon == 5

@@ -29,8 +29,9 @@ from rlconform.core.system import System, get_system
 from rlconform.core.user import user_system
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.libraries.envauthor import family as envcheck
-from rlconform.libraries.envauthor.family import EnvCase, execute_user_env
+from rlconform.libraries.envauthor import stacks as envstacks
+from rlconform.libraries.envauthor.case import EnvCase
+from rlconform.libraries.envauthor.harness import execute_user_env
 from rlconform.libraries.envauthor.sample_envs import CounterEnv
 from rlconform.libraries.torchrl.env_objects import SUB_ENV_RESETS
 
@@ -55,7 +56,7 @@ IN_PROCESS_OTHERS = (
     ["rlconform.libraries.envauthor.sample_envs:counter", "rlconform.libraries.envauthor.sample_envs:cartpole"],
 )
 def test_correct_user_env_is_equivalent_through_the_torchrl_stacks(reference: str) -> None:
-    assert set(TORCHRL_STACKS) <= set(envcheck.STACKS)
+    assert set(TORCHRL_STACKS) <= set(envstacks.STACKS)
     system = user_system(reference, "gymnasium.Env")
     verdict = check_spec(system, get_spec("env.stack_equivalence"), SMALL, cache=RunCache())
     assert verdict.status == "pass", verdict.message
@@ -115,20 +116,20 @@ def test_observation_key_colliding_with_torchrl_action_key_is_caught_by_the_torc
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     system, spec = _planted_system(), get_spec("env.stack_equivalence")
-    monkeypatch.setattr(envcheck, "STACKS", IN_PROCESS_OTHERS)
+    monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS_OTHERS)
     others = check_spec(system, spec, SMALL, cache=RunCache())
     assert others.status == "pass", f"Gymnasium/SB3 stacks: {others.message}"
-    monkeypatch.setattr(envcheck, "STACKS", IN_PROCESS_TORCHRL)
+    monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS_TORCHRL)
     verdict = check_spec(system, spec, SMALL, cache=RunCache())
     assert verdict.status == "fail", verdict.message
     assert re.search(r"torchrl\.[\w.]+: obs differs \(\['action'\]", verdict.message), verdict.message
 
 
 def test_stacks_of_a_missing_library_are_named_in_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(envcheck, "STACKS", ("gymnasium.SyncVectorEnv.SameStep", *IN_PROCESS_TORCHRL))
-    real = envcheck.stack_skip_reason
+    monkeypatch.setattr(envstacks, "STACKS", ("gymnasium.SyncVectorEnv.SameStep", *IN_PROCESS_TORCHRL))
+    real = envstacks.stack_skip_reason
     monkeypatch.setattr(
-        envcheck,
+        envstacks,
         "stack_skip_reason",
         lambda stack_id: "not installed: torchrl" if stack_id.startswith("torchrl.") else real(stack_id),
     )

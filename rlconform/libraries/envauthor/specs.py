@@ -12,9 +12,10 @@ from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.driver import Run, reference_family
 from rlconform.envs.plan import Reset, Step
 from rlconform.envs.trace import CallRecord
-from rlconform.libraries.envauthor.family import EnvRun, StackResult, episode_ends, stacks_not_run
+from rlconform.libraries.envauthor.harness import EnvRun, episode_ends
 from rlconform.libraries.envauthor.layers import layer_problems
 from rlconform.libraries.envauthor.probes import STREAM_PREFIX, STREAM_SEEDS, distinct
+from rlconform.libraries.envauthor.stacks import StackResult, stacks_not_run
 from rlconform.libraries.envauthor.torch_envs import (
     is_scalar_tensor,
     is_tensor,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlconform.core.system import Capabilities, SystemTable
-from rlconform.libraries.gymnasium.planted import plant
+from rlconform.libraries.gymnasium.planting import plant
 from rlconform.libraries.sb3.model import ModelVecEnv
 from rlconform.specs.families import SB3_VECENV
 

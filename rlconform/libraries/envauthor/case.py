@@ -1,0 +1,82 @@
+"""The case of env-author mode: seeds, steps and copies (:class:`EnvCase`) and its strategy; the
+actions a case draws from the env's action space; and the plain helpers every run of a case uses
+(the system's env factory, batching actions, driving a plan)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlconform.core.system import System
+from rlconform.envs.driver import ActionCodec, LiveRun, Run
+from rlconform.envs.plan import Case
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+
+@dataclass(frozen=True)
+class EnvCase:
+    """One check of a user's env: seeds, how many steps, how many copies in the stacks."""
+
+    seed: int
+    action_seed: int
+    steps: int
+    num_envs: int
+
+
+def env_cases(system: System) -> SearchStrategy[EnvCase]:
+    # imported here: reproducers import this module to replay a case, and must not need Hypothesis
+    from hypothesis import strategies as st
+
+    return st.builds(
+        EnvCase,
+        seed=st.integers(0, 2**16),
+        action_seed=st.integers(0, 2**16),
+        steps=st.integers(1, 40),
+        num_envs=st.integers(1, system.capabilities.max_envs),
+    )
+
+
+def _sampled(action_space: Any, seed: int, count: int) -> list[Any]:
+    """The first ``count`` actions of the action space seeded with ``seed`` (a longer list starts
+    with a shorter one's actions)."""
+    space = _fresh_space(action_space)
+    space.seed(seed)
+    return [space.sample() for _ in range(count)]
+
+
+def _fresh_space(space: Any) -> Any:
+    import copy
+
+    return copy.deepcopy(space)
+
+
+def _action_stream(action_space: Any, action_seed: int) -> Iterator[Any]:
+    """Actions sampled from the action space seeded with ``action_seed``: the same sequence the
+    case's first copy is stepped with, continued for as long as the probe asks."""
+    space = _fresh_space(action_space)
+    space.seed(action_seed)
+    while True:
+        yield space.sample()
+
+
+def _batch(space: Any, values: Sequence[Any]) -> Any:
+    from gymnasium.vector.utils import concatenate, create_empty_array
+
+    out = create_empty_array(space, n=len(values), fn=np.zeros)
+    return concatenate(space, list(values), out)  # type: ignore[arg-type]
+
+
+def _factory(system: System) -> Callable[[], Any]:
+    factory = system.env_factory
+    if factory is None:
+        raise ValueError(f"{system.id} has no env factory")
+    return factory
+
+
+def _drive(system: System, case: Case, env_fns: Sequence[Callable[[], Any]], codec: ActionCodec) -> Run:
+    return LiveRun(system, case, env_fns=env_fns, codec=codec).drive(case.ops)

@@ -1,0 +1,349 @@
+"""Driving a user's env (env-author mode): the bare env twice with the case's seeds and sampled
+actions, on past its first episode ends (:func:`_horizon`), the probe of a step past an episode end,
+and :class:`EnvRun`, everything the specs read, which runs the stacks (:mod:`.stacks`), the wrapper
+layers and the edge and seed-stream probes only when a spec asks."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlconform.core.compare import first_difference
+from rlconform.core.hangs import hung_call
+from rlconform.core.system import Capabilities, System
+from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
+from rlconform.envs.driver import ActionCodec, Run
+from rlconform.envs.plan import Case, Op, Reset, Step
+from rlconform.envs.script import EnvScript
+from rlconform.libraries.envauthor import stacks
+from rlconform.libraries.envauthor.case import EnvCase, _action_stream, _batch, _drive, _factory, _sampled
+from rlconform.libraries.envauthor.layers import LayerRun, drive_layers
+from rlconform.libraries.envauthor.probes import edge_actions, probe_edges, probe_stream
+from rlconform.libraries.envauthor.stacks import StackResult
+from rlconform.libraries.envauthor.torch_envs import to_env_action, torch_device
+from rlconform.specs.families import GYMNASIUM_ENV
+
+
+@dataclass
+class EnvRun:
+    """Everything the env-author specs read; the stacks are run only when a spec asks."""
+
+    system: System
+    case: EnvCase
+    build_error: str | None = None
+    first: Run | None = None
+    second: Run | None = None
+    after_end: dict[str, Any] = field(default_factory=dict)
+    _stacks: list[StackResult] | None = None
+    _layers: tuple[LayerRun | None] | None = None
+    actions: list[list[Any]] = field(default_factory=list)
+    observation_space: Any = None
+    action_space: Any = None
+    #: a torch-native env's device (its reset returned tensors there); None for a NumPy env
+    torch_device: str | None = None
+    #: the steps each copy is driven: the case's, or more, to one step past the first episode end
+    #: of every copy and on into the next episodes (see :func:`_horizon`)
+    horizon: int = 0
+    #: per copy: the step of its first episode end in the bare env (None: none was reached)
+    first_ends: list[int | None] = field(default_factory=list)
+    #: why the episodes were not driven to their end (no end within the time budget, too long)
+    ends_missed: str | None = None
+    #: bytes of one observation (the first reset's), bounding how long an example may be
+    observation_bytes: int = 0
+    _edges: dict[str, Any] | None = None
+    _stream: dict[str, Any] | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.build_error is None and self.first is not None
+
+    @property
+    def semantics(self) -> dict[str, Any]:
+        """The core's RunRecord: this family reads no stack semantics."""
+        return {}
+
+    def edges(self) -> dict[str, Any]:
+        """The env stepped once with each action at the edges of its action space
+        (:func:`rlconform.libraries.envauthor.probes.probe_edges`); ``edges`` lists them."""
+        if self._edges is None:
+            edges = edge_actions(self.action_space)
+            self._edges = {"edges": edges}
+            if edges:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self._edges |= probe_edges(_factory(self.system), self.case.seed, edges, self.torch_device)
+        return self._edges
+
+    def stream(self) -> dict[str, Any]:
+        """Episodes after seeded and unseeded resets (:func:`rlconform.libraries.envauthor.probes.probe_stream`)."""
+        if self._stream is None:
+            if self.system.id in _NO_END:
+                self._stream = {"no_end": _NO_END[self.system.id]}
+            else:
+                device, space, action_seed = self.torch_device, self.action_space, self.case.action_seed
+
+                def actions() -> Iterator[Any]:
+                    return (to_env_action(a, device) for a in _action_stream(space, action_seed))
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self._stream = probe_stream(_factory(self.system), self.case.seed, actions, 2 * episode_seconds())
+        return self._stream
+
+    def layers(self) -> LayerRun | None:
+        """The env's wrapper layers driven once with the first copy's actions (None: no layers)."""
+        if self._layers is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                actions = [to_env_action(a, self.torch_device) for a in self.actions[0]] if self.actions else []
+                self._layers = (drive_layers(_factory(self.system), self.case.seed, actions),)
+        return self._layers[0]
+
+    def stacks(self) -> list[StackResult]:
+        if self._stacks is None and hung_call(self) is not None:
+            self._stacks = []  # an env that hung bare is not put into stacks to hang again
+        if self._stacks is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                # looked up on the stacks module, where STACKS and stack_skip_reason live
+                self._stacks = [
+                    stacks._run_stack(self, stack_id)
+                    for stack_id in stacks.chosen_stacks(self.system)
+                    if not stacks.stack_skip_reason(stack_id)
+                ]
+        return self._stacks
+
+
+def _bare_system(system: System) -> System:
+    return System(
+        id=f"{system.id}#bare",
+        family=GYMNASIUM_ENV,
+        title=f"{system.title}, bare",
+        build=lambda env_fns: env_fns[0](),
+        source=system.source,
+        kind="user",
+        capabilities=Capabilities(partial_reset=False, max_envs=1),
+    )
+
+
+def execute_user_env(system: System, case: EnvCase) -> EnvRun:
+    with warnings.catch_warnings():
+        # the env's own warnings (Gymnasium's passive checker) belong to the env, not the report
+        warnings.simplefilter("ignore")
+        return _execute_user_env(system, case)
+
+
+def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
+    factory = _factory(system)
+    run = EnvRun(system=system, case=case)
+    try:
+        probe = factory()
+        run.observation_space, run.action_space = probe.observation_space, probe.action_space
+        run.torch_device, run.observation_bytes = _returns_tensors_on(probe, case.seed)
+        probe.close()
+    except Exception as exc:
+        run.build_error = f"{type(exc).__name__}: {exc}"
+        return run
+    device = run.torch_device
+    codec = ActionCodec(
+        single=lambda value: to_env_action(value, device), batch=functools.partial(_batch, run.action_space)
+    )
+    bare = _bare_system(system)
+
+    def drive_bare(horizon: int) -> None:
+        run.horizon = horizon
+        run.actions = [_sampled(run.action_space, case.action_seed + i, horizon) for i in range(case.num_envs)]
+        steps = [Step((a,)) for a in run.actions[0]]
+        ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps, Reset(seed=case.seed), *steps)
+        run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
+
+    drive_bare(case.steps)
+    if hung_call(run.first) is not None:
+        return run  # the env hung: driving it again would only wait for the deadline again
+    actions = (to_env_action(a, device) for a in _action_stream(run.action_space, case.action_seed))
+    run.after_end = _probe_after_end(system.id, factory, case.seed, actions, episode_seconds())
+    horizon = _horizon(run, factory)
+    if horizon > case.steps:
+        drive_bare(horizon)  # the same actions, continued: every copy reaches its episode end
+        if hung_call(run.first) is not None:
+            return run
+    steps = [Step((a,)) for a in run.actions[0]]
+    run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [factory], codec)
+    return run
+
+
+#: the most steps an example drives each copy to reach its episode ends
+MAX_HORIZON = 5000
+
+
+#: the most bytes of observations an example records per copy and run (a long episode of images
+#: is driven only as far as this allows: every stack's run of an example is kept while it is searched)
+MAX_RECORDED_BYTES = 4 * 2**20
+
+
+#: steps driven past the last copy's first episode end, at most: copies a stack seeds otherwise than
+#: the bare env (TorchRL) end elsewhere, and the next episodes' first steps cross the stack too
+PAST_THE_END = 40
+
+
+def _horizon(run: EnvRun, factory: Callable[[], Any]) -> int:
+    """The steps each copy of ``run``'s case is driven: the case's, or, where the bare env's first
+    episodes end later, one step past the last copy's first end plus up to ``PAST_THE_END`` more
+    (as many as that episode's length, when shorter). The ends are found as
+    :func:`_probe_after_end` finds them (the copy's seed and action stream, for at most
+    ``episode_seconds()``); ``run.ends_missed`` says why the episodes were not driven to their end."""
+    case = run.case
+    after_end = run.after_end
+    if not after_end.get("ended"):
+        if "no_end" in after_end:
+            run.ends_missed = (
+                f"no episode ended within {after_end['no_end']:g} s of random actions (RLCONFORM_EPISODE_SECONDS)"
+            )
+        elif "error" in after_end:
+            run.ends_missed = f"driving an episode to its end failed ({after_end['error']})"
+        return case.steps
+    run.first_ends = [int(after_end["steps"])]
+    for i in range(1, case.num_envs):
+        actions = (to_env_action(a, run.torch_device) for a in _action_stream(run.action_space, case.action_seed + i))
+        run.first_ends.append(_first_end(run.system.id, factory, case.seed + i, actions, episode_seconds()))
+    ends = [end for end in run.first_ends if end is not None]
+    if len(ends) < len(run.first_ends):
+        run.ends_missed = f"a copy's episode did not end within {episode_seconds():g} s of random actions"
+    last = max(ends)
+    limit = min(MAX_HORIZON, MAX_RECORDED_BYTES // max(1, run.observation_bytes))
+    if last + 1 > limit:
+        run.ends_missed = (
+            f"the first episode ended after {last} steps, past the {limit} steps an example records "
+            f"({run.observation_bytes} bytes per observation)"
+        )
+        return case.steps
+    return max(case.steps, min(limit, last + 1 + min(last, PAST_THE_END)))
+
+
+def _first_end(
+    system_id: str, factory: Callable[[], Any], seed: int, actions: Iterator[Any], budget: float
+) -> int | None:
+    """The step at which the first episode after ``reset(seed=seed)`` ends under ``actions``
+    (None: none within ``budget`` seconds, or the env raised)."""
+    if system_id in _NO_END:
+        return None
+    try:
+        with deadline(budget + call_timeout(user_envs=True) * 4):
+            env = factory()
+            try:
+                env.reset(seed=seed)
+                start = time.monotonic()
+                steps = 0
+                while time.monotonic() - start < budget:
+                    result = env.step(next(actions))
+                    steps += 1
+                    if result[2] or result[3]:
+                        return steps
+            finally:
+                env.close()
+    except (Exception, CallTimeout):
+        return None
+    return None
+
+
+def episode_ends(run: Run) -> int:
+    """The episode ends (terminated or truncated) the bare env's steps of ``run`` returned."""
+    ends = 0
+    for call in run.calls:
+        if isinstance(call.op, Step) and not call.failed and isinstance(call.result_snapshot, tuple):
+            result = call.result_snapshot
+            if len(result) == 5 and (bool(result[2]) or bool(result[3])):
+                ends += 1
+    return ends
+
+
+def _returns_tensors_on(env: Any, seed: int) -> tuple[str | None, int]:
+    """The device of the torch tensors the env's reset returns (a torch-native env), or None (a
+    NumPy env, or a reset that fails: the api spec reports that one); and the observation's size
+    in bytes."""
+    try:
+        obs, _ = env.reset(seed=seed)
+    except Exception:
+        return None, 0
+    return torch_device(obs), _size(obs)
+
+
+def _size(value: Any) -> int:
+    """Bytes of an observation's leaves (arrays, tensors, strings, numbers)."""
+    if isinstance(value, dict):
+        return sum(_size(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(_size(v) for v in value)
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    element_size = getattr(value, "element_size", None)
+    if callable(element_size):
+        return int(element_size() * value.numel())
+    return 8
+
+
+#: seconds the step-after-end probe may step one episode looking for its end (RLCONFORM_EPISODE_SECONDS
+#: overrides it): episodes are bounded by time, not by a step count, so that a 200-step MountainCar
+#: and a many-thousand-step Atari game reach their ends alike
+EPISODE_SECONDS = 5.0
+
+
+#: systems whose probe already ran a whole budget without an episode end: later examples do not
+#: spend it again (an env that does not end in one budget is not expected to in the next)
+_NO_END: dict[str, float] = {}
+
+
+def episode_seconds() -> float:
+    return float(os.environ.get("RLCONFORM_EPISODE_SECONDS", EPISODE_SECONDS))
+
+
+def _probe_after_end(
+    system_id: str, factory: Callable[[], Any], seed: int, actions: Iterator[Any], budget: float
+) -> dict[str, Any]:
+    """Step an env until its first episode ends (for at most ``budget`` seconds), once more
+    without reset, then reset(seed): the reset must give what a fresh env's reset(seed) gives."""
+    out: dict[str, Any] = {"ended": False}
+    if system_id in _NO_END:
+        out["no_end"] = _NO_END[system_id]
+        return out
+    try:
+        with deadline(budget + call_timeout(user_envs=True) * 4):
+            fresh = factory()
+            expected, _ = fresh.reset(seed=seed)
+            fresh.close()
+            env = factory()
+            env.reset(seed=seed)
+            start = time.monotonic()
+            first = None
+            steps = 0
+            while time.monotonic() - start < budget:
+                action = next(actions)
+                first = action if first is None else first
+                _, _, terminated, truncated, _ = env.step(action)
+                steps += 1
+                if terminated or truncated:
+                    out["ended"] = True
+                    break
+            out["steps"] = steps
+            if out["ended"]:
+                try:
+                    env.step(first)
+                    out["step_after_end"] = "returned"
+                except Exception as exc:
+                    out["step_after_end"] = f"raised {type(exc).__name__}"
+                got, _ = env.reset(seed=seed)
+                out["difference"] = first_difference(got, expected)
+            else:
+                out["no_end"] = _NO_END[system_id] = budget
+            env.close()
+    except (Exception, CallTimeout) as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out

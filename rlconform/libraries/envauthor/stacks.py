@@ -1,0 +1,269 @@
+"""The stacks a user's env is run through (env-author mode): which ones (``STACKS``, ``--stacks``),
+why one cannot run here or cannot take this env, running the env through one of them, and replaying
+the bare env with the seeds and actions the stack gave each copy.
+
+The seeds are the stack's own documented seeding: Gymnasium and SB3 seed copy i with ``seed + i``;
+TorchRL's ``set_seed`` chains seeds and resets each copy once more without a seed (the adapter
+records the resets each copy received, ``rlconform.libraries.torchrl.env_objects.SUB_ENV_RESETS``), and
+the bare env replays exactly those.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlconform.core.hangs import hung_call
+from rlconform.core.system import System, get_system
+from rlconform.envs.driver import ActionCodec, Run
+from rlconform.envs.plan import Case, Reset, Step
+from rlconform.envs.script import EnvScript
+from rlconform.envs.trace import Slot
+from rlconform.libraries.envauthor.case import _batch, _drive, _factory
+from rlconform.libraries.envauthor.options import STACKS_OPTION
+from rlconform.libraries.envauthor.torch_envs import to_env_action
+from rlconform.libraries.torchrl.env_objects import SUB_ENV_RESETS
+from rlconform.libraries.torchrl.env_systems import torch_native_stack
+from rlconform.libraries.torchrl.tensordicts import UnsupportedSpaceError
+
+if TYPE_CHECKING:
+    from rlconform.libraries.envauthor.harness import EnvRun
+
+#: library systems the env is run through, when their library is installed
+STACKS = (
+    "gymnasium.SyncVectorEnv.NextStep",
+    "gymnasium.SyncVectorEnv.SameStep",
+    "gymnasium.SyncVectorEnv.Disabled",
+    "gymnasium.AsyncVectorEnv.NextStep",
+    "gymnasium.AsyncVectorEnv.SameStep",
+    "gymnasium.AsyncVectorEnv.Disabled",
+    # before SB3's: the first system to use the fork server decides what it preloads, and
+    # TorchRL's list serves both (see rlconform.libraries.torchrl.env_systems.FORKSERVER_PRELOAD)
+    "torchrl.GymWrapper",
+    "torchrl.SerialEnv.GymWrapper",
+    "torchrl.ParallelEnv.GymWrapper",
+    "sb3.DummyVecEnv",
+    "sb3.SubprocVecEnv",
+)
+
+
+@dataclass
+class StackResult:
+    """What running the env through one stack gave: transitions to compare, or why none."""
+
+    stack: str
+    run: Run | None = None
+    #: the stack raised while stepping an env it had accepted (may be the env's fault: a FAIL)
+    error: str | None = None
+    #: the stack could not be built around this env, or rejected it at its first reset (a space it
+    #: does not support, a custom space, an env its worker processes cannot import): the library's
+    #: limit, not the env's fault, so the stack is named as not exercised
+    cannot_wrap: str | None = None
+    #: why the stack is not run at all on this kind of env (a NumPy-only stack, a torch-native env)
+    incompatible: str | None = None
+    #: why the stack's output could not be read back into the env's own values (an rlconform
+    #: limit, not the env's fault): the stack is named as not exercised
+    unreadable: str | None = None
+    #: per sub-env: (extracted slots, transitions of the bare env replaying the same actions)
+    pairs: list[tuple[list[Slot], list[dict[str, Any]]]] = field(default_factory=list)
+
+
+def chosen_stacks(system: System) -> tuple[str, ...]:
+    """The stacks of STACKS the user chose for ``system`` (``--stacks`` globs; default: all), in
+    STACKS order."""
+    patterns = system.option(STACKS_OPTION)
+    if not patterns:
+        return STACKS
+    return tuple(stack_id for stack_id in STACKS if _matches(stack_id, patterns))
+
+
+def _matches(stack_id: str, patterns: Sequence[str]) -> bool:
+    return any(stack_id == p or fnmatch.fnmatchcase(stack_id, p) for p in patterns)
+
+
+def _matches_any(pattern: str) -> bool:
+    return any(_matches(stack_id, (pattern,)) for stack_id in STACKS)
+
+
+def stack_skip_reason(stack_id: str) -> str | None:
+    """Why a stack cannot run here: its library is not installed, or its release lacks it."""
+    return get_system(stack_id).skip_reason()
+
+
+def stacks_not_run(system: System) -> list[str]:
+    """One line per chosen stack of STACKS that cannot run here, with the reason (library missing,
+    release lacks it), and one naming the stacks the user did not choose (``--stacks``)."""
+    chosen = chosen_stacks(system)
+    lines = [f"{stack_id} not exercised ({reason})" for stack_id in chosen if (reason := stack_skip_reason(stack_id))]
+    left_out = [stack_id for stack_id in STACKS if stack_id not in chosen]
+    if left_out:
+        lines.append(f"not chosen (--stacks), not run: {', '.join(left_out)}")
+    return lines
+
+
+def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
+    factory = _factory(run.system)
+    stack = get_system(stack_id)
+    limit = _known_limit(stack_id, run.observation_space, run.action_space)
+    if limit is not None:
+        return StackResult(stack_id, incompatible=limit)
+    if run.torch_device is not None:
+        native = _torch_native_stack(stack_id, run.torch_device)
+        if native is None:
+            return StackResult(
+                stack_id, incompatible=f"it needs NumPy (this env returns torch tensors on {run.torch_device})"
+            )
+        stack = native
+    # a single-env stack (TorchRL's GymWrapper) runs one copy
+    n = min(run.case.num_envs, stack.capabilities.max_envs)
+    codec = ActionCodec(single=lambda value: value, batch=functools.partial(_batch, run.action_space))
+    steps = [Step(tuple(run.actions[i][t] for i in range(n))) for t in range(run.horizon)]
+    result = StackResult(stack_id)
+    try:
+        stack_run = _drive(stack, Case(EnvScript(), n, (Reset(seed=run.case.seed), *steps)), [factory] * n, codec)
+    except UnsupportedSpaceError as exc:
+        result.unreadable = str(exc)
+        return result
+    except Exception as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    result.run = stack_run
+    if stack_run.build_error:
+        result.cannot_wrap = _library_error(stack_run.build_error)
+        return result
+    failed = [c for c in stack_run.calls if c.failed]
+    if failed and failed[0].position == 0:
+        # the seeded reset is the stack's first contact with the env's observations: a stack
+        # that allocates its buffers from the space rejects an unsupported one here
+        error = _library_error(f"{failed[0].error_type}: {failed[0].error_message}")
+        result.cannot_wrap = f"its first reset raised {error}"
+        return result
+    if stack_run.calls and "view_error" in stack_run.calls[0].extra:
+        # the stack took the env, but rlconform's reader cannot split what it returns into
+        # per-copy values (a custom space it batches as it likes): nothing can be compared, and
+        # the driver, blind to which copies ended, may make calls the stack then refuses
+        result.unreadable = _library_error(stack_run.calls[0].extra["view_error"])
+        return result
+    if failed:
+        result.error = f"{failed[0].source} raised {failed[0].error_type}: {failed[0].error_message}"
+    if hung_call(stack_run) is not None:
+        return result  # replaying the env bare (no deadline there) would hang as well
+    resets = _resets_made(stack_run, run.case.seed, n)
+    for env in range(n):
+        slots = [s for s in stack_run.slots if s.env == env and s.kind == "transition"]
+        actions = [to_env_action(s.action, run.torch_device) for s in slots]
+        result.pairs.append((slots, _replay(factory, resets[env], actions)))
+    return result
+
+
+def _known_limit(stack_id: str, observation_space: Any, action_space: Any) -> str | None:
+    """A limit of a stack, seen in its behaviour, that makes it misread a correct env without an
+    error of its own at build or first reset, so that running it could only blame the env."""
+    if stack_id.startswith("torchrl."):
+        shifted = [
+            name for name, space in (("action", action_space), ("observation", observation_space)) if _has_start(space)
+        ]
+        if shifted:
+            # GymWrapper maps Discrete(n, start=s) to OneHot(n) / Categorical(n) over 0..n-1: the
+            # policy's action k reaches the env as k, not s + k (TorchRL 0.14: Discrete(3, start=-1)
+            # got action 2), and the env's action s < 0 cannot be encoded at all ("Class values must
+            # be non-negative"); observation v is one-hot encoded at index v, past n for v >= n
+            return (
+                f"TorchRL's GymWrapper ignores the start of the env's Discrete/MultiDiscrete {' and '.join(shifted)} "
+                "space (it maps Discrete(n, start=s) to 0..n-1)"
+            )
+    if stack_id.startswith("gymnasium.AsyncVectorEnv") and _has_text(observation_space):
+        # AsyncVectorEnv(shared_memory=True) reads its observation buffers once, at construction: an
+        # array leaf is a view of the shared memory, but a Text leaf is a tuple of strings built
+        # then, returned unchanged at every reset and step (FINDINGS G9)
+        return (
+            "Gymnasium's AsyncVectorEnv with shared memory returns a Text observation leaf as it read "
+            "it at construction, never the env's (FINDINGS G9)"
+        )
+    return None
+
+
+def _has_text(space: Any) -> bool:
+    """A Text space at any depth of ``space``."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Text):
+        return True
+    if isinstance(space, spaces.Dict):
+        return any(_has_text(sub) for sub in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return any(_has_text(sub) for sub in space.spaces)
+    return False
+
+
+def _has_start(space: Any) -> bool:
+    """A Discrete or MultiDiscrete space (at any depth) whose values do not start at 0."""
+    from gymnasium import spaces
+
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        return bool(np.any(np.asarray(space.start) != 0))
+    if isinstance(space, spaces.Dict):
+        return any(_has_start(sub) for sub in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return any(_has_start(sub) for sub in space.spaces)
+    return False
+
+
+def _torch_native_stack(stack_id: str, device: str) -> System | None:
+    """The stack as it takes a torch-native env on ``device``, or None for a stack that needs NumPy."""
+    if not stack_id.startswith("torchrl."):
+        return None
+
+    return torch_native_stack(get_system(stack_id), device)
+
+
+def _library_error(text: str) -> str:
+    """The first line of a library's error, without object addresses (they differ on every run,
+    and the verdict must not)."""
+    line = text.splitlines()[0] if text else ""
+    line = re.sub(r" at 0x[0-9a-f]+", "", line)
+    return line if not line.endswith(": ") else line + "(no message)"
+
+
+def _resets_made(stack_run: Run, seed: int, num_envs: int) -> list[tuple[int | None, ...]]:
+    """Per copy, the seeds of the resets the stack's seeded reset made: what its adapter recorded
+    (TorchRL), else ``seed + i`` (Gymnasium's and SB3's documented seeding)."""
+    for call in stack_run.calls:
+        if isinstance(call.op, Reset) and SUB_ENV_RESETS in call.extra:
+            return list(call.extra[SUB_ENV_RESETS])
+    return [(seed + i,) for i in range(num_envs)]
+
+
+def _replay(factory: Callable[[], Any], resets: tuple[int | None, ...], actions: list[Any]) -> list[dict[str, Any]]:
+    """The bare env's transitions under ``actions`` after ``resets`` (the seeds of the resets the
+    stack made before its first step), resetting after each end."""
+    env = factory()
+    transitions = []
+    try:
+        for seed in resets[:-1]:
+            env.reset(seed=seed)
+        obs, _ = env.reset(seed=resets[-1])
+        for action in actions:
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            transitions.append(
+                {
+                    "obs": obs,
+                    "action": action,
+                    "reward": float(reward),
+                    "next_obs": next_obs,
+                    "terminated": bool(terminated),
+                    "truncated": bool(truncated),
+                }
+            )
+            obs = next_obs
+            if terminated or truncated:
+                obs, _ = env.reset()
+    finally:
+        env.close()
+    return transitions
