@@ -67,6 +67,28 @@ def values_changed(decoded: Decoded | None) -> bool:
     return isinstance(decoded, Garbage) and decoded.value_changed
 
 
+def _integers(array: np.ndarray) -> np.ndarray | Garbage:
+    """The integers an integer-valued observation (Discrete, MultiDiscrete, MultiBinary) holds, read
+    as a Box's components are: a float within 1e-3 of an integer is that integer (an observation
+    read back through a normaliser's published inverse, or cast to float by the stack), and
+    non-integer or negative components are values the stack changed arithmetically (normalised,
+    scaled), told as such (:attr:`Garbage.value_changed`), never as a corrupted stamp."""
+    if array.dtype.kind in "iub":
+        return array.astype(np.int64)
+    try:
+        values = array.astype(np.float64)
+    except (TypeError, ValueError):
+        return Garbage(f"dtype {array.dtype}, expected numbers")
+    if not np.all(np.isfinite(values)):
+        return Garbage("non-finite values")
+    rounded = np.rint(values)
+    if np.any(np.abs(rounded - values) > 1e-3):
+        return Garbage(f"{VALUES_CHANGED} (non-integer components)", value_changed=True)
+    if np.any(rounded < 0):
+        return Garbage(f"{VALUES_CHANGED} (negative components)", value_changed=True)
+    return rounded.astype(np.int64)
+
+
 _FIELD_BOUNDS = (MAX_ENVS, MAX_EPISODES, MAX_STEPS, MAX_SALT, CHECKSUM_MOD)
 
 
@@ -204,9 +226,10 @@ class DiscreteObs:
         array = np.asarray(obs)
         if array.shape != ():
             return Garbage(f"shape {array.shape}, expected a scalar")
-        if not np.issubdtype(array.dtype, np.integer):
-            return Garbage(f"dtype {array.dtype}, expected an integer")
-        code = int(array)
+        ints = _integers(array)
+        if isinstance(ints, Garbage):
+            return ints
+        code = int(ints)
         if not 0 <= code < self.n:
             return Garbage(f"value {code} outside Discrete({self.n})")
         code, salt = divmod(code, MAX_SALT)
@@ -267,9 +290,10 @@ class SmallDiscreteObs:
         array = np.asarray(obs)
         if array.shape != ():
             return Garbage(f"shape {array.shape}, expected a scalar")
-        if not np.issubdtype(array.dtype, np.integer):
-            return Garbage(f"dtype {array.dtype}, expected an integer")
-        code = int(array)
+        ints = _integers(array)
+        if isinstance(ints, Garbage):
+            return ints
+        code = int(ints)
         if code == 0:
             return Garbage("all zeros: a zero-filled or uninitialised buffer (code 0 is never written)")
         if not 0 < code < self.n:
@@ -315,7 +339,10 @@ class MultiDiscreteObs:
         array = np.asarray(obs)
         if array.shape != (5,):
             return Garbage(f"shape {array.shape}, expected (5,)")
-        return _stamp_from_fields([int(v) for v in array])
+        ints = _integers(array)
+        if isinstance(ints, Garbage):
+            return ints
+        return _stamp_from_fields([int(v) for v in ints])
 
 
 _BITS = (6, 12, 12, 8, 7)
@@ -346,6 +373,10 @@ class MultiBinaryObs:
         array = np.asarray(obs)
         if array.shape != (self.n,):
             return Garbage(f"shape {array.shape}, expected ({self.n},)")
+        ints = _integers(array)
+        if isinstance(ints, Garbage):
+            return ints
+        array = ints
         if np.any((array != 0) & (array != 1)):
             return Garbage("a MultiBinary element is neither 0 nor 1")
         values, pos = [], 0

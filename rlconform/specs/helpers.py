@@ -11,7 +11,7 @@ from rlconform.core.family import get_family
 from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
 from rlconform.envs.decode import decode
 from rlconform.envs.driver import Contract
-from rlconform.envs.spaces import Decoded, Garbage, ambiguous
+from rlconform.envs.spaces import Decoded, Garbage, ambiguous, values_changed
 from rlconform.envs.stamp import STAMP_INFO_KEY, Stamp
 from rlconform.envs.trace import Slot
 from rlconform.envs.truth import TrueTransition
@@ -165,14 +165,24 @@ def stamps_survive(run: Run, env: int) -> bool:
     back) is still matched by stamp, so that a wrong terminal observation among them is still
     reported. At least half, not most: in episodes of one step every first observation is given
     back and every terminal one may not be (FINDINGS S3), and that must not depend on the mix of
-    episode lengths a search happens to draw."""
+    episode lengths a search happens to draw.
+
+    Undeclared, observations whose values the stack changed arithmetically (normalised, scaled:
+    :func:`rlconform.envs.spaces.values_changed`) are the stack changing observations, not lost
+    ones: where they are more than half of the env's, the few that decode are chance (a
+    normalised vector that reads as some stamp), and the change is the one story
+    ``transitions.exact`` tells (:data:`rlconform.specs.value_changes.UNDECODABLE`). More than
+    half, as above: a recipe that gives every first observation back and no terminal one (FINDINGS
+    S3, episodes of one step) is still matched by stamp, and its terminal observations reported."""
     slots = [s for s in run.slots_of(env) if s.kind == "transition"]
     if not slots:
         return True
-    stamped = [isinstance(decode(run, o), Stamp) for s in slots for o in (s.obs, s.next_obs)]
+    decoded = [decode(run, o) for s in slots for o in (s.obs, s.next_obs)]
+    stamped = [isinstance(d, Stamp) for d in decoded]
     if "observation" in getattr(run.system, "intended", ()):
         return 2 * sum(stamped) >= len(stamped)
-    return any(stamped)
+    changed = sum(values_changed(d) for d in decoded)
+    return any(stamped) and 2 * changed <= len(decoded)
 
 
 def _match_by_position(run: Run, env: int) -> tuple[list[Match], list[TrueTransition]]:
@@ -219,7 +229,29 @@ def contract_of(system: System) -> Contract:
 
 
 def reward_precision(run: Run) -> str:
-    return contract_of(run.system).reward_precision
+    """The precision the run's rewards were produced in, to compare them at: the family's
+    documented precision, or ``"float32"`` where the stack returned rewards of a narrower float
+    dtype (a NumPy float32 scalar or array). A float32 reward is the env's float64 reward
+    rounded to float32, not a reward the stack changed; a dtype the family does not document is
+    ``dtype.rewards_flags``'s finding."""
+    contract = contract_of(run.system)
+    if contract.reward_precision == "float32":
+        return "float32"
+    key = ("reward_precision", len(run.calls))
+    if key not in run.memo:
+        run.memo[key] = "float32" if any(_narrow_reward(call, contract) for call in run.calls) else "float64"
+    return run.memo[key]  # type: ignore[no-any-return]
+
+
+def _narrow_reward(call: Any, contract: Contract) -> bool:
+    """Whether a step call returned its reward(s) in a float dtype narrower than float64."""
+    result = call.result_live
+    if call.failed or call.view is None or call.view.kind != "step" or not isinstance(result, tuple):
+        return False
+    if len(result) <= contract.reward_position:
+        return False
+    dtype = getattr(result[contract.reward_position], "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", "") == "f" and getattr(dtype, "itemsize", 8) < 8
 
 
 def expected_truncated(run: Run, terminated: bool, truncated: bool) -> bool:

@@ -16,7 +16,7 @@ from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
 from rlconform.envs.decode import decode
 from rlconform.envs.plan import Reset
-from rlconform.envs.spaces import SmallDiscreteObs
+from rlconform.envs.spaces import SmallDiscreteObs, values_changed
 from rlconform.envs.stamp import Stamp
 from rlconform.specs.families import TRANSITION_FAMILIES, VECTOR_FAMILIES
 from rlconform.specs.helpers import events_by_call, resets_in, rewards_equal
@@ -99,8 +99,12 @@ def distinct_seeds(run: Run) -> Outcome:
 
 #: the place of an observation that carries no stamp in :func:`_content`'s rows
 _HIDDEN = ("garbage",)
-#: the place of a hidden observation that is not what the other run's transform made of the same values
-_NOT_REPRODUCED = ("not reproduced where the envs' two observations agree",)
+#: how observations are told whose values the stack changes and gives no inverse for (a running
+#: normaliser of the user's own): they differ between the seeded runs where the env's agree
+_RENORMALIZED = (
+    "observations whose values the stack changes (normalised, scaled) with no inverse to read them back are not "
+    "compared across seeded runs: a running normaliser's statistics are not reset by a seeded reset"
+)
 #: a reward the stack changes as declared and does not give back in env units: a declared change
 #: may depend on the history (a running normalizer inside each sub-env scales by every reward
 #: since it was built), so two seeded runs need not agree on it
@@ -138,23 +142,62 @@ def _leaves(value: Any) -> np.ndarray | None:
     return np.concatenate([part for part in parts if part is not None] or [np.zeros(0)])
 
 
-def _same_transform(run: Run, shown: Stamp, hidden: Stamp, hidden_obs: Any) -> bool:
-    """Whether a hidden observation is what the transform made of the values it left alone in
-    the other run: there the stack returned the env's observation ``shown`` itself, so a
-    stateless element-wise transform (a clip) returns the env's values unchanged wherever the
-    env's two observations agree (all but the lifetime episode counter and what it feeds); a
-    stateful one (a running normaliser) does not. Observations of another layout are not
-    compared (True)."""
+def _differs_where_env_agrees(run: Run, la: Stamp, lb: Stamp, obs_a: Any, obs_b: Any) -> str | None:
+    """Where two seeded runs' observations of one sub-env differ although the env returned the
+    same values there, worded; None where they agree or cannot be compared.
+
+    Two ``reset(seed=s)`` runs of a reference env differ only in its lifetime episode counter
+    (and the checksum and filler it feeds): the log gives both observations the env returned
+    (``la``, ``lb``). A deterministic stack returns the same values wherever those agree,
+    whatever it does to them (a clip cuts the counter in one run and not in the other, and
+    leaves the rest as it was); a stack that keeps state across a seeded reset (a clip whose
+    bound moves with the calls it has seen) does not. Observations of another layout than the
+    env's, and small Discrete codes (a code is the env call's serial, which differs between the
+    runs), are not compared."""
     codec = run.case.script.obs
     if isinstance(codec, SmallDiscreteObs):
-        # its code is the env call's serial, no function of the stamp: nothing of the shown
-        # observation's value survives in a hidden one, which is then no transform of it
-        return False
-    before, after, got = _leaves(codec.encode(shown)), _leaves(codec.encode(hidden)), _leaves(hidden_obs)
-    if before is None or after is None or got is None or not before.shape == after.shape == got.shape:
-        return True
-    agree = before == after
-    return bool(np.allclose(got[agree], after[agree], rtol=0.0, atol=1e-3))
+        return None
+    env_a, env_b = _leaves(codec.encode(la)), _leaves(codec.encode(lb))
+    got_a, got_b = _leaves(obs_a), _leaves(obs_b)
+    if env_a is None or env_b is None or got_a is None or got_b is None:
+        return None
+    if not env_a.shape == env_b.shape == got_a.shape == got_b.shape:
+        return None
+    agree = env_a == env_b
+    differ = agree & ~np.isclose(got_a, got_b, rtol=0.0, atol=1e-3, equal_nan=True)
+    if not np.any(differ):
+        return None
+    i = int(np.flatnonzero(differ)[0])
+    more = int(np.count_nonzero(differ)) - 1
+    others = f" (and {more} more such component{'s' if more > 1 else ''})" if more else ""
+    return (
+        f"component {i} of the observation is {got_b[i]:g} here but {got_a[i]:g} after the earlier reset, where the "
+        f"env returned the same value ({env_a[i]:g}) both times{others}: the env's observations were {la.short()} "
+        f"and {lb.short()}, which differ only in its lifetime episode counter"
+    )
+
+
+def _stack_changed_values(run: Run, value: Any) -> bool:
+    """Whether an observation's values were changed by the stack beyond decoding (a normaliser)."""
+    return values_changed(decode(run, value))
+
+
+def _made_by_env(run: Run, decoded: Any) -> bool:
+    """Whether ``decoded`` is a stamp some env of the run made: the stack gave an env's
+    observation back (a transform's output can decode by chance to a stamp no env made)."""
+    if not isinstance(decoded, Stamp) or run.truth is None:
+        return isinstance(decoded, Stamp)
+    key = ("made_stamps",)
+    made = run.memo.get(key)
+    if made is None:
+        made = {
+            record.stamp
+            for env in run.truth.envs
+            for record in env.records
+            if isinstance(record, (ResetRecord, StepRecord))
+        }
+        run.memo[key] = made
+    return decoded in made
 
 
 #: how the rewards of a running normalizer are told: rescaled in both runs, by scales that differ
@@ -205,7 +248,7 @@ def _content(run: Run, call: CallRecord) -> list[tuple[Any, ...]]:
         rewards = [_DECLARED_REWARD] * len(rewards)
     for env in range(run.case.num_envs):
         stamp = decode(run, view.obs_in_env_units()[env])
-        where = _where(stamp) if isinstance(stamp, Stamp) else _HIDDEN
+        where = _where(stamp) if isinstance(stamp, Stamp) and _made_by_env(run, stamp) else _HIDDEN
         row: tuple[Any, ...] = (where,)
         if view.kind == "step":
             assert view.terminated is not None and view.truncated is not None
@@ -258,18 +301,28 @@ def reset_determinism(run: Run) -> Outcome:
                     if _HIDDEN in (ra[0], rb[0]):
                         # a transform hid the stamp in one run or both (a clip keeps a small
                         # lifetime episode counter and cuts a larger one): where the env was is
-                        # read from its log, and the stack's rewards and flags as returned
+                        # read from its log, the stack's rewards and flags as returned, and its
+                        # observations are compared where the env returned the same values
                         la, lb = _logged(per_call[a.position], env), _logged(per_call[b.position], env)
                         ra, rb = (_where(la), *ra[1:]), (_where(lb), *rb[1:])
-                        if la is not None and lb is not None and (ca[env][0] == _HIDDEN) != (cb[env][0] == _HIDDEN):
-                            if cb[env][0] == _HIDDEN and not _same_transform(
-                                run, la, lb, b.view.obs_in_env_units()[env]
-                            ):
-                                rb = (_NOT_REPRODUCED, *rb[1:])
-                            if ca[env][0] == _HIDDEN and not _same_transform(
-                                run, lb, la, a.view.obs_in_env_units()[env]
-                            ):
-                                ra = (_NOT_REPRODUCED, *ra[1:])
+                        obs_a, obs_b = a.view.obs_in_env_units()[env], b.view.obs_in_env_units()[env]
+                        differs = (
+                            _differs_where_env_agrees(run, la, lb, obs_a, obs_b)
+                            if la is not None and lb is not None
+                            else None
+                        )
+                        if differs is not None and (
+                            _stack_changed_values(run, obs_a) or _stack_changed_values(run, obs_b)
+                        ):
+                            ck.note(_RENORMALIZED)
+                        elif differs is not None:
+                            ck.fail(
+                                f"after reset(seed={seed}) the same calls returned another observation than after the "
+                                f"earlier reset(seed={seed}): {differs}",
+                                env=env,
+                                agent_step=b.agent_step or None,
+                                call=b.position,
+                            )
                     if len(ra) > 1 and ra[1] == _DECLARED_REWARD:
                         ck.note(_REWARDS_NOT_COMPARED)
                     same_reward = len(ra) < 2 or _same_reward(ra[1], rb[1])

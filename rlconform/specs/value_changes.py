@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 #: did not declare); the other specs do not report those observations at all
 OBSERVATION_VALUES_CHANGED = "the observation values were changed (looks like normalization/scaling)"
 
+#: what every spec that reads decoded observations says, once, where the stack changed them
+#: beyond decoding and nothing declared it: the change itself is ``transitions.exact``'s story
+#: (:func:`observation_change`), never a lost first, terminal or reset observation
+UNDECODABLE = "not decodable: the stack changes observations (declare --intended observation)"
+
 #: the note a declared change leaves on the verdict, per intent
 _DECLARED = {
     "reward": "rewards changed by the stack, as declared (--intended reward)",
@@ -39,6 +44,14 @@ def declared(run: Run, intent: str) -> bool:
     """Whether the user declared a change of ``intent``, plain or narrow (``reward=scale``
     comes with ``reward``: rlconform.core.intents.parse_intents)."""
     return intent in run.system.intended
+
+
+def note_undecodable(ck: Checker, run: Run) -> None:
+    """Say once why observations were not read: the stack changed them and nothing declared it
+    (declared, the spec is not applicable where it read none: ``transitions``'s
+    ``_unreadable_under_declaration``)."""
+    if not declared(run, "observation"):
+        ck.note(UNDECODABLE)
 
 
 def judge(ck: Checker, run: Run, intent: str, change: str, *, env: int, agent_step: int | None) -> None:
@@ -154,12 +167,24 @@ def _scale_problems(run: Run, env: int) -> dict[int | None, str]:
     first, c = gains[0]
     for r, gain in gains:
         if gain <= 0.0:
-            problems[r.agent_step] = f"r'/r = {gain!r} is not a positive constant"
+            problems[r.agent_step] = (
+                f"r' = {_num(r.got, precision)} for r = {_num(r.env_reward, precision)}: r'/r = "
+                f"{_num(gain, precision)} is not a positive constant"
+            )
         elif not rewards_equal(r.got, c * r.env_reward, precision):
             problems[r.agent_step] = (
-                f"r'/r = {gain!r} here but {c!r} at agent step {first.agent_step}: a scale is one constant over the run"
+                f"r' = {_num(r.got, precision)} for r = {_num(r.env_reward, precision)} here (r'/r = "
+                f"{_num(gain, precision)}), but r' = {_num(first.got, precision)} for r = "
+                f"{_num(first.env_reward, precision)} at agent step {first.agent_step} (r'/r = {_num(c, precision)}): "
+                f"a scale is one constant over the run"
             )
     return problems
+
+
+def _num(value: float, precision: str) -> str:
+    """A reward or a ratio of rewards as precise as the rewards were produced: float32 values
+    with the digits float32 holds (not 0.4999999823048717 for a float32 0.5 over a float64 1.0)."""
+    return f"{value:.7g}" if precision == "float32" else repr(value)
 
 
 def _clip_problems(run: Run, env: int) -> dict[int | None, str]:
@@ -309,14 +334,15 @@ def expected_reward(m: Match) -> float:
     return sum(t.reward for t in m.span) if m.span else m.truth.reward
 
 
-def reward_change(m: Match) -> str:
-    """Wording of a delivered transition whose reward is not the env's."""
+def reward_change(m: Match, precision: str = "float64") -> str:
+    """Wording of a delivered transition whose reward is not the env's (the reward as precise as
+    the stack returned it: :func:`rlconform.specs.helpers.reward_precision`)."""
     end = m.last
-    assert end is not None
+    assert end is not None and m.slot.reward is not None
     over = f" (the sum over the {len(m.span)} env steps it spans)" if m.span else ""
     return (
-        f"reward is {m.slot.reward!r} but the env returned {expected_reward(m)!r}{over} for {end.next_obs.short()}: "
-        "the stack changed it"
+        f"reward is {_num(m.slot.reward, precision)} but the env returned {expected_reward(m)!r}{over} for "
+        f"{end.next_obs.short()}: the stack changed it"
     )
 
 

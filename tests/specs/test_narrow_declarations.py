@@ -302,3 +302,48 @@ def test_observation_kinds_are_checked() -> None:
     assert wrong and all(
         "the declared observation=flatten accepts" in m and "the observation was not flattened" in m for m in wrong
     ), wrong
+
+
+# --- rewards returned in float32 (issue 35, cause 7) ------------------------------------------
+
+
+class _Float32Scale(gymnasium.RewardWrapper):  # type: ignore[misc]
+    """A single env's reward as a NumPy float32 scalar, times ``scales[k]`` from its k-th step on
+    (the last scale for every later step)."""
+
+    def __init__(self, env: Any, scales: tuple[float, ...]) -> None:
+        super().__init__(env)
+        self.scales, self.calls = scales, 0
+
+    def reward(self, reward: Any) -> Any:
+        scale = self.scales[min(self.calls, len(self.scales) - 1)]
+        self.calls += 1
+        return np.float32(reward) * np.float32(scale)
+
+
+def float32_half(env: Any) -> Any:
+    """Rewards halved in float32: 1.0000000354 becomes 0.5, as exact as float32 holds it."""
+    return _Float32Scale(env, (0.5,))
+
+
+def float32_drifting_scale(env: Any) -> Any:
+    """Planted: a float32 scale that changes from 0.5 to 0.25 on the third step."""
+    return _Float32Scale(env, (0.5, 0.5, 0.25))
+
+
+def test_a_float32_scale_is_a_scale_at_float32_precision() -> None:
+    """Before issue 35 the float32 product 0.5 of the env's 1.0000000354 read as r'/r =
+    0.49999998 against 0.4999999995 at another step, and reward=scale refused it."""
+    case = _case(num_envs=1)
+    outcome = _outcome(float32_half, "gymnasium.Wrapper", "reward=scale", case=case)
+    _passes(outcome)
+    assert any("as declared (--intended reward=scale" in note for note in outcome.notes), outcome.notes
+
+
+def test_a_float32_scale_that_changes_fails_with_the_obvious_counter_example() -> None:
+    messages = _messages(_outcome(float32_drifting_scale, "gymnasium.Wrapper", "reward=scale", case=_case(num_envs=1)))
+    assert messages, "a scale that changes from 0.5 to 0.25 passed as reward=scale"
+    assert all("a scale is one constant over the run" in m for m in messages), messages
+    # the two transitions that disagree, with their rewards at the precision they were returned in
+    assert any("r' = 0.25 for r = 1" in m and "(r'/r = 0.25), but r' = 0.5" in m for m in messages), messages
+    assert not any("0.4999999" in m or "0.2500000" in m for m in messages), messages

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rlconform.core.intents import INTENTS, parse_intents
@@ -27,7 +28,8 @@ from rlconform.core.user import BadInput, factory_system, with_intents
 from rlconform.envs.driver import Run
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction
+from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction, MultiBinaryObs, MultiDiscreteObs
+from rlconform.specs.value_changes import UNDECODABLE
 
 gymnasium = pytest.importorskip("gymnasium")
 
@@ -391,3 +393,171 @@ def test_plugin_intended_option_declares_the_change(pytester: pytest.Pytester, m
     check += ["--rlconform-specs", "transitions.exact"]
     result = pytester.runpytest_subprocess(*check, "--rlconform-intended", "reward")
     result.assert_outcomes(passed=1)
+
+
+# --- issue 35: observations a stack changes beyond decoding, clips, float32 rewards ---------
+
+
+#: the specs that read decoded observations (besides transitions.exact, which owns the change)
+OBSERVATION_READERS = ("continuity.fresh_first_obs", "terminal.final_obs", "reset_step.neutral", "infos.aligned")
+
+
+def _script(obs: Any) -> EnvScript:
+    return dataclasses.replace(SCRIPT, obs=obs)
+
+
+def scale_observation(env_fns: Any, **kwargs: Any) -> Any:
+    """A stateless scaling of the observations, with no inverse rlconform could read them back by."""
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import TransformObservation
+
+    envs = SyncVectorEnv(env_fns, **kwargs)
+    return TransformObservation(envs, lambda obs: (obs.astype(float) - 3.0) / 7.0, envs.observation_space)
+
+
+def normalize_leaking_the_previous_episode(env_fns: Any, **kwargs: Any) -> Any:
+    """Planted: Gymnasium's NormalizeObservation whose reset normalises the previous call's
+    observations instead of the new episode's first ones."""
+    from gymnasium.wrappers.vector import NormalizeObservation
+
+    class Leaks(NormalizeObservation):  # type: ignore[misc]
+        raw: Any = None
+        resetting = False
+
+        def reset(self, **kw: Any) -> Any:
+            self.resetting = True
+            try:
+                return super().reset(**kw)
+            finally:
+                self.resetting = False
+
+        def observations(self, observations: Any) -> Any:
+            shown = self.raw if self.resetting and self.raw is not None else observations
+            self.raw = observations.copy()
+            return super().observations(shown)
+
+    return Leaks(gymnasium.vector.SyncVectorEnv(list(env_fns), **kwargs))
+
+
+@pytest.mark.parametrize("obs", [MultiDiscreteObs(), MultiBinaryObs()], ids=["MultiDiscrete", "MultiBinary"])
+def test_normalize_observation_over_integer_observations_is_read_back_like_a_box(obs: Any) -> None:
+    """Gymnasium's NormalizeObservation over MultiDiscrete observations was told as lost first,
+    terminal and reset observations (issue 35): its published inverse gives 36.9999 back for 37,
+    which the MultiDiscrete codec truncated. Read as a Box is (within 1e-3 of an integer), every
+    observation is the env's, as for a Box."""
+    case = _case(_script(obs), 2, 7)
+    run = _run(factory_system(normalize_observation, "gymnasium.vector"), case)
+    for spec_id in ("transitions.exact", *OBSERVATION_READERS):
+        outcome = _check(run, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+
+
+@pytest.mark.parametrize(
+    "obs", [MultiDiscreteObs(), MultiBinaryObs(), BoxObs()], ids=["MultiDiscrete", "MultiBinary", "Box"]
+)
+def test_observations_changed_beyond_decoding_tell_one_story(obs: Any) -> None:
+    """Undeclared: transitions.exact tells the change (the values were changed, declare it), and
+    every other spec reading decoded observations says once that they are not decodable, never
+    that they were lost. Declared: those specs are not applicable, with the reason."""
+    case = _case(_script(obs), 2, 7)
+    system = factory_system(scale_observation, "gymnasium.vector")
+    run = _run(system, case)
+    messages = _messages(_check(run, "transitions.exact"))
+    assert messages and all(
+        "the observation values were changed" in m and "declare --intended observation" in m for m in messages
+    ), messages
+    assert not any(word in m for m in messages for word in MISSING_OR_INVENTED), messages
+    for spec_id in OBSERVATION_READERS:
+        outcome = _check(run, spec_id)
+        assert outcome.violations == [], (spec_id, _messages(outcome))
+    for spec_id in ("continuity.fresh_first_obs", "terminal.final_obs", "reset_step.neutral"):
+        assert _check(run, spec_id).notes == [UNDECODABLE], spec_id
+    declared = _run(_declared(system, "observation"), case)
+    assert _check(declared, "transitions.exact").violations == []
+    for spec_id in ("continuity.fresh_first_obs", "terminal.final_obs"):
+        reason = _check(declared, spec_id).not_applicable
+        assert reason is not None and "--intended observation" in reason, spec_id
+
+
+def test_a_normalizer_leaking_the_previous_episode_still_fails_in_decoded_terms() -> None:
+    ops = (Reset(seed=3), Step((0, 0)), Step((1, 1)), Reset(seed=4), Step((0, 0)), Step((1, 1)))
+    run = _run(
+        factory_system(normalize_leaking_the_previous_episode, "gymnasium.vector"),
+        Case(_script(MultiDiscreteObs()), 2, ops),
+    )
+    messages = _messages(_check(run, "continuity.fresh_first_obs"))
+    assert messages and all("starts from episode 1 step" in m and "expected episode 2 step 0" in m for m in messages), (
+        messages
+    )
+    assert not any("not an observation any env produced" in m for m in messages), messages
+
+
+#: two sub-envs reseeded twice with the same seed; salts 56 and 87 are cut by a clip at 5, and at
+#: the third reset(seed=0) one clipped observation reads by chance as a stamp no env made
+RESEEDED = Case(
+    EnvScript(obs=BoxObs(), action=DiscreteAction(n=2), episodes=(EpisodePlan(1, "never"),)),
+    2,
+    tuple(op for _ in range(3) for op in (Reset(seed=0), *(Step((0, 0)) for _ in range(4)))),
+)
+
+
+def clip_observation(env_fns: Any, **kwargs: Any) -> Any:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import TransformObservation
+
+    envs = SyncVectorEnv(env_fns, **kwargs)
+    return TransformObservation(envs, lambda obs: np.clip(obs, 0, 5), envs.observation_space)
+
+
+def stateful_clip(env_fns: Any, **kwargs: Any) -> Any:
+    """Planted: a clip whose bound moves with the resets it has seen (5, then 4, then 3)."""
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import TransformObservation
+
+    resets = [0]
+    envs = SyncVectorEnv(env_fns, **kwargs)
+
+    class Clip(TransformObservation):  # type: ignore[misc]
+        def reset(self, **kw: Any) -> Any:
+            resets[0] += 1
+            return super().reset(**kw)
+
+    return Clip(envs, lambda obs: np.clip(obs, 0, 6 - resets[0]), envs.observation_space)
+
+
+@pytest.mark.parametrize("intents", [(), ("observation",)], ids=["plain", "declared"])
+def test_a_stateless_clip_of_the_observations_is_reproducible(intents: tuple[str, ...]) -> None:
+    """The two reset(seed=0) runs differ only in the env's lifetime episode counter: the clip
+    left it in one run and cut it in the other (issue 35: "not reproduced where the envs' two
+    observations agree" printed as if an observation). Compared where the env's own outputs
+    were the same, the runs agree."""
+    run = _run(_declared(factory_system(clip_observation, "gymnasium.vector"), *intents), RESEEDED)
+    outcome = _check(run, "seeding.reset_determinism")
+    assert outcome.violations == [] and outcome.checked > 0, _messages(outcome)
+
+
+def test_a_stateful_clip_is_not_reproducible() -> None:
+    messages = _messages(
+        _check(_run(factory_system(stateful_clip, "gymnasium.vector"), RESEEDED), "seeding.reset_determinism")
+    )
+    assert messages, "a clip whose bound moves across seeded resets passed"
+    assert all("of the observation is" in m and "where the env returned the same value" in m for m in messages), (
+        messages
+    )
+
+
+def float32_rewards(env_fns: Any, **kwargs: Any) -> Any:
+    """The env's rewards returned as float32 (Gymnasium documents float64: dtype.rewards_flags)."""
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import TransformReward
+
+    return TransformReward(SyncVectorEnv(env_fns, **kwargs), lambda r: np.asarray(r, dtype=np.float32))
+
+
+def test_float32_rewards_are_the_envs_rewards_at_float32_precision() -> None:
+    """A float32 reward 3.5e-8 from the env's float64 one was told as a reward the stack changed
+    (issue 35); the dtype is dtype.rewards_flags's finding, the values are the env's."""
+    run = _run(factory_system(float32_rewards, "gymnasium.vector"), _case(SCRIPT, 2, 6))
+    outcome = _check(run, "transitions.exact")
+    assert outcome.violations == [] and outcome.checked > 0, _messages(outcome)
+    assert _messages(_check(run, "dtype.rewards_flags")), "the float32 dtype is still a finding"
