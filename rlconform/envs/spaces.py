@@ -226,6 +226,11 @@ class DiscreteObs:
         array = np.asarray(obs)
         if array.shape != ():
             return Garbage(f"shape {array.shape}, expected a scalar")
+        if array.dtype.kind == "f":
+            # a code packs the whole stamp (up to 2**44): a float made of it by a transform's
+            # arithmetic (a normaliser and its float32 inverse) is off by more than a step, and
+            # may read as another stamp by chance, so it is a value change, never a stamp
+            return Garbage(f"{VALUES_CHANGED} (a float where the env returns an integer code)", value_changed=True)
         ints = _integers(array)
         if isinstance(ints, Garbage):
             return ints
