@@ -35,27 +35,6 @@ from rlconform.core.system import all_systems
 
 REPO = Path(__file__).resolve().parents[2]
 
-VECFACTORY = '''
-import gymnasium
-
-
-def make(env_fns, **kwargs):
-    return gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
-
-
-class DropFinalObs(gymnasium.vector.VectorWrapper):
-    """Loses the true terminal observation: visible only on a step where an episode ends."""
-
-    def step(self, actions):
-        obs, rewards, terminated, truncated, infos = self.env.step(actions)
-        infos = {k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")}
-        return obs, rewards, terminated, truncated, infos
-
-
-def broken(env_fns, **kwargs):
-    return DropFinalObs(make(env_fns))
-'''
-
 SPECS = ("terminal.final_obs", "flags.terminated")
 
 PROJECT_TEST = f"""
@@ -125,13 +104,17 @@ def cli_check(cwd: Path, json_path: Path, pythonpath: list[Path], hash_seed: str
 
 @pytest.mark.slow  # the CLI and pytest (with xdist) in subprocesses
 def test_cli_pytest_and_xdist_give_the_same_results_from_any_folder(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    vectorizer_source: str,
 ) -> None:
     pytest.importorskip("xdist")
     monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
     monkeypatch.delenv("RLCONFORM_SEED", raising=False)
     project = pytester.path
-    pytester.makepyfile(vecfactory=VECFACTORY, test_project=PROJECT_TEST)
+    # the conftest's vectorizer: broken loses the true terminal observation (seen only where an episode ends)
+    pytester.makepyfile(vecfactory=vectorizer_source, test_project=PROJECT_TEST)
     package = project / "mylib"
     package.mkdir()
     (package / "__init__.py").write_text("from mylib import tables, settings\n")
@@ -141,7 +124,7 @@ def test_cli_pytest_and_xdist_give_the_same_results_from_any_folder(
     # the CLI from an empty folder, with the factory found through PYTHONPATH
     empty = tmp_path_factory.mktemp("empty")
     factory_only = tmp_path_factory.mktemp("factory")
-    (factory_only / "vecfactory.py").write_text(VECFACTORY)
+    (factory_only / "vecfactory.py").write_text(vectorizer_source)
     alone = cli_check(empty, tmp_path_factory.mktemp("out") / "alone.json", [factory_only], hash_seed="0")
     left_in_empty = sorted(p.name for p in empty.iterdir())
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,21 +111,21 @@ def test_fail_on_own_parses_alone_and_with_a_class() -> None:
         check_fail_on("own,robustness,training-data")
 
 
+#: a user's vector wrapper that passes everything through: what fails is Gymnasium's (FINDINGS G1)
+MYSTACK = (
+    "import gymnasium\nfrom gymnasium.vector import VectorWrapper\n\n"
+    "def make(env_fns):\n    return VectorWrapper(gymnasium.vector.SyncVectorEnv(env_fns))\n"
+)
+
+
 @pytest.mark.slow
-def test_the_cli_reports_inherited_failures_and_fail_on_own_leaves_them_out(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+def test_the_cli_reports_inherited_failures_and_fail_on_own_leaves_them_out(
+    tmp_path: Path, user_module: Callable[[str, str], Path], rlconform_cli: Callable[..., Any]
+) -> None:
+    user_module("mystack", MYSTACK)
 
-    module = tmp_path / "mystack.py"
-    module.write_text(
-        "import gymnasium\nfrom gymnasium.vector import VectorWrapper\n\n"
-        "def make(env_fns):\n    return VectorWrapper(gymnasium.vector.SyncVectorEnv(env_fns))\n"
-    )
-
-    def check(*extra: str) -> subprocess.CompletedProcess[str]:
-        executable = str(Path(sys.executable).with_name("rlconform"))
-        command = [executable, "check", "mystack:make", "--api", "gymnasium.vector", *extra]
-        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    def check(*extra: str) -> Any:
+        return rlconform_cli("check", "mystack:make", "--api", "gymnasium.vector", *extra)
 
     plain = check("--json", "out.json")
     assert plain.returncode == 1, plain.stdout + plain.stderr
@@ -150,10 +151,7 @@ def test_the_plugin_reports_an_inherited_failure_as_xfail_under_fail_on_own(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
-    pytester.makepyfile(
-        mystack="import gymnasium\nfrom gymnasium.vector import VectorWrapper\n\n"
-        "def make(env_fns):\n    return VectorWrapper(gymnasium.vector.SyncVectorEnv(env_fns))\n"
-    )
+    pytester.makepyfile(mystack=MYSTACK)
     args = ["--rlconform-api", "gymnasium.vector", "--rlconform-check", "mystack:make"]
     args += ["--rlconform-specs", "aliasing.caller_arguments"]
     # in subprocesses: a second in-process run of the same failing search in one pytester session

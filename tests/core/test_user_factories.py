@@ -8,9 +8,7 @@ processes.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -305,30 +303,11 @@ def test_a_kind_that_crashes_rlconform_in_the_probe_is_left_out_and_named_an_int
 
 @pytest.mark.slow  # runs the CLI in a subprocess
 def test_bad_input_from_a_raising_factory_keeps_a_self_contained_first_line_on_the_command_line(
-    tmp_path: Path,
+    user_module: Callable[[str, str], Path], rlconform_cli: Callable[..., subprocess.CompletedProcess[str]]
 ) -> None:
-    (tmp_path / "userfac.py").write_text(
-        "def make(env_fns):\n    assert not env_fns, 'expected no envs'\n",
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), str(tmp_path)])}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rlconform.cli",
-            "check",
-            "userfac:make",
-            "--api",
-            "gymnasium.vector",
-            "--spec",
-            "flags.terminated",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    user_module("userfac", "def make(env_fns):\n    assert not env_fns, 'expected no envs'\n")
+    check = ("check", "userfac:make", "--api", "gymnasium.vector", "--spec", "flags.terminated")
+    result = rlconform_cli(*check, timeout=300)
     assert result.returncode == 2, result.stdout + result.stderr
     first, *rest = result.stderr.strip().splitlines()
     assert first.startswith(

@@ -15,10 +15,9 @@ every other.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -324,13 +323,6 @@ def test_an_isaac_lab_annotation_names_its_api(samples: Path) -> None:
     assert _suggested(str(caught.value)) == {"isaaclab"}, caught.value
 
 
-def _cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(folder)}
-    return subprocess.run(
-        [sys.executable, "-m", "rlconform.cli", "check", *args], cwd=folder, env=env, capture_output=True, text=True
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "asked", "fits"),
@@ -339,10 +331,12 @@ def _cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
         pytest.param("algorithm", "sb3.VecEnv", "sb3.Algorithm", id="algorithm-as-vecenv"),
     ],
 )
-def test_the_command_line_refuses_a_wrong_api_in_one_line(samples: Path, name: str, asked: str, fits: str) -> None:
+def test_the_command_line_refuses_a_wrong_api_in_one_line(
+    samples: Path, rlconform_cli: Callable[..., subprocess.CompletedProcess[str]], name: str, asked: str, fits: str
+) -> None:
     """The two mistakes of issue 34, as a user makes them: exit status 2 (bad input), one line on
     stderr naming the --api that fits, nothing of the factory run."""
-    result = _cli(samples, f"{SAMPLES}:{name}", "--api", asked)
+    result = rlconform_cli("check", f"{SAMPLES}:{name}", "--api", asked, cwd=samples)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rlconform: error: "), result.stderr

@@ -12,6 +12,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,54 +21,38 @@ pytest.importorskip("gymnasium")
 
 pytestmark = pytest.mark.slow  # each test runs the CLI in a subprocess
 
-MYVEC = '''
-import gymnasium
-
-
-def make(env_fns, **kwargs):
-    return gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
-
-
-class DropFinalObs(gymnasium.vector.VectorWrapper):
-    """Loses the true terminal observation."""
-
-    def step(self, actions):
-        obs, rewards, terminated, truncated, infos = self.env.step(actions)
-        infos = {k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")}
-        return obs, rewards, terminated, truncated, infos
-
-
-def broken(env_fns, **kwargs):
-    return DropFinalObs(make(env_fns))
-
+#: added to the conftest's vectorizer (``vectorizer_source``: ``make`` correct, ``broken`` loses
+#: final_obs) in the user's module myvec.py: a factory that takes no arguments
+NO_ARGUMENTS = """
 
 def no_arguments():
     return None
-'''
+"""
 
 SPECS = ("--spec", "terminal.final_obs", "--spec", "flags.*")
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    (tmp_path / "myvec.py").write_text(MYVEC)
+def workdir(tmp_path: Path, user_module: Callable[[str, str], Path], vectorizer_source: str) -> Path:
+    user_module("myvec", vectorizer_source + NO_ARGUMENTS)
     return tmp_path
 
 
-def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RLCONFORM_PROFILE": "ci"}
-    env.pop("RLCONFORM_SEED", None)
-    return subprocess.run(
-        [sys.executable, "-m", "rlconform.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+#: ``run(cwd, *args)``: the CLI in ``cwd`` as a user runs it there
+Run = Callable[..., subprocess.CompletedProcess[str]]
+#: the user's environment: the default (ci) profile, no seed pinned by this test session
+CI = {"RLCONFORM_PROFILE": "ci", "RLCONFORM_SEED": None}
 
 
-def test_check_passing_system_exits_0(workdir: Path) -> None:
+@pytest.fixture
+def run(rlconform_cli: Run) -> Run:
+    def check(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return rlconform_cli(*args, cwd=cwd, env=CI, timeout=120)
+
+    return check
+
+
+def test_check_passing_system_exits_0(workdir: Path, run: Run) -> None:
     result = run(workdir, "check", "myvec:make", "--api", "gymnasium.vector", "--profile", "ci", *SPECS)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "profile: ci" in result.stdout
@@ -94,7 +79,7 @@ def _printed_reproducer(stdout: str) -> str:
     return re.split(r"\n\n(?=summary: |FAIL |ERROR |NOT_EXERCISED )", after, maxsplit=1)[0]
 
 
-def test_check_broken_system_exits_1_with_reproducer(workdir: Path) -> None:
+def test_check_broken_system_exits_1_with_reproducer(workdir: Path, run: Run) -> None:
     result = run(workdir, "check", "myvec:broken", "--api", "gymnasium.vector", "--profile", "ci", *SPECS)
     assert result.returncode == 1, result.stdout + result.stderr
     assert re.search(r"^\s*FAIL\s+terminal\.final_obs: env \d", result.stdout, re.MULTILINE), result.stdout
@@ -110,7 +95,7 @@ def test_check_broken_system_exits_1_with_reproducer(workdir: Path) -> None:
     assert "VIOLATION terminal.final_obs" in pasted.stdout
 
 
-def test_expected_failure_is_not_counted_as_a_failure_and_prints_no_reproducer(workdir: Path) -> None:
+def test_expected_failure_is_not_counted_as_a_failure_and_prints_no_reproducer(workdir: Path, run: Run) -> None:
     (workdir / "expected.txt").write_text(
         "user:myvec:broken-terminal.final_obs  drops final_obs; fix in review (#42)\n"
     )
@@ -133,7 +118,7 @@ def test_expected_failure_is_not_counted_as_a_failure_and_prints_no_reproducer(w
 
 
 def test_an_unlisted_failure_prints_a_pinned_line_to_paste_and_a_changed_failure_is_not_excused(
-    workdir: Path,
+    workdir: Path, run: Run
 ) -> None:
     """Issue 25: with --expected-failures, every failure the file does not list gets a line to
     paste into it, pinned to the failure's signature; pasted, it excuses that failure, and a pin
@@ -179,7 +164,7 @@ def make(env_fns, **kwargs):
 """
 
 
-def test_reproducers_dir_writes_a_regression_test_that_fails_until_the_bug_is_fixed(tmp_path: Path) -> None:
+def test_reproducers_dir_writes_a_regression_test_that_fails_until_the_bug_is_fixed(tmp_path: Path, run: Run) -> None:
     """``--reproducers DIR`` writes one file per failure; for a user's factory it is a pytest
     test that imports the factory and makes plain reset/step calls around the reference envs:
     it fails on the planted bug (a final_obs that is the reset observation) and passes once the
@@ -232,17 +217,10 @@ def make(env_fns, **kwargs):
 """
 
 
-def test_no_hypothesis_warning_reaches_the_user(tmp_path: Path) -> None:
-    (tmp_path / "warns.py").write_text(HYPOTHESIS_WARNS)
-    env = {**os.environ, "RLCONFORM_PROFILE": "ci", "PYTHONWARNINGS": "always"}
-    result = subprocess.run(
-        [sys.executable, "-m", "rlconform.cli", "check", "warns:make", "--api", "gymnasium.vector", *SPECS],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def test_no_hypothesis_warning_reaches_the_user(user_module: Callable[[str, str], Path], rlconform_cli: Run) -> None:
+    user_module("warns", HYPOTHESIS_WARNS)
+    env = {"RLCONFORM_PROFILE": "ci", "PYTHONWARNINGS": "always"}
+    result = rlconform_cli("check", "warns:make", "--api", "gymnasium.vector", *SPECS, env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "HypothesisDeprecationWarning" not in result.stdout + result.stderr
     assert "HealthCheck" not in result.stdout + result.stderr
@@ -269,7 +247,9 @@ def test_no_hypothesis_warning_reaches_the_user(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_check_bad_input_exits_2_with_one_line_reason(workdir: Path, target: str, family: str, reason: str) -> None:
+def test_check_bad_input_exits_2_with_one_line_reason(
+    workdir: Path, target: str, family: str, reason: str, run: Run
+) -> None:
     result = run(workdir, "check", target, "--api", family, "--spec", "flags.terminated")
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
@@ -278,7 +258,7 @@ def test_check_bad_input_exits_2_with_one_line_reason(workdir: Path, target: str
     assert "Traceback" not in result.stdout
 
 
-def test_check_json_lists_every_spec_with_status_message_and_reproducer(workdir: Path) -> None:
+def test_check_json_lists_every_spec_with_status_message_and_reproducer(workdir: Path, run: Run) -> None:
     result = run(
         workdir, "check", "myvec:broken", "--api", "gymnasium.vector", "--profile", "ci", *SPECS, "--json", "out.json"
     )
@@ -323,14 +303,14 @@ def test_check_json_lists_every_spec_with_status_message_and_reproducer(workdir:
     assert first in blocked.stdout + blocked.stderr
 
 
-def test_list_names_systems_and_specs(workdir: Path) -> None:
+def test_list_names_systems_and_specs(workdir: Path, run: Run) -> None:
     result = run(workdir, "list")
     assert result.returncode == 0, result.stderr
     assert "gymnasium.SyncVectorEnv.SameStep" in result.stdout
     assert "transitions.exact" in result.stdout
 
 
-def test_list_filters_by_family_and_section(workdir: Path) -> None:
+def test_list_filters_by_family_and_section(workdir: Path, run: Run) -> None:
     from rlconform.core.spec import all_specs
     from rlconform.core.system import all_systems
 
@@ -352,7 +332,7 @@ def test_list_filters_by_family_and_section(workdir: Path) -> None:
     assert unknown.stderr.startswith("rlconform: error: unknown family 'gym.Vector'; known: ")
 
 
-def test_version(workdir: Path) -> None:
+def test_version(workdir: Path, run: Run) -> None:
     from rlconform import __version__
 
     result = run(workdir, "--version")
@@ -360,7 +340,7 @@ def test_version(workdir: Path) -> None:
     assert result.stdout == f"rlconform {__version__}\n"
 
 
-def test_check_help_describes_the_families_their_signatures_and_examples(workdir: Path) -> None:
+def test_check_help_describes_the_families_their_signatures_and_examples(workdir: Path, run: Run) -> None:
     from rlconform.cli import build_parser
     from rlconform.core.user import factory_signatures
 
@@ -400,7 +380,7 @@ def broken(env_fn):
 TORCHRL_SPECS = ("--spec", "transitions.exact", "--spec", "flags.*")
 
 
-def test_check_torchrl_factory_exits_0_and_a_broken_one_exits_1(tmp_path: Path) -> None:
+def test_check_torchrl_factory_exits_0_and_a_broken_one_exits_1(tmp_path: Path, run: Run) -> None:
     """Family torchrl.EnvBase: the factory gets one env_fn and picks the number of sub-envs."""
     pytest.importorskip("torchrl")
     (tmp_path / "mytorchrl.py").write_text(MYTORCHRL)
@@ -419,7 +399,7 @@ def test_check_torchrl_factory_exits_0_and_a_broken_one_exits_1(tmp_path: Path) 
 # ------------------------------------------------------------- choosing what runs: specs, stacks
 
 
-def test_skip_spec_leaves_specs_out_and_says_which(workdir: Path) -> None:
+def test_skip_spec_leaves_specs_out_and_says_which(workdir: Path, run: Run) -> None:
     result = run(
         workdir,
         "check",
@@ -441,7 +421,7 @@ def test_skip_spec_leaves_specs_out_and_says_which(workdir: Path) -> None:
     assert skipped in document["notes"]
 
 
-def test_run_skip_spec(tmp_path: Path) -> None:
+def test_run_skip_spec(tmp_path: Path, run: Run) -> None:
     result = run(
         tmp_path,
         "run",
@@ -464,7 +444,7 @@ def test_run_skip_spec(tmp_path: Path) -> None:
         pytest.param(("--stacks", "sb3.*"), "--stacks does not apply to --api gymnasium.vector", id="stacks"),
     ],
 )
-def test_bad_selection_exits_2(workdir: Path, args: tuple[str, ...], reason: str) -> None:
+def test_bad_selection_exits_2(workdir: Path, args: tuple[str, ...], reason: str, run: Run) -> None:
     result = run(workdir, "check", "myvec:make", "--api", "gymnasium.vector", *SPECS, *args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith(f"rlconform: error: {reason}"), result.stderr
@@ -473,7 +453,7 @@ def test_bad_selection_exits_2(workdir: Path, args: tuple[str, ...], reason: str
 ENV = "rlconform.libraries.envauthor.sample_envs"
 
 
-def test_stacks_chooses_the_stacks_env_author_mode_runs(tmp_path: Path) -> None:
+def test_stacks_chooses_the_stacks_env_author_mode_runs(tmp_path: Path, run: Run) -> None:
     result = run(
         tmp_path,
         *("check", f"{ENV}:counter", "--api", "gymnasium.Env", "--spec", "env.stack_equivalence"),
@@ -492,7 +472,9 @@ def test_stacks_chooses_the_stacks_env_author_mode_runs(tmp_path: Path) -> None:
     )
 
 
-def test_stacks_left_out_are_named_in_a_failure_and_its_reproducer_runs_the_chosen_ones(tmp_path: Path) -> None:
+def test_stacks_left_out_are_named_in_a_failure_and_its_reproducer_runs_the_chosen_ones(
+    tmp_path: Path, run: Run
+) -> None:
     result = run(
         tmp_path,
         *("check", f"{ENV}:shared_state", "--api", "gymnasium.Env", "--spec", "env.stack_equivalence"),
@@ -509,7 +491,7 @@ def test_stacks_left_out_are_named_in_a_failure_and_its_reproducer_runs_the_chos
     assert replay.returncode == 1, replay.stdout + replay.stderr
 
 
-def test_stacks_matching_no_stack_is_bad_input(tmp_path: Path) -> None:
+def test_stacks_matching_no_stack_is_bad_input(tmp_path: Path, run: Run) -> None:
     result = run(tmp_path, "check", f"{ENV}:counter", "--api", "gymnasium.Env", "--stacks", "gymnasium.Sync*.Nope")
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith(

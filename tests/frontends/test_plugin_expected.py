@@ -10,25 +10,6 @@ pytest.importorskip("gymnasium")
 
 pytestmark = pytest.mark.slow  # pytest runs in a subprocess
 
-BROKEN = '''
-import gymnasium
-
-
-class DropFinalObs(gymnasium.vector.VectorWrapper):
-    """Loses the true terminal observation."""
-
-    def step(self, actions):
-        obs, rewards, terminated, truncated, infos = self.env.step(actions)
-        infos = {k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")}
-        return obs, rewards, terminated, truncated, infos
-
-
-def broken(env_fns, **kwargs):
-    return DropFinalObs(
-        gymnasium.vector.SyncVectorEnv(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
-    )
-'''
-
 ARGS = (
     *("--rlconform-api", "gymnasium.vector", "--rlconform-check", "myvec:broken"),
     *("--rlconform-specs", "terminal.final_obs", "--rlconform-xfail", "expected.txt", "-p", "no:cacheprovider"),
@@ -43,11 +24,11 @@ def _signature(pytester: pytest.Pytester) -> str:
 
 
 def test_a_pinned_entry_excuses_its_failure_and_only_it(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, vectorizer_source: str
 ) -> None:
     monkeypatch.setenv("RLCONFORM_PROFILE", "ci")
     monkeypatch.delenv("RLCONFORM_SEED", raising=False)
-    pytester.makepyfile(myvec=BROKEN)
+    pytester.makepyfile(myvec=vectorizer_source)  # broken: loses final_obs
     signature = _signature(pytester)
     pin = signature.rsplit("#", 1)[1]
     pytester.path.joinpath("expected.txt").write_text(f"user:myvec:broken-terminal.final_obs#{pin}  drops final_obs\n")

@@ -9,7 +9,7 @@ the verdict, not failed), and a user's factory is checked from the CLI.
 from __future__ import annotations
 
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -183,24 +183,13 @@ def test_a_user_factory_is_probed_for_the_spaces_it_takes(tmp_path: Path, monkey
 
 
 @pytest.mark.slow
-def test_the_cli_checks_a_user_algorithm(tmp_path: Path) -> None:
+def test_the_cli_checks_a_user_algorithm(
+    tmp_path: Path, rlconform_cli: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     _write_factories(tmp_path)
-    executable = str(Path(sys.executable).with_name("rlconform"))
-    good = subprocess.run(
-        [executable, "check", "my_algos:good", "--api", "sb3.Algorithm"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    good = rlconform_cli("check", "my_algos:good", "--api", "sb3.Algorithm", timeout=600)
     assert good.returncode == 0, good.stdout + good.stderr
-    bad = subprocess.run(
-        [executable, "check", "my_algos:drops_timeouts", "--api", "sb3.Algorithm"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    bad = rlconform_cli("check", "my_algos:drops_timeouts", "--api", "sb3.Algorithm", timeout=600)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "algorithm.buffer_dones" in bad.stdout and "a time-out" in bad.stdout
 

@@ -10,7 +10,7 @@ read at (before any gradient step), and a user's PPO factory from the CLI.
 from __future__ import annotations
 
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -166,25 +166,14 @@ def test_a_user_ppo_factory_is_probed_for_the_spaces_it_takes(tmp_path: Path, mo
 
 
 @pytest.mark.slow
-def test_the_cli_checks_a_user_ppo(tmp_path: Path) -> None:
+def test_the_cli_checks_a_user_ppo(
+    tmp_path: Path, rlconform_cli: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     _write_factories(tmp_path)
-    executable = str(Path(sys.executable).with_name("rlconform"))
-    good = subprocess.run(
-        [executable, "check", "my_ppo:good", "--api", "sb3.Algorithm"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=tmp_path,
-    )
+    good = rlconform_cli("check", "my_ppo:good", "--api", "sb3.Algorithm", timeout=900)
     assert good.returncode == 0, good.stdout + good.stderr
     assert "algorithm.rollout_returns" in good.stdout
-    bad = subprocess.run(
-        [executable, "check", "my_ppo:gae_across_episodes", "--api", "sb3.Algorithm"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=tmp_path,
-    )
+    bad = rlconform_cli("check", "my_ppo:gae_across_episodes", "--api", "sb3.Algorithm", timeout=900)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "algorithm.rollout_returns" in bad.stdout and "buffer row" in bad.stdout
 

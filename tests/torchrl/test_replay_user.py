@@ -10,10 +10,9 @@ a truncation three steps in, over two batches), which every search tries first.
 from __future__ import annotations
 
 import io
-import os
 import subprocess
-import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -142,33 +141,26 @@ def make_buggy():
     )
 """
 
-
-def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rlconform.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
-    )
+#: the conftest's user_module and rlconform_cli/user_python fixtures
+UserModule = Callable[[str, str], Path]
+Process = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.mark.slow  # rlconform check in a subprocess
-def test_user_factory_from_the_cli(tmp_path: Path) -> None:
-    (tmp_path / "buffers.py").write_text(GOOD + BUGGY)
-    good = _cli(tmp_path, "check", "buffers:make", "--api", "torchrl.ReplayBuffer")
+def test_user_factory_from_the_cli(
+    tmp_path: Path, user_module: UserModule, rlconform_cli: Process, user_python: Process
+) -> None:
+    user_module("buffers", GOOD + BUGGY)
+    good = rlconform_cli("check", "buffers:make", "--api", "torchrl.ReplayBuffer")
     assert good.returncode == 0, good.stdout + good.stderr
-    buggy = _cli(tmp_path, "check", "buffers:make_buggy", "--api", "torchrl.ReplayBuffer", "--reproducers", "repro")
+    buggy = rlconform_cli("check", "buffers:make_buggy", "--api", "torchrl.ReplayBuffer", "--reproducers", "repro")
     assert buggy.returncode == 1, buggy.stdout + buggy.stderr
     assert "FAIL" in buggy.stdout and "bootstraps a termination" in buggy.stdout
     (script,) = (tmp_path / "repro").glob("*.py")
-    again = subprocess.run(
-        [sys.executable, script.name],
-        cwd=script.parent,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
-    )
+    again = user_python(str(script.relative_to(tmp_path)), timeout=300)
     assert again.returncode == 1, again.stdout + again.stderr
     assert "VIOLATION replay.bootstrap_targets" in again.stdout
-    wrong = _cli(tmp_path, "check", "buffers:make", "--api", "torchrl.ValueEstimator")
+    wrong = rlconform_cli("check", "buffers:make", "--api", "torchrl.ValueEstimator")
     assert wrong.returncode != 0
 
 

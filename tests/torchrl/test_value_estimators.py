@@ -10,10 +10,9 @@ searches themselves run in tests/specs/test_specificity.py and the slow tests he
 from __future__ import annotations
 
 import io
-import os
 import subprocess
-import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -344,36 +343,27 @@ def make(value_network):
     return PlainGAE(gamma=0.9, lmbda=0.8, value_network=value_network, defect="bootstraps_terminations")
 """
 
-
-def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rlconform.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
-    )
+#: the conftest's user_module and rlconform_cli/user_python fixtures
+UserModule = Callable[[str, str], Path]
+Process = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.mark.slow  # rlconform check in a subprocess
-def test_user_factory_from_the_cli(tmp_path: Path) -> None:
-    (tmp_path / "estimators.py").write_text(GOOD + BUGGY.replace("def make", "def make_buggy"))
-    good = _cli(tmp_path, "check", "estimators:make", "--api", "torchrl.ValueEstimator")
+def test_user_factory_from_the_cli(
+    tmp_path: Path, user_module: UserModule, rlconform_cli: Process, user_python: Process
+) -> None:
+    user_module("estimators", GOOD + BUGGY.replace("def make", "def make_buggy"))
+    good = rlconform_cli("check", "estimators:make", "--api", "torchrl.ValueEstimator")
     assert good.returncode == 0, good.stdout + good.stderr
     assert "5 passed" in good.stdout
-    buggy = _cli(
-        tmp_path, "check", "estimators:make_buggy", "--api", "torchrl.ValueEstimator", "--reproducers", "repro"
-    )
+    buggy = rlconform_cli("check", "estimators:make_buggy", "--api", "torchrl.ValueEstimator", "--reproducers", "repro")
     assert buggy.returncode == 1, buggy.stdout + buggy.stderr
     assert "FAIL" in buggy.stdout and "bootstrapped at a termination" in buggy.stdout
     (script,) = (tmp_path / "repro").glob("*.py")
-    again = subprocess.run(
-        [sys.executable, script.name],
-        cwd=script.parent,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
-    )
+    again = user_python(str(script.relative_to(tmp_path)), timeout=300)
     assert again.returncode == 1, again.stdout + again.stderr
     assert "VIOLATION estimator." in again.stdout
-    wrong = _cli(tmp_path, "check", "estimators:make", "--api", "gymnasium.vector")
+    wrong = rlconform_cli("check", "estimators:make", "--api", "gymnasium.vector")
     assert wrong.returncode != 0
 
 
