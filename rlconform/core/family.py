@@ -87,6 +87,17 @@ class RunRecord(Protocol):
         where the family reads none."""
         ...
 
+    def hang(self) -> str | None:
+        """Which call of the run did not answer within its deadline, in words (None: every call
+        answered, or the family sets no deadline); rlconform.core.hangs reads it."""
+        ...
+
+    @property
+    def call_deadline(self) -> float:
+        """Seconds one call of the run was allowed (0: none was set): what a hang counts against
+        its system's hang budget (rlconform.core.hangs)."""
+        ...
+
 
 @runtime_checkable
 class Family(Protocol):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import multiprocessing
 import os
 import sys
@@ -53,7 +54,16 @@ def main_modules() -> list[str]:
     main = sys.modules.get("__main__")
     spec_name = getattr(getattr(main, "__spec__", None), "name", None)
     if spec_name is not None:
-        return [CLI_MODULE] if spec_name == CLI_MODULE else []
+        if spec_name != CLI_MODULE:
+            return []
+        # not the CLI itself: a worker runs it again as ``__mp_main__`` with runpy, which warns
+        # (a RuntimeWarning on the user's stderr per worker) when it is already imported under its
+        # own name; what it imports at its top level is what the workers' run of it needs
+        spec = importlib.util.find_spec(CLI_MODULE)
+        origin = getattr(main, "__file__", None) or (spec.origin if spec is not None else None)
+        if not isinstance(origin, str):
+            return []
+        return [name for name in _top_level_imports(origin) if name in sys.modules and name != CLI_MODULE]
     path = getattr(main, "__file__", None)
     if not isinstance(path, str):
         return []
@@ -68,6 +78,13 @@ def _console_script_imports(path: str) -> tuple[str, ...]:
     scripts = sysconfig.get_path("scripts")
     if not scripts or os.path.dirname(os.path.abspath(path)) != os.path.abspath(scripts):
         return ()
+    return _top_level_imports(path)
+
+
+@functools.cache
+def _top_level_imports(path: str) -> tuple[str, ...]:
+    """The modules ``import X`` and ``from X import Y`` name at the top level of the file ``path``
+    (none where it cannot be read or parsed)."""
     try:
         with open(path, encoding="utf-8") as handle:
             tree = ast.parse(handle.read(), filename=path)

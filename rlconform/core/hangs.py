@@ -18,10 +18,14 @@ keeps its other verdicts; one that hangs on every step is done in about the budg
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlconform.core.deadlock import DEADLOCKED
+
+if TYPE_CHECKING:
+    from rlconform.core.family import RunRecord
 
 #: the spec that judges hangs; the others are not run on a system that hung
 RESPONSIVE = "lifecycle.responsive"
@@ -57,27 +61,22 @@ class _Record:
 _HUNG: dict[str, _Record] = {}
 
 
-def hung_call(run: Any) -> str | None:
-    """Which call of ``run`` hung, in words; None when every call answered.
+def hung_call(run: RunRecord | None) -> str | None:
+    """Which call of ``run`` hung, in words; None when every call answered (``RunRecord.hang``:
+    each family's run says it of its own calls)."""
+    return None if run is None else run.hang()
 
-    ``run`` is an :class:`~rlconform.envs.driver.Run` (its calls and close) or an env-author
-    :class:`~rlconform.libraries.envauthor.harness.EnvRun` (its runs of the bare env)."""
-    if run is None:
-        return None
-    calls = getattr(run, "calls", None)
-    if calls is None:  # an EnvRun: the runs of the bare env it drove
-        for part in (getattr(run, "first", None), getattr(run, "second", None)):
-            found = hung_call(part)
-            if found is not None:
-                return found
-        return None
-    limit = getattr(run, "call_timeout", 0.0)
-    within = f"within {limit:g} s" if limit else "within its deadline"
+
+def calls_hang(calls: Iterable[Any], call_timeout: float, close_error: str | None, close_timeout: float) -> str | None:
+    """Which of ``calls`` (call records with ``error_type``, ``source``, ``agent_step`` and
+    ``position``) did not answer within ``call_timeout``, or whether the close after them hung; the
+    ``RunRecord.hang`` of a run recorded call by call."""
+    within = f"within {call_timeout:g} s" if call_timeout else "within its deadline"
     for call in calls:
         if call.error_type == TIMEOUT_ERROR:
             where = f"agent step {call.agent_step}" if call.agent_step else f"call {call.position}"
             return f"{call.source} did not answer {within} ({where})"
-    return close_hang(getattr(run, "close_error", None), getattr(run, "close_timeout", 0.0), within)
+    return close_hang(close_error, close_timeout, within)
 
 
 def close_hang(close_error: str | None, close_limit: float, within: str = "within its deadline") -> str | None:
@@ -107,14 +106,11 @@ def note_run(system_id: str, case: Any, run: Any) -> None:
     record.spent += _deadline_of(run)
 
 
-def _deadline_of(run: Any) -> float:
+def _deadline_of(run: RunRecord) -> float:
     """What one hang counts against the budget: its run's call deadline (an env-author run: its
     bare run's), also for a close() that hung past its longer limit, so that one rare close hang
     (Gymnasium's AsyncVectorEnv, FINDINGS G3) does not stop a system's other searches."""
-    limit = getattr(run, "call_timeout", None)
-    if limit is None:
-        limit = getattr(getattr(run, "first", None), "call_timeout", 0.0)
-    return float(limit or 1.0)
+    return float(run.call_deadline or 1.0)
 
 
 def hang_of(system_id: str) -> Hang | None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO
 
 from rlconform.core.crashlog import announce
 from rlconform.core.family import ModelMatch, get_family
+from rlconform.core.hangs import calls_hang
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, get_system
 from rlconform.core.user import BadInput, returned_type, spawns_workers
 from rlconform.core.watchdog import (
@@ -311,6 +312,13 @@ class Run:
     @property
     def usable(self) -> bool:
         return self.build_error is None and self.truth is not None
+
+    def hang(self) -> str | None:
+        return calls_hang(self.calls, self.call_timeout, self.close_error, self.close_timeout)
+
+    @property
+    def call_deadline(self) -> float:
+        return self.call_timeout
 
     def slots_of(self, env: int) -> list[Slot]:
         return [s for s in self.slots if s.env == env]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import multiprocessing
 import subprocess
 import sys
@@ -87,10 +88,16 @@ CONSOLE_SCRIPT = textwrap.dedent(
 
 
 def test_workers_find_the_imports_of_rlconforms_command_line_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``python -m rlconform.cli`` the fork server preloads what the CLI imports, not the CLI
+    itself: a worker runs it again as ``__mp_main__`` with runpy, which printed a RuntimeWarning
+    per worker on the user's stderr when the module was already imported under its own name."""
+    import rlconform.cli  # noqa: F401  (what python -m rlconform.cli has imported by the time a worker starts)
     from rlconform.core.forkserver import CLI_MODULE, main_modules
 
     _main(monkeypatch, spec_name=CLI_MODULE)  # python -m rlconform.cli
-    assert main_modules() == [CLI_MODULE]
+    preloaded = main_modules()
+    assert CLI_MODULE not in preloaded
+    assert {"rlconform.core.session", "rlconform.reports.results", "argparse"} <= set(preloaded)
 
 
 def test_a_console_script_has_its_top_level_imports_preloaded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -144,8 +151,10 @@ def test_a_users_own_main_is_left_alone(monkeypatch: pytest.MonkeyPatch, tmp_pat
 MAIN_IS_CLI = textwrap.dedent(
     """
     import concurrent.futures, gc, importlib.util, multiprocessing, sys
-    if sys.argv[1] == "cli":
+    if sys.argv[1] == "cli":  # as under python -m rlconform.cli: what it imports, not itself by its name
         sys.modules["__main__"].__spec__ = importlib.util.find_spec("rlconform.cli")
+        import rlconform.cli
+        del sys.modules["rlconform.cli"]
     from rlconform.core.forkserver import preload
     preload(["json"])
     print(multiprocessing.forkserver._forkserver._preload_modules)
@@ -158,8 +167,9 @@ MAIN_IS_CLI = textwrap.dedent(
 
 @pytest.mark.slow  # runs the CLI in a subprocess
 def test_under_the_command_line_the_server_imports_it_before_freezing(tmp_path: Path) -> None:
-    """End to end: under ``-m rlconform.cli`` the server imports the CLI (and hypothesis, which
-    it imports) before its heap is frozen, so a worker inherits them instead of importing them."""
+    """End to end: under ``-m rlconform.cli`` the server imports what the CLI imports (rlconform's
+    modules and what they import) before its heap is frozen, so a worker inherits them instead of
+    importing them; not the CLI itself, which a worker's runpy run of ``__main__`` would warn about."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         pytest.skip("no forkserver start method here")
     runs = {}
@@ -170,6 +180,8 @@ def test_under_the_command_line_the_server_imports_it_before_freezing(tmp_path: 
         assert done.returncode == 0, done.stderr
         modules, frozen = done.stdout.strip().splitlines()[-2:]
         runs[main] = (modules, int(frozen))
-    assert runs["cli"][0] == str(["json", "rlconform.cli", FROZEN_HEAP])
+    cli = ast.literal_eval(runs["cli"][0])
+    assert cli[0] == "json" and cli[-1] == FROZEN_HEAP and "rlconform.cli" not in cli
+    assert {"rlconform.core.session", "rlconform.reports.results"} <= set(cli)
     assert runs["plain"][0] == str(["json", FROZEN_HEAP])
     assert runs["cli"][1] > runs["plain"][1] + 10_000  # rlconform's modules and hypothesis

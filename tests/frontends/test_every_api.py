@@ -521,27 +521,13 @@ def test_the_cli_checks_it_under_its_own_api_and_every_report_shows_one_status(s
     assert "reproducers written to " in result.stdout
 
 
-#: ``python -m rlconform.cli`` under a system whose library starts forkserver workers
-FORKSERVER_WARNING = (
-    "product bug: under `python -m rlconform.cli` rlconform.core.forkserver.preload has the fork server "
-    "import rlconform.cli (main_modules() names it), and every SubprocVecEnv worker then runs __main__ "
-    "again with runpy, which warns on stderr \"'rlconform.cli' found in sys.modules after import of "
-    "package 'rlconform', but prior to execution of 'rlconform.cli'\" (17 lines for one sb3.Algorithm check)"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "sample",
-    [
-        pytest.param(s, id=s.api, marks=pytest.mark.xfail(strict=True, reason=FORKSERVER_WARNING))
-        if s.api == "sb3.Algorithm"
-        else pytest.param(s, id=s.api)
-        for s in SAMPLES
-    ],
-)
+@pytest.mark.parametrize("sample", PARAMS)
 def test_the_cli_writes_nothing_on_stderr_for_a_check(sample: Sample, runs: Runs) -> None:
-    """stderr is for bad input (one line): a check that ran, failing or not, writes nothing there."""
+    """stderr is for bad input (one line): a check that ran, failing or not, writes nothing there.
+    (Under ``python -m rlconform.cli`` an sb3.Algorithm check printed a runpy RuntimeWarning per
+    SubprocVecEnv worker: the fork server preloaded rlconform.cli itself; it now preloads what the
+    CLI imports, rlconform.core.forkserver.main_modules.)"""
     result, _ = _checked(sample, runs)
     assert result.stderr == "", result.stderr
 

@@ -62,6 +62,19 @@ class EnvRun:
     def usable(self) -> bool:
         return self.build_error is None and self.first is not None
 
+    def hang(self) -> str | None:
+        """The first call of the bare env's runs that hung (the stacks' runs have their own)."""
+        for part in (self.first, self.second):
+            found = None if part is None else part.hang()
+            if found is not None:
+                return found
+        return None
+
+    @property
+    def call_deadline(self) -> float:
+        """The bare run's call deadline."""
+        return self.first.call_timeout if self.first is not None else 0.0
+
     @property
     def semantics(self) -> dict[str, Any]:
         """The core's RunRecord: this family reads no stack semantics."""

@@ -34,6 +34,7 @@ import numpy as np
 
 from rlconform.core.compare import first_difference
 from rlconform.core.family import FactoryShape
+from rlconform.core.hangs import calls_hang
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System
 from rlconform.core.user import close_within_limit, load_callable
@@ -137,6 +138,18 @@ class NativeRun:
     def usable(self) -> bool:
         """The env was built (the core's RunRecord)."""
         return self.build_error is None
+
+    def hang(self) -> str | None:
+        """The first call of the seeded drives that did not answer within its deadline."""
+        for drive in (self.first, self.second):
+            found = None if drive is None else calls_hang(drive.calls, 0.0, None, 0.0)
+            if found is not None:
+                return found
+        return None
+
+    @property
+    def call_deadline(self) -> float:
+        return 0.0
 
     @property
     def semantics(self) -> dict[str, Any]:

@@ -70,6 +70,14 @@ class TorchRun:
     def usable(self) -> bool:
         return self.build_error is None
 
+    def hang(self) -> str | None:
+        """None: the family sets no per-call deadline of its own (the search's limits apply)."""
+        return None
+
+    @property
+    def call_deadline(self) -> float:
+        return 0.0
+
     @property
     def semantics(self) -> dict[str, Any]:
         """The core's RunRecord: this family reads no stack semantics."""

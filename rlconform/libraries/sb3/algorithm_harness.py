@@ -122,6 +122,14 @@ class AlgorithmRun:
         """The model was built and the env logs read (the core's RunRecord)."""
         return self.build_error is None and self.truth is not None
 
+    def hang(self) -> str | None:
+        """None: the family sets no per-call deadline of its own (the search's limits apply)."""
+        return None
+
+    @property
+    def call_deadline(self) -> float:
+        return 0.0
+
     @property
     def semantics(self) -> dict[str, Any]:
         """The core's RunRecord: this family reads no stack semantics."""
