@@ -169,13 +169,10 @@ class ReferenceEnvFamily(WholeRunFamily):
             self.prepare_user_build()
             return fn(list(env_fns))
 
-        return System(
-            id=f"user:{reference}",
-            family=self.name,
+        return self.user_system_of(
+            reference,
             title=f"{reference}(env_fns)",
             build=build,
-            source=reference,
-            kind="user",
             # the factory may move envs to worker processes: log to files, which work either way
             out_of_process=True,
             capabilities=self.user_capabilities(),

@@ -37,6 +37,23 @@ if TYPE_CHECKING:
     from rlconform.core.spec import Spec
 
 
+class WholeRunRecord:
+    """The :class:`~rlconform.core.family.RunRecord` members a family's run need not write: no
+    stack semantics are read, and no call has a deadline of its own (the search's limits apply).
+    A run class that has either overrides it."""
+
+    @property
+    def semantics(self) -> dict[str, Any]:
+        return {}
+
+    def hang(self) -> str | None:
+        return None
+
+    @property
+    def call_deadline(self) -> float:
+        return 0.0
+
+
 class WholeRunFamily(ABC):
     """Every member of :class:`~rlconform.core.family.Family`, with the defaults most families
     share; a subclass overrides what is its own."""
@@ -120,6 +137,12 @@ class WholeRunFamily(ABC):
             if spec == spec_id and fnmatch.fnmatchcase(system_id, pattern):
                 return row
         return None
+
+    def user_system_of(self, reference: str, **fields: Any) -> System:
+        """The :class:`System` of a user's factory named ``reference`` in this family: its id,
+        family, source and kind written once; ``fields`` are the family's own (title, build,
+        capabilities, description, whether it runs out of process, options)."""
+        return System(id=f"user:{reference}", family=self.name, source=reference, kind="user", **fields)
 
     def companions(self, system: System) -> list[System]:
         """Systems checked beside a user's ``system``: none unless the family has a reference

@@ -166,13 +166,10 @@ class EnvAuthorFamily(WholeRunFamily):
         for pattern in stacks:
             if not _matches_any(pattern):
                 raise BadInput(f"--stacks {pattern!r} matches no stack; the stacks are: {', '.join(STACKS)}")
-        return System(
-            id=f"user:{reference}",
-            family=USER_ENV,
+        return self.user_system_of(
+            reference,
             title=f"{reference}() (your env)",
             build=lambda env_fns: fn(),
-            source=reference,
-            kind="user",
             out_of_process=False,
             capabilities=Capabilities(partial_reset=False, max_envs=3),
             description="a user's own env: checked for what holds for any env, and through every installed stack",

@@ -20,6 +20,7 @@ from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.envs.driver import ActionCodec, Run
 from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.script import EnvScript
+from rlconform.envs.whole_run import WholeRunRecord
 from rlconform.libraries.envauthor import stacks
 from rlconform.libraries.envauthor.case import EnvCase, _action_stream, _batch, _drive, _factory, _sampled
 from rlconform.libraries.envauthor.layers import LayerRun, drive_layers
@@ -30,7 +31,7 @@ from rlconform.specs.families import GYMNASIUM_ENV
 
 
 @dataclass
-class EnvRun:
+class EnvRun(WholeRunRecord):
     """Everything the env-author specs read; the stacks are run only when a spec asks."""
 
     system: System
@@ -74,11 +75,6 @@ class EnvRun:
     def call_deadline(self) -> float:
         """The bare run's call deadline."""
         return self.first.call_timeout if self.first is not None else 0.0
-
-    @property
-    def semantics(self) -> dict[str, Any]:
-        """The core's RunRecord: this family reads no stack semantics."""
-        return {}
 
     def edges(self) -> dict[str, Any]:
         """The env stepped once with each action at the edges of its action space

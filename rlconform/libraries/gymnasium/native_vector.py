@@ -39,7 +39,7 @@ from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System
 from rlconform.core.user import close_within_limit, load_callable
 from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, deadline, reap
-from rlconform.envs.whole_run import WholeRunFamily
+from rlconform.envs.whole_run import WholeRunFamily, WholeRunRecord
 from rlconform.libraries.gymnasium.options import (
     AUTORESET_OPTION,
     MODES,
@@ -99,7 +99,7 @@ class Drive:
 
 
 @dataclass
-class NativeRun:
+class NativeRun(WholeRunRecord):
     """What the specs read of one case (the core's RunRecord: ``system``, ``build_error``)."""
 
     system: System
@@ -146,15 +146,6 @@ class NativeRun:
             if found is not None:
                 return found
         return None
-
-    @property
-    def call_deadline(self) -> float:
-        return 0.0
-
-    @property
-    def semantics(self) -> dict[str, Any]:
-        """The core's RunRecord: this family reads no stack semantics."""
-        return {}
 
 
 def _mode_of(env: Any) -> str | None:
@@ -487,13 +478,10 @@ class NativeVectorFamily(WholeRunFamily):
         given = tuple(
             (k, v) for k, v in ((SINGLE_ENV_OPTION, single), (SEEDING_OPTION, seeding), (AUTORESET_OPTION, mode)) if v
         )
-        return System(
-            id=f"user:{reference}",
-            family=NATIVE_VECTOR,
+        return self.user_system_of(
+            reference,
             title=f"{reference}(num_envs) (your vector env)",
             build=fn,
-            source=reference,
-            kind="user",
             out_of_process=True,
             capabilities=Capabilities(partial_reset=True, min_envs=2, max_envs=4),
             description="a ready-made vector env, checked black-box against the vector API and its declarations",

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from rlconform.envs.whole_run import WholeRunRecord
 from rlconform.libraries.isaaclab.monitor import ContractMonitor, ExactModel, Violation
 from rlconform.libraries.isaaclab.wrappers import compare, driver_for
 from rlconform.specs.families import ISAACLAB_TORCH
@@ -50,7 +51,7 @@ class Target:
 
 
 @dataclass
-class TorchRun:
+class TorchRun(WholeRunRecord):
     """The outcome of one :class:`TorchCase`: the monitor's violations and what was checked."""
 
     case: TorchCase
@@ -69,19 +70,6 @@ class TorchRun:
     @property
     def usable(self) -> bool:
         return self.build_error is None
-
-    def hang(self) -> str | None:
-        """None: the family sets no per-call deadline of its own (the search's limits apply)."""
-        return None
-
-    @property
-    def call_deadline(self) -> float:
-        return 0.0
-
-    @property
-    def semantics(self) -> dict[str, Any]:
-        """The core's RunRecord: this family reads no stack semantics."""
-        return {}
 
 
 _ENVS: dict[tuple[Any, ...], Any] = {}

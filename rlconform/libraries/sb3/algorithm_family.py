@@ -130,13 +130,10 @@ class AlgorithmFamily(WholeRunFamily):
         signature.bind(object())
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
-        return System(
-            id=f"user:{reference}",
-            family=SB3_ALGORITHM,
+        return self.user_system_of(
+            reference,
             title=f"{reference}(env) (your algorithm)",
             build=fn,
-            source=reference,
-            kind="user",
             out_of_process=True,
             capabilities=Capabilities(max_envs=3, partial_reset=False),
             description="an SB3 algorithm: what it stores in its replay buffer, against the env logs",

@@ -28,6 +28,7 @@ from rlconform.core.user import close_within_limit
 from rlconform.core.watchdog import child_processes, reap
 from rlconform.envs.calllog import FileSink, LogSink, MemorySink
 from rlconform.envs.truth import GroundTruth, build_truth
+from rlconform.envs.whole_run import WholeRunRecord
 from rlconform.libraries.sb3.algorithm_case import (
     SAMPLE_SEED,
     SMALL_CLIP,
@@ -88,7 +89,7 @@ class BufferFacts:
 
 
 @dataclass
-class AlgorithmRun:
+class AlgorithmRun(WholeRunRecord):
     """What the specs read of one case (the core's RunRecord: ``system``, ``build_error``)."""
 
     system: System
@@ -121,19 +122,6 @@ class AlgorithmRun:
     def usable(self) -> bool:
         """The model was built and the env logs read (the core's RunRecord)."""
         return self.build_error is None and self.truth is not None
-
-    def hang(self) -> str | None:
-        """None: the family sets no per-call deadline of its own (the search's limits apply)."""
-        return None
-
-    @property
-    def call_deadline(self) -> float:
-        return 0.0
-
-    @property
-    def semantics(self) -> dict[str, Any]:
-        """The core's RunRecord: this family reads no stack semantics."""
-        return {}
 
 
 def build_vec_env(case: AlgorithmCase, sinks: list[LogSink]) -> Any:

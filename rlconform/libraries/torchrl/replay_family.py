@@ -121,13 +121,10 @@ class ReplayFamily(DrivenObjectFamily):
         def factory(case: ReplayCase) -> tuple[Any, str]:
             return fn(), f"{reference}()"
 
-        return System(
-            id=f"user:{reference}",
-            family=FAMILY_NAME,
+        return self.user_system_of(
+            reference,
             title=f"{reference}() (your replay buffer)",
             build=_harness(factory),
-            source=reference,
-            kind="user",
             capabilities=_CAPS,
             description="a replay buffer filled from a TorchRL Collector over reference envs; every sampled row checked against the env's log",
         )

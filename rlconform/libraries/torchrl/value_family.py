@@ -127,13 +127,10 @@ class ValueEstimatorFamily(DrivenObjectFamily):
         return [base + ".not_vectorized", base] if not declared.vectorized else [base]
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
-        return System(
-            id=f"user:{reference}",
-            family=FAMILY_NAME,
+        return self.user_system_of(
+            reference,
             title=f"{reference}(value_network) (your return estimator)",
             build=_harness(fn),
-            source=reference,
-            kind="user",
             capabilities=_CAPS,
             description="a return estimator, checked on collector output against returns computed from the env's log",
         )
