@@ -25,7 +25,8 @@ class OptionError(ValueError):
 
 @dataclass(frozen=True)
 class FamilyOption:
-    """One option of a family: its name (``single_env``), what it is, and how it is given."""
+    """One option of a family: its name (``single_env``), what it is, and how it is given. Not
+    given, its value is None and the family uses its own default (which ``help`` says)."""
 
     name: str
     #: what it is, one sentence without the families it applies to (the front ends add them)
@@ -33,8 +34,6 @@ class FamilyOption:
     metavar: str | None = None
     #: the values it accepts (None: any)
     choices: tuple[str, ...] | None = None
-    #: what the family uses when it is not given (None: the family's own default, said in ``help``)
-    default: Any = None
     #: given more than once, its values are collected in a list (``--stacks A --stacks B``)
     repeatable: bool = False
     #: how a command-line value is converted (``int``); None: kept as a string
