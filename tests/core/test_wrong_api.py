@@ -21,8 +21,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import gymnasium
 import pytest
+
+pytest.importorskip("gymnasium")
+
+import gymnasium
 
 from rlconform.core.runner import RunCache
 from rlconform.core.search import check_spec
