@@ -329,7 +329,8 @@ def test_stack_that_changes_with_its_envs_is_decided_example_by_example(downstre
     assert "skipped" not in outcomes
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1
     document = json.loads((downstream.path / "v.json").read_text())
-    assert [status for _, _, status in statuses(document)] in (["pass"], ["fail"])
+    # a failure there is RecordEpisodeStatistics' own (FINDINGS G5): "inherited" in every report
+    assert [status for _, _, status in statuses(document)] in (["pass"], ["fail"], ["inherited"])
 
 
 def test_documented_violation_is_an_xfail(downstream: pytest.Pytester) -> None:
