@@ -138,7 +138,13 @@ class ReferenceEnvFamily(WholeRunFamily):
         return boundary_cases(system, scenario, vectorized=self.contract.vectorized)
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        return case_reproducer(system, spec, case, run, family=self)
+        return case_reproducer(system, spec, case, run, family=self, about=self.about_case(system, case))
+
+    def about_case(self, system: System, case: Any) -> str | None:
+        """What the reproducer's docstring says the system and case are, where the replayed calls
+        do not say it (a buffer filled from a collector, an estimator fed its batches); None: the
+        calls say it."""
+        return None
 
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
         print_run(run, stream)

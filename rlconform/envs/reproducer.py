@@ -14,6 +14,7 @@ envs (:func:`plain_calls`), before it replays the case.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rlconform.core.hangs import RESPONSIVE, TIMEOUT_ERROR
@@ -133,9 +134,13 @@ def reference_parts(
     )
 
 
-def case_reproducer(system: System, spec: Spec, case: Any, run: Any = None, *, family: ReferenceEnvFamily) -> str:
-    """The standalone reproducer of ``case`` on ``system``, whose family is ``family``."""
-    return write(reference_parts(system, spec, case, run, family=family))
+def case_reproducer(
+    system: System, spec: Spec, case: Any, run: Any = None, *, family: ReferenceEnvFamily, about: str | None = None
+) -> str:
+    """The standalone reproducer of ``case`` on ``system``, whose family is ``family`` (``about``:
+    what the system and case are, where the family says more than the replayed calls)."""
+    parts = reference_parts(system, spec, case, run, family=family)
+    return write(parts if about is None else dataclasses.replace(parts, about=about))
 
 
 def print_run(run: Run, stream: TextIO, *, decode: bool = True) -> None:

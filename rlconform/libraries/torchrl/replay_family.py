@@ -10,17 +10,14 @@ the torch in constraints.txt.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlconform.core.family import FactoryShape, is_instance_of
-from rlconform.core.reproducer import write
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, SystemTable
 from rlconform.core.user import returned_type, spawns_workers
 from rlconform.envs.plan import Op
-from rlconform.envs.reproducer import reference_parts
 from rlconform.libraries.torchrl.frames import (
     DrivenObjectFamily,
     env_source,
@@ -32,7 +29,6 @@ from rlconform.libraries.torchrl.replay_harness import BufferFactory, ReplayHarn
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from rlconform.core.spec import Spec
     from rlconform.envs.driver import Driver
 
 
@@ -142,16 +138,14 @@ class ReplayFamily(DrivenObjectFamily):
         )
         return Probed(spawned, system.capabilities)
 
-    def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        parts = reference_parts(system, spec, case, run, family=self)
+    def about_case(self, system: System, case: Any) -> str | None:
         if not isinstance(case, ReplayCase):
-            return write(parts)
-        about = (
+            return None
+        return (
             f"Buffer: {system.title}, filled from\n"
             f"Collector({env_source(case.num_envs)}, None, frames_per_batch={case.steps_per_batch * case.num_envs}, ...)\n"
             "with env_fns[i] = functools.partial(make_reference_env, script, i), then sampled."
         )
-        return write(dataclasses.replace(parts, about=about))
 
 
 def _no_close(obj: Any) -> None:

@@ -10,17 +10,14 @@ documentation.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rlconform.core.family import FactoryShape, is_instance_of
-from rlconform.core.reproducer import write
 from rlconform.core.system import Capabilities, EnvFn, Probed, System, SystemTable
 from rlconform.core.user import returned_type, spawns_workers
 from rlconform.envs.plan import Op
-from rlconform.envs.reproducer import reference_parts
 from rlconform.envs.stamp import Stamp
 from rlconform.libraries.torchrl.frames import (
     DrivenObjectFamily,
@@ -38,7 +35,6 @@ from rlconform.libraries.torchrl.value_readings import readings
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from rlconform.core.spec import Spec
     from rlconform.envs.driver import Driver
 
 
@@ -148,16 +144,14 @@ class ValueEstimatorFamily(DrivenObjectFamily):
         spawned = spawns_workers(system, build, ("forward",), returned_type(self.factory_signature), close=_no_close)
         return Probed(spawned, system.capabilities)
 
-    def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        parts = reference_parts(system, spec, case, run, family=self)
+    def about_case(self, system: System, case: Any) -> str | None:
         if not isinstance(case, EstimatorCase):
-            return write(parts)
-        about = (
+            return None
+        return (
             f"Estimator: {system.title}, built around a linear value network of the observation\n"
             f"(make_value_network), fed the batches of\n{case.collector_source()}\n"
             "with env_fns[i] = functools.partial(make_reference_env, script, i)."
         )
-        return write(dataclasses.replace(parts, about=about))
 
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
         print(f"system: {run.system.id} ({run.system.title})", file=stream)
