@@ -465,7 +465,8 @@ def stack_truncation(run: Run, m: Match) -> int | None:
     the episode never ended in the env and was not stepped past this transition: the stack cut
     it (a time limit it adds, TorchRL's ``StepCounter(max_steps)``, a TimeLimit around each env).
     A time limit reached on the very step the env terminates sets both flags (Gymnasium's
-    TimeLimit does): that counts too, at a step count where the stack also cut an episode.
+    TimeLimit does): that counts too, at a step count where the stack also cut an episode, or,
+    where it cut none, when no episode of the run went past that step count.
     """
     step = _cut(run, m)
     if step is not None:
@@ -473,7 +474,12 @@ def stack_truncation(run: Run, m: Match) -> int | None:
     t = m.last
     if t is None or not (m.slot.truncated and m.slot.terminated and t.terminated) or t.truncated:
         return None
-    return t.next_obs.step if t.next_obs.step in _cuts(run) else None
+    step, cuts = t.next_obs.step, _cuts(run)
+    if step in cuts:
+        return step
+    # no episode was cut elsewhere in the run: a limit at this step count is still the story when
+    # no episode of the run went past it (the search rarely draws both kinds of episode end)
+    return step if not cuts and step >= _longest_episode(run) else None
 
 
 def _cut(run: Run, m: Match) -> int | None:
@@ -486,6 +492,22 @@ def _cut(run: Run, m: Match) -> int | None:
     if episode is None or episode.ended is not None or not episode.transitions or episode.transitions[-1] != t:
         return None
     return t.next_obs.step
+
+
+def _longest_episode(run: Run) -> int:
+    """The most steps any episode of the run reached in the stack's transitions."""
+    key = ("longest_episode",)
+    if key not in run.memo:
+        run.memo[key] = max(
+            (
+                m.last.next_obs.step
+                for env in range(run.case.num_envs)
+                for m in match_transitions(run, env)[0]
+                if m.last
+            ),
+            default=0,
+        )
+    return run.memo[key]  # type: ignore[no-any-return]
 
 
 def _cuts(run: Run) -> set[int]:

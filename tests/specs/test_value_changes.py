@@ -314,6 +314,54 @@ def test_a_gymnasium_time_limit_around_each_env_also_when_it_coincides_with_term
         assert outcome.violations == [], (spec_id, _messages(outcome))
 
 
+def time_limit_wrapper(env: Any) -> Any:
+    from gymnasium.wrappers import TimeLimit
+
+    return TimeLimit(env, 4)
+
+
+def test_a_declared_time_limit_that_falls_on_the_terminating_step_passes_with_no_cut_in_the_run() -> None:
+    """TimeLimit(env, 4) under --api gymnasium.Wrapper: the only episode terminates at step 4, where
+    Gymnasium's TimeLimit documents terminated=True, truncated=True. No episode is cut elsewhere in
+    the run, none goes past step 4: the declared limit is the story (issue 35, cause 3: this failed
+    transitions.exact and flags.truncated before). Undeclared, the message carries the hint."""
+    system = factory_system(time_limit_wrapper, "gymnasium.Wrapper")
+    script = dataclasses.replace(SCRIPT, episodes=(EpisodePlan(4, "terminated"),))
+    case = Case(script, 1, (Reset(seed=3), *(Step((0,)) for _ in range(4))))
+    undeclared = _run(system, case)
+    messages = _messages(_check(undeclared, "flags.truncated"))
+    assert messages and all(
+        "but the env terminated it on that step: the stack cut it after 4 steps" in m
+        and "declare --intended time_limit" in m
+        for m in messages
+    ), messages
+    declared = _run(_declared(system, "time_limit"), case)
+    for spec_id in ("transitions.exact", "flags.truncated", "flags.terminated"):
+        outcome = _check(declared, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+
+
+def truncates_every_termination(env: Any) -> Any:
+    """Planted: truncated mirrors terminated, at whatever step the episode ends (no time limit)."""
+    import gymnasium
+
+    class MirrorTruncation(gymnasium.Wrapper):  # type: ignore[type-arg]
+        def step(self, action: Any) -> Any:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return obs, reward, terminated, truncated or terminated, info
+
+    return MirrorTruncation(env)
+
+
+def test_truncated_on_every_termination_is_no_time_limit_even_when_declared() -> None:
+    """Episodes terminating at steps 2 and 4: a 'limit' at 2 is passed by the episode of 4 steps."""
+    system = _declared(factory_system(truncates_every_termination, "gymnasium.Wrapper"), "time_limit")
+    script = dataclasses.replace(SCRIPT, episodes=(EpisodePlan(2, "terminated"), EpisodePlan(4, "terminated")))
+    case = Case(script, 1, (Reset(seed=3), *(Step((0,)) for _ in range(7))))
+    messages = _messages(_check(_run(system, case), "flags.truncated"))
+    assert any("truncated is True" in m for m in messages), messages
+
+
 # --- real defects still fail, declared intents or not ---------------------------------------
 
 
