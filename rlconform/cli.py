@@ -31,6 +31,7 @@ from typing import TextIO
 from hypothesis.errors import HypothesisWarning
 
 from rlconform import __version__
+from rlconform.core import intents
 from rlconform.core.catalog import current
 from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
@@ -207,9 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--intended",
         action="append",
         metavar="CHANGES",
-        help="value changes your stack makes on purpose, comma-separated: reward, observation, time_limit, "
-        "frame_skip (accepted and listed as 'changed as declared'), or narrowly, the kind of change, which is "
-        "then checked: reward=scale|clip|normalize, observation=flatten|normalize; repeatable",
+        help=intents.help_text(),
     )
     _add_common(check)
 

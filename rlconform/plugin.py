@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from rlconform.core import intents
 from rlconform.core.catalog import current
 
 # the core modules below import nothing beyond the standard library, so the inert plugin stays
@@ -127,9 +128,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         dest="rlconform_intended",
         metavar="CHANGES",
-        help="value changes the --rlconform-check systems make on purpose, comma-separated: reward, observation, "
-        "time_limit, frame_skip (accepted and listed as 'changed as declared'), or narrowly, the kind of change, "
-        "which is then checked: reward=scale|clip|normalize, observation=flatten|normalize (repeatable)",
+        help=f"of the --rlconform-check systems: {intents.help_text()}",
     )
     group.addoption(
         "--rlconform-systems",

@@ -119,7 +119,8 @@ def parametrize_with_checks(
     strings (also of family ``api``), ids or globs of bundled systems (``rlconform list``), or
     :class:`~rlconform.core.system.System` objects. ``specs``: spec ids or globs (default: every spec
     that applies to the system's family). ``intended``: value changes the systems make on purpose
-    (``"reward"``, ``"observation"``, ``"time_limit"``; rlconform.core.intents), accepted and listed as
+    (``"reward"``, ``"observation"``, ``"action"``, ``"time_limit"``, ``"frame_skip"`` and the narrow
+    kinds of rlconform.core.intents), accepted and listed as
     "changed as declared". ``options``: the family's options for the factories given, as
     ``rlconform check`` takes them (``{"single_env": "m:make_single", "seeding": "shared"}`` for
     ``api="gymnasium.VectorEnv"``, ``num_envs`` and ``device`` for ``api="isaaclab"``). Bad input raises :class:`~rlconform.core.user.BadInput` when

@@ -1,5 +1,5 @@
-"""Value changes a user declares to be on purpose: the stack transforms rewards, observations,
-or ends episodes with a time limit of its own.
+"""Value changes a user declares to be on purpose: the stack transforms rewards, observations or
+the actions the env receives, or ends episodes with a time limit of its own.
 
 A stack that clips rewards, flattens observations or skips frames delivers every transition the envs made,
 with some field changed. rlconform reports such a change as what it is ("reward of env 0
@@ -29,6 +29,10 @@ INTENTS: dict[str, str] = {
         "the stack steps the env several times per transition (frame skip): the transition spans those env steps, "
         "its reward is their sum (declare reward too if the stack does not sum them)"
     ),
+    "action": (
+        "the stack changes the action the env receives (sticky or repeated actions, any action transform); an "
+        "action space the stack declares is honoured without a declaration: actions are drawn from it"
+    ),
 }
 
 
@@ -42,6 +46,12 @@ KINDS: dict[str, dict[str, str]] = {
             "r' = r / sigma with sigma > 0 moving as a running statistic does: the same sign as r (zero for zero), "
             "and between two neighbouring transitions of a sub-env r'/r rises by at most sqrt((n + k) / n) "
             "(n transitions delivered so far, k steps in between; it may fall freely)"
+        ),
+    },
+    "action": {
+        "sticky": (
+            "the env receives the agent's action or the action it received on the step before in the same episode "
+            "(Gymnasium's StickyAction); the first step of an episode gets the agent's action"
         ),
     },
     "observation": {
@@ -90,6 +100,15 @@ def kind_of(intended: Iterable[str], intent: str) -> str | None:
     None when it is declared plain or not at all."""
     kinds = sorted(name.split("=", 1)[1] for name in intended if name.startswith(f"{intent}="))
     return kinds[0] if kinds else None
+
+
+def help_text() -> str:
+    """What ``--intended`` accepts, for the front ends' help (one wording for all of them)."""
+    narrow = ", ".join(f"{intent}={'|'.join(kinds)}" for intent, kinds in KINDS.items())
+    return (
+        f"value changes made on purpose, comma-separated: {', '.join(INTENTS)} (accepted and listed as 'changed "
+        f"as declared'), or narrowly, the kind of change, which is then checked: {narrow}; repeatable"
+    )
 
 
 def hint(intent: str) -> str:

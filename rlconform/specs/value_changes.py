@@ -2,13 +2,14 @@
 intents (rlconform.core.intents).
 
 A transition identified by its stamp (or, where no stamp survives, by its position) was
-delivered: if its reward, observation or truncation differs from what the env returned, that
+delivered: if its reward, observation, action or truncation differs from what the env returned, that
 is a value change, reported by the spec that owns the field in these terms, and accepted when
 the user declared it. Nothing here turns a delivered transition into a missing or invented one.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from rlconform.specs.helpers import Match, match_transitions, reward_precision, 
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
+    from rlconform.envs.truth import TrueTransition
 
 #: how the spec owning observations tells a value-changing transform (a normalisation the user
 #: did not declare); the other specs do not report those observations at all
@@ -37,6 +39,7 @@ _DECLARED = {
     "reward": "rewards changed by the stack, as declared (--intended reward)",
     "observation": "observations changed by the stack, as declared (--intended observation)",
     "frame_skip": "the stack steps the env several times per transition, as declared (--intended frame_skip)",
+    "action": "actions changed by the stack on their way to the env, as declared (--intended action)",
 }
 
 
@@ -93,6 +96,8 @@ def _narrow_problem(run: Run, intent: str, kind: str, change: str, env: int, age
         if kind == "normalize" and (flattened or "transposed to channel-first" in change):
             return "its layout changed, not its values"
         return None
+    if intent == "action":
+        return _sticky_problems(run, env).get(agent_step) if kind == "sticky" else None
     if intent != "reward":
         return None
     problems = {"scale": _scale_problems, "clip": _clip_problems, "normalize": _normalize_problems}[kind](run, env)
@@ -332,6 +337,43 @@ def expected_reward(m: Match) -> float:
     """The env's reward for a delivered transition: the sum over the env steps it spans."""
     assert m.truth is not None
     return sum(t.reward for t in m.span) if m.span else m.truth.reward
+
+
+def action_change(sent: object, t: TrueTransition) -> str:
+    """Wording of a delivered transition whose action is not the one the env received."""
+    return (
+        f"the env received action {t.action.value!r} for {t.obs.short()}, the agent sent {sent!r}: the stack changed it"
+    )
+
+
+def _sticky_problems(run: Run, env: int) -> dict[int | None, str]:
+    """``action=sticky``: each action the env received is the agent's or the one it received on
+    the step before in the same episode (the first step of an episode gets the agent's)."""
+    key = ("sticky_actions", env)
+    if key in run.memo:
+        return run.memo[key]  # type: ignore[no-any-return]
+    from rlconform.envs.calllog import receipt_value_equal
+
+    assert run.truth is not None
+    before: dict[int, TrueTransition] = {}
+    transitions = run.truth.envs[env].transitions
+    for previous, t in itertools.pairwise(transitions):
+        if previous.episode == t.episode and previous.next_obs == t.obs:
+            before[id(t)] = previous
+    problems: dict[int | None, str] = {}
+    for m in match_transitions(run, env)[0]:
+        t = m.truth
+        if t is None or m.span or receipt_value_equal(m.slot.action, t.action.value):
+            continue
+        previous = before.get(id(t))
+        if previous is None:
+            problems[m.slot.agent_step] = (
+                f"{t.obs.short()} is its episode's first step, and the env got no action before"
+            )
+        elif not receipt_value_equal(previous.action.value, t.action.value):
+            problems[m.slot.agent_step] = f"the env received {previous.action.value!r} on the step before"
+    run.memo[key] = problems
+    return problems
 
 
 def reward_change(m: Match, precision: str = "float64") -> str:

@@ -28,7 +28,7 @@ from rlconform.core.user import BadInput, factory_system, with_intents
 from rlconform.envs.driver import Run
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.envs.spaces import BoxObs, DictObs, DiscreteAction, MultiBinaryObs, MultiDiscreteObs
+from rlconform.envs.spaces import BoxAction, BoxObs, DictObs, DiscreteAction, MultiBinaryObs, MultiDiscreteObs
 from rlconform.specs.value_changes import UNDECODABLE
 
 gymnasium = pytest.importorskip("gymnasium")
@@ -360,6 +360,92 @@ def test_truncated_on_every_termination_is_no_time_limit_even_when_declared() ->
     case = Case(script, 1, (Reset(seed=3), *(Step((0,)) for _ in range(7))))
     messages = _messages(_check(_run(system, case), "flags.truncated"))
     assert any("truncated is True" in m for m in messages), messages
+
+
+# --- actions: the system's own action space, and action changes ----------------------------
+
+BOX_SCRIPT = dataclasses.replace(SCRIPT, action=BoxAction(dims=2))
+
+
+def _box_case(steps: int) -> Case:
+    values = ((-1.0, 0.5), (0.0, -0.25), (1.0, 1.0), (0.5, 0.0))
+    return Case(BOX_SCRIPT, 1, (Reset(seed=3), *(Step((values[i % len(values)],)) for i in range(steps))))
+
+
+def rescale_action(env: Any) -> Any:
+    from gymnasium.wrappers import RescaleAction
+
+    return RescaleAction(env, 0.0, 1.0)
+
+
+def declares_unit_box_but_passes_actions_through(env: Any) -> Any:
+    """Planted: declares Box(0, 1) as its action space and hands the agent's action on unscaled."""
+    import gymnasium
+
+    class UnscaledAction(gymnasium.ActionWrapper):  # type: ignore[type-arg]
+        def __init__(self, env: Any) -> None:
+            super().__init__(env)
+            space = env.action_space
+            self.action_space = gymnasium.spaces.Box(0.0, 1.0, shape=space.shape, dtype=space.dtype)
+
+        def action(self, action: Any) -> Any:
+            return action
+
+    return UnscaledAction(env)
+
+
+def test_a_wrapper_is_sent_actions_of_its_own_action_space() -> None:
+    """RescaleAction(env, 0, 1) under --api gymnasium.Wrapper: the agent's actions come from [0, 1],
+    the wrapper's declared space, and reach the env rescaled (issue 35, cause 6: the wrapped env's
+    values were sent, -1.0 became -3.0 and transitions.exact failed). A wrapper that declares [0, 1]
+    and does not rescale still fails."""
+    run = _run(factory_system(rescale_action, "gymnasium.Wrapper"), _box_case(5))
+    sent = [np.asarray(call.args_snapshot[0]) for call in run.calls if isinstance(call.op, Step)]
+    assert sent and all(a.min() >= 0.0 and a.max() <= 1.0 for a in sent), sent
+    outcome = _check(run, "transitions.exact")
+    assert outcome.violations == [] and outcome.checked > 0, _messages(outcome)
+    planted = _run(factory_system(declares_unit_box_but_passes_actions_through, "gymnasium.Wrapper"), _box_case(5))
+    messages = _messages(_check(planted, "transitions.exact"))
+    assert messages and all("the stack changed it; declare --intended action" in m for m in messages), messages
+
+
+def sticky_action(env: Any) -> Any:
+    from gymnasium.wrappers import StickyAction
+
+    return StickyAction(env, repeat_action_probability=0.5)
+
+
+def ignores_the_agent(env: Any) -> Any:
+    """Planted: the env always receives action 0, whatever the agent sent."""
+    import gymnasium
+
+    class FirstAction(gymnasium.ActionWrapper):  # type: ignore[type-arg]
+        def action(self, action: Any) -> Any:
+            return 0
+
+    return FirstAction(env)
+
+
+def _sticky_case() -> Case:
+    script = dataclasses.replace(SCRIPT, action=DiscreteAction(n=3), episodes=(EpisodePlan(5, "terminated"),))
+    return Case(script, 1, (Reset(seed=3), *(Step(((i + 1) % 3,)) for i in range(12))))
+
+
+def test_sticky_actions_are_an_action_change_accepted_when_declared_and_checked_as_sticky() -> None:
+    """StickyAction repeats the env's previous action now and then: undeclared, transitions.exact
+    names the action change and --intended action (issue 35, cause 6: it was a bare mismatch
+    with no declaration to make); action=sticky passes; a wrapper sending one fixed action is no
+    sticky action and fails under that declaration."""
+    system = factory_system(sticky_action, "gymnasium.Wrapper")
+    messages = _messages(_check(_run(system, _sticky_case()), "transitions.exact"))
+    assert messages and all("the stack changed it; declare --intended action" in m for m in messages), messages
+    for declaration in (("action",), ("action", "action=sticky")):
+        outcome = _check(_run(_declared(system, *declaration), _sticky_case()), "transitions.exact")
+        assert outcome.violations == [] and outcome.checked > 0, (declaration, _messages(outcome))
+    planted = _declared(factory_system(ignores_the_agent, "gymnasium.Wrapper"), "action", "action=sticky")
+    messages = _messages(_check(_run(planted, _sticky_case()), "transitions.exact"))
+    assert any("the declared action=sticky accepts" in m and "episode's first step" in m for m in messages), messages
+    assert any("the declared action=sticky accepts" in m and "on the step before" in m for m in messages), messages
 
 
 # --- real defects still fail, declared intents or not ---------------------------------------

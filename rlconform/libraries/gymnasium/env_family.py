@@ -17,6 +17,7 @@ import numpy as np
 
 from rlconform.core.family import FactoryShape, find_layer, layer_chain
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
+from rlconform.envs.action_space import send_in_space
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.spaces import array_literal
@@ -122,6 +123,8 @@ class GymEnvFamily(ReferenceEnvFamily):
         )
 
     def begin(self, driver: Any, obj: Any) -> None:
+        # a wrapper that declares its own action space (RescaleAction) is sent elements of it
+        send_in_space(driver, getattr(obj, "action_space", None))
         driver.state["autoreset"] = has_autoreset(obj)
         driver.state["ended"] = False
 
