@@ -3,9 +3,12 @@ transitions to the real ones, and wording (observations are decoded by :mod:`rlc
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from rlconform.core.family import get_family
 from rlconform.envs.calllog import LogRecord, ResetRecord, StepRecord
@@ -115,6 +118,7 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
     # observation overwritten by a later step is a wrong next_obs, not a frame skip)
     starts = {d for s in run.slots_of(env) if s.kind == "transition" and isinstance(d := decode(run, s.obs), Stamp)}
     matches: list[Match] = []
+    skips = _frame_skip_declared(run)
     for slot in run.slots_of(env):
         if slot.kind != "transition":
             continue
@@ -125,13 +129,55 @@ def _match_transitions(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
             truth = by_end.get(next_obs)
             truth = None if truth is None or truth.obs in used else truth
         span: tuple[TrueTransition, ...] = ()
+        if skips:
+            # a declared frame skip: the call's env steps come from the env's log, since a pooled
+            # observation (a max over the last frames) may decode as another frame of the span
+            made = made_during(run, env).get(slot.call, [])
+            if truth is None or truth not in made:
+                truth = next((t for t in made if t.obs not in used), truth)
         if truth is not None:
             used.add(truth.obs)
             span = _spanned(by_start, truth, next_obs, used | starts)
+            if skips:
+                span = _spanned_in_call(made_during(run, env).get(slot.call, []), truth, used) or span
             used.update(t.obs for t in span)
         matches.append(Match(slot, obs, next_obs, truth, span=span))
     missing = [t for t in run.truth.envs[env].transitions if t.obs not in used]
     return matches, missing
+
+
+def _frame_skip_declared(run: Run) -> bool:
+    return "frame_skip" in getattr(run.system, "intended", ())
+
+
+def made_during(run: Run, env: int) -> dict[int, list[TrueTransition]]:
+    """call position -> the real transitions ``env`` made during that call, in order (the env's
+    own log: how many env steps a call made, whatever the returned observation decodes to)."""
+    key = ("made_during", env)
+    if key not in run.memo:
+        assert run.truth is not None
+        placed = call_of_records(run)
+        during: dict[int, list[TrueTransition]] = {}
+        for t in run.truth.envs[env].transitions:
+            during.setdefault(placed.get((env, t.seq), -1), []).append(t)
+        run.memo[key] = during
+    return run.memo[key]  # type: ignore[no-any-return]
+
+
+def _spanned_in_call(
+    during: list[TrueTransition], first: TrueTransition, used: set[Stamp]
+) -> tuple[TrueTransition, ...]:
+    """Under a declared frame skip, the real transitions one call made from ``first`` on, in one
+    episode, each starting where the one before ended: the span the env's log shows, which a
+    pooled observation (a max over the last frames) cannot tell; () for one env step."""
+    if first not in during:
+        return ()
+    chain = [first]
+    for t in during[during.index(first) + 1 :]:
+        if t.episode != first.episode or t.obs != chain[-1].next_obs or t.obs in used:
+            break
+        chain.append(t)
+    return tuple(chain) if len(chain) > 1 else ()
 
 
 def _spanned(
@@ -191,11 +237,66 @@ def _match_by_position(run: Run, env: int) -> tuple[list[Match], list[TrueTransi
     assert run.truth is not None
     real = run.truth.envs[env].transitions
     slots = [s for s in run.slots_of(env) if s.kind == "transition"]
+    if _frame_skip_declared(run):
+        return _match_by_call(run, env, slots)
     matches = [
         Match(slot, decode(run, slot.obs), decode(run, slot.next_obs), real[k] if k < len(real) else None, True)
         for k, slot in enumerate(slots)
     ]
     return matches, list(real[len(slots) :])
+
+
+def observation_leaves(value: Any) -> np.ndarray | None:
+    """Every number of an observation in one flat float array (None: not numbers)."""
+    if isinstance(value, dict):
+        parts = [observation_leaves(value[key]) for key in sorted(value)]
+    elif isinstance(value, tuple):
+        parts = [observation_leaves(item) for item in value]
+    else:
+        try:
+            return np.asarray(value, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            return None
+    if any(part is None for part in parts):
+        return None
+    return np.concatenate([part for part in parts if part is not None] or [np.zeros(0)])
+
+
+def made_of_frames(run: Run, m: Match) -> bool:
+    """Whether every component of ``m``'s delivered next observation is that component of one of
+    the frames the env made over the transition (its span, or its one step): a max or min pool
+    over the last frames of a frame skip."""
+    if m.truth is None:
+        return False
+    got = observation_leaves(m.slot.next_obs)
+    codec = run.case.script.obs
+    frames = [observation_leaves(codec.encode(t.next_obs)) for t in (m.span or (m.truth,))]
+    if got is None or any(f is None or f.shape != got.shape for f in frames):
+        return False
+    stacked = np.stack([f for f in frames if f is not None])
+    return bool(np.all(np.any(np.isclose(stacked, got, rtol=1e-6, atol=1e-6), axis=0)))
+
+
+def _match_by_call(run: Run, env: int, slots: list[Slot]) -> tuple[list[Match], list[TrueTransition]]:
+    """Under a declared frame skip, with no stamp left: each extracted transition is the real
+    transitions its call made (the env's own log), spanning them when there are several."""
+    assert run.truth is not None
+    during = made_during(run, env)
+    matches: list[Match] = []
+    used: set[int] = set()
+    for slot in slots:
+        made = [t for t in during.get(slot.call, []) if id(t) not in used]
+        first = made[0] if made else None
+        span = _spanned_in_call(made, first, set()) if first is not None else ()
+        used.update(id(t) for t in (span or made[:1]))
+        matches.append(Match(slot, decode(run, slot.obs), decode(run, slot.next_obs), first, True, span=span))
+    # observations pooled from the frames each call made (a max over the last frames) are still
+    # the env's: where most are, the matches are exact and the others are compared (a frame kept
+    # from an earlier call); otherwise the stack transformed them beyond that (a normaliser)
+    pooled = [made_of_frames(run, m) for m in matches if m.truth is not None]
+    if pooled and 2 * sum(pooled) > len(pooled):
+        matches = [dataclasses.replace(m, by_position=False) for m in matches]
+    return matches, [t for t in run.truth.envs[env].transitions if id(t) not in used]
 
 
 def first_step_calls(run: Run) -> dict[int, int]:

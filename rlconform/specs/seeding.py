@@ -19,7 +19,7 @@ from rlconform.envs.plan import Reset
 from rlconform.envs.spaces import SmallDiscreteObs, values_changed
 from rlconform.envs.stamp import Stamp
 from rlconform.specs.families import TRANSITION_FAMILIES, VECTOR_FAMILIES
-from rlconform.specs.helpers import events_by_call, resets_in, rewards_equal
+from rlconform.specs.helpers import events_by_call, observation_leaves, resets_in, rewards_equal
 from rlconform.specs.value_changes import declared
 
 if TYPE_CHECKING:
@@ -117,8 +117,13 @@ _REWARDS_NOT_COMPARED = (
 
 def _logged(events: list[tuple[int, LogRecord]], env: int) -> Stamp | None:
     """The stamp of the observation ``env`` last made in a call, by its log (None: it made none)."""
-    made = [record.stamp for e, record in events if e == env and isinstance(record, (ResetRecord, StepRecord))]
+    made = _made(events, env)
     return made[-1] if made else None
+
+
+def _made(events: list[tuple[int, LogRecord]], env: int) -> list[Stamp]:
+    """The stamps of every observation ``env`` made in a call, in order (a frame skip makes several)."""
+    return [record.stamp for e, record in events if e == env and isinstance(record, (ResetRecord, StepRecord))]
 
 
 def _where(stamp: Stamp | None) -> tuple[int, ...] | None:
@@ -126,25 +131,13 @@ def _where(stamp: Stamp | None) -> tuple[int, ...] | None:
     return None if stamp is None else (stamp.env, stamp.step, stamp.salt)
 
 
-def _leaves(value: Any) -> np.ndarray | None:
-    """Every number of an observation in one flat float array (None: not numbers)."""
-    if isinstance(value, dict):
-        parts = [_leaves(value[key]) for key in sorted(value)]
-    elif isinstance(value, tuple):
-        parts = [_leaves(item) for item in value]
-    else:
-        try:
-            return np.asarray(value, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            return None
-    if any(part is None for part in parts):
-        return None
-    return np.concatenate([part for part in parts if part is not None] or [np.zeros(0)])
-
-
-def _differs_where_env_agrees(run: Run, la: Stamp, lb: Stamp, obs_a: Any, obs_b: Any) -> str | None:
+def _differs_where_env_agrees(run: Run, made_a: list[Stamp], made_b: list[Stamp], obs_a: Any, obs_b: Any) -> str | None:
     """Where two seeded runs' observations of one sub-env differ although the env returned the
     same values there, worded; None where they agree or cannot be compared.
+
+    ``made_a`` and ``made_b`` are the observations the env made during each call, by its log:
+    one per env step, several under a frame skip whose output may pool them (a max over the last
+    frames), so a component counts as agreeing only where every frame of the call agrees.
 
     Two ``reset(seed=s)`` runs of a reference env differ only in its lifetime episode counter
     (and the checksum and filler it feeds): the log gives both observations the env returned
@@ -155,15 +148,20 @@ def _differs_where_env_agrees(run: Run, la: Stamp, lb: Stamp, obs_a: Any, obs_b:
     env's, and small Discrete codes (a code is the env call's serial, which differs between the
     runs), are not compared."""
     codec = run.case.script.obs
-    if isinstance(codec, SmallDiscreteObs):
+    if isinstance(codec, SmallDiscreteObs) or not made_a or len(made_a) != len(made_b):
         return None
-    env_a, env_b = _leaves(codec.encode(la)), _leaves(codec.encode(lb))
-    got_a, got_b = _leaves(obs_a), _leaves(obs_b)
-    if env_a is None or env_b is None or got_a is None or got_b is None:
+    la, lb = made_a[-1], made_b[-1]
+    got_a, got_b = observation_leaves(obs_a), observation_leaves(obs_b)
+    if got_a is None or got_b is None:
         return None
-    if not env_a.shape == env_b.shape == got_a.shape == got_b.shape:
-        return None
-    agree = env_a == env_b
+    agree = np.ones(got_a.shape, dtype=bool)
+    for fa, fb in zip(made_a, made_b, strict=True):
+        env_a, env_b = observation_leaves(codec.encode(fa)), observation_leaves(codec.encode(fb))
+        if env_a is None or env_b is None or not env_a.shape == env_b.shape == got_a.shape == got_b.shape:
+            return None
+        agree &= env_a == env_b
+    env_a = observation_leaves(codec.encode(la))
+    assert env_a is not None
     differ = agree & ~np.isclose(got_a, got_b, rtol=0.0, atol=1e-3, equal_nan=True)
     if not np.any(differ):
         return None
@@ -306,10 +304,8 @@ def reset_determinism(run: Run) -> Outcome:
                         la, lb = _logged(per_call[a.position], env), _logged(per_call[b.position], env)
                         ra, rb = (_where(la), *ra[1:]), (_where(lb), *rb[1:])
                         obs_a, obs_b = a.view.obs_in_env_units()[env], b.view.obs_in_env_units()[env]
-                        differs = (
-                            _differs_where_env_agrees(run, la, lb, obs_a, obs_b)
-                            if la is not None and lb is not None
-                            else None
+                        differs = _differs_where_env_agrees(
+                            run, _made(per_call[a.position], env), _made(per_call[b.position], env), obs_a, obs_b
                         )
                         if differs is not None and (
                             _stack_changed_values(run, obs_a) or _stack_changed_values(run, obs_b)

@@ -44,6 +44,7 @@ from rlconform.specs.value_changes import (
     misaligned_rewards,
     note_undecodable,
     observation_change,
+    pooled_from_span,
     reward_change,
     stack_truncation,
 )
@@ -112,7 +113,7 @@ def transitions_exact(run: Run) -> Outcome:
             if m.span:
                 judge(ck, run, "frame_skip", frame_skip_change(m), env=env, agent_step=slot.agent_step)
             ck.expect(
-                m.by_position or m.next_obs == end.next_obs or ambiguous(m.next_obs),
+                m.by_position or m.next_obs == end.next_obs or ambiguous(m.next_obs) or pooled_from_span(run, m),
                 lambda: (
                     f"next_obs is {describe_decoded(m.next_obs, run)}; expected {describe_decoded(end.next_obs, run)}"
                 ),
@@ -344,7 +345,7 @@ def terminal_obs(run: Run) -> Outcome:
                 ck.note(_AMBIGUOUS)
                 continue
             ck.expect(
-                m.next_obs == t.next_obs,
+                m.next_obs == t.next_obs or pooled_from_span(run, m),
                 lambda: (
                     f"next_obs is {describe_decoded(m.next_obs, run)}; expected {t.next_obs.short()} (the terminal observation)"
                 ),

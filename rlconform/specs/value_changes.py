@@ -19,7 +19,13 @@ from rlconform.core.spec import Checker
 from rlconform.envs.decode import flattened_shape, read_through_layers, transposed_shape
 from rlconform.envs.plan import Reset
 from rlconform.envs.spaces import ambiguous, values_changed
-from rlconform.specs.helpers import Match, match_transitions, reward_precision, rewards_equal
+from rlconform.specs.helpers import (
+    Match,
+    made_of_frames,
+    match_transitions,
+    reward_precision,
+    rewards_equal,
+)
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
@@ -433,6 +439,17 @@ def misaligned_rewards(run: Run, env: int, precision: str) -> dict[int, str]:
             )
     run.memo[key] = found
     return found
+
+
+def pooled_from_span(run: Run, m: Match) -> bool:
+    """Under a declared frame skip and observation change: whether every component of the
+    delivered next observation is that component of one of the frames the env made over the
+    transition (a max or min pool over the last frames, as Gymnasium's MaxAndSkipObservation and
+    Atari preprocessing do). A component none of those frames holds came from elsewhere (a frame
+    kept from an earlier call)."""
+    if not (declared(run, "frame_skip") and declared(run, "observation")):
+        return False
+    return made_of_frames(run, m)
 
 
 def frame_skip_change(m: Match) -> str:

@@ -291,6 +291,72 @@ def test_torchrl_frame_skip_steps_past_an_episode_end_even_when_declared() -> No
     )
 
 
+def pooled_frame_skip(env: Any) -> Any:
+    """A correct max-pooling frame skip of 2: the max of the last two frames of each skip, and the
+    last frame alone when the episode ends early (what upstream's open fix, Gymnasium #1692, does)."""
+    import gymnasium
+
+    class PooledSkip(gymnasium.Wrapper):  # type: ignore[type-arg]
+        def step(self, action: Any) -> Any:
+            frames, total = [], 0.0
+            for _ in range(2):
+                obs, reward, terminated, truncated, info = self.env.step(action)
+                frames.append(obs)
+                total += float(reward)
+                if terminated or truncated:
+                    return obs, total, terminated, truncated, info
+            return np.max(np.stack(frames), axis=0), total, terminated, truncated, info
+
+    return PooledSkip(env)
+
+
+def max_and_skip(env: Any) -> Any:
+    from gymnasium.wrappers import MaxAndSkipObservation
+
+    return MaxAndSkipObservation(env, skip=2)
+
+
+#: episodes of 5 env steps: the third agent step of each ends it after one of its two env steps;
+#: multi-binary observations, whose max over two frames often decodes as another frame
+_ODD = dataclasses.replace(SCRIPT, obs=MultiBinaryObs(), episodes=(EpisodePlan(5, "terminated"),))
+
+
+def _twice_seeded(script: EnvScript) -> Case:
+    steps = tuple(Step((i % 2,)) for i in range(7))
+    return Case(script, 1, (Reset(seed=3), *steps, Reset(seed=3), *steps))
+
+
+def test_a_pooled_frame_skip_is_counted_from_the_env_log_and_passes_when_declared() -> None:
+    """Max-pooled observations decode as some frame of the skip or as none: counting env steps by
+    decoding them matched one env step per agent step and failed flags.terminated, counts.env_steps,
+    infos.aligned and transitions.exact where an episode ended early (issue 35, cause 2), and
+    seeding.reset_determinism read the pool's counter-dependent components as the stack's state.
+    Declared, a correct pooled skip passes; each of its observations holds only values of the frames
+    its call made."""
+    system = _declared(factory_system(pooled_frame_skip, "gymnasium.Wrapper"), "frame_skip", "observation")
+    run = _run(system, _twice_seeded(_ODD))
+    for spec_id in (
+        "transitions.exact",
+        "counts.env_steps",
+        "flags.terminated",
+        "flags.truncated",
+        "infos.aligned",
+        "terminal.final_obs",
+        "seeding.reset_determinism",
+    ):
+        outcome = _check(run, spec_id)
+        assert outcome.violations == [] and outcome.checked > 0, (spec_id, _messages(outcome))
+
+
+def test_max_and_skip_observation_returns_a_stale_frame_as_the_terminal_observation() -> None:
+    """Gymnasium's MaxAndSkipObservation (1.x) pools its buffer's last slot, left from an earlier
+    call, with the terminal frame when an episode ends before the last skipped step (FINDINGS G11;
+    upstream's fix is an open pull request, #1692): found under the same declarations."""
+    system = _declared(factory_system(max_and_skip, "gymnasium.Wrapper"), "frame_skip", "observation")
+    messages = _messages(_check(_run(system, _twice_seeded(_ODD)), "terminal.final_obs"))
+    assert any("(the terminal observation)" in m for m in messages), messages
+
+
 def time_limit_per_env(env_fns: Any, **kwargs: Any) -> Any:
     from gymnasium.vector import SyncVectorEnv
     from gymnasium.wrappers import TimeLimit
