@@ -17,13 +17,18 @@ from typing import Any
 
 from rlconform.core.family import get_family
 from rlconform.core.runner import execute
-from rlconform.core.spec import Spec
+from rlconform.core.spec import Spec, Violation
 from rlconform.core.system import System, get_system
 
 
-def inherited_from(system: System, spec: Spec, case: Any, run: Any, kinds: Sequence[str]) -> str | None:
-    """Why the failure of ``spec`` on ``case`` is the library's (None: it is the user's)."""
-    if system.kind != "user" or not kinds or run is None:
+def inherited_from(system: System, spec: Spec, case: Any, run: Any, violations: Sequence[Violation]) -> str | None:
+    """Why the failure of ``spec`` on ``case`` is the library's (None: it is the user's).
+
+    The library alone fails the same way when it shows every kind of violation the user's
+    stack shows, or, where the user's layer words a violation otherwise (a wrapper that
+    renames a call in the message), when it fails the spec at every place the user's stack
+    does: the same sub-env at the same agent step (or call) of the same minimal case."""
+    if system.kind != "user" or not violations or run is None:
         return None
     family = get_family(system.family)
     for library_id in family.library_systems(run):
@@ -35,20 +40,56 @@ def inherited_from(system: System, spec: Spec, case: Any, run: Any, kinds: Seque
             continue
         try:
             replayed = execute(library, case)
+            if getattr(replayed, "usable", True) is False:
+                continue  # the library cannot run this case: nothing says the failure is its own
             outcome = spec.check(replayed)
         except Exception:
             continue  # the library cannot run this case: nothing says the failure is its own
-        if set(kinds) <= {v.kind for v in outcome.violations}:
+        if _same_failure(violations, outcome.violations):
             row = family.findings_row(library_id, spec.id)
             return f"{library_id} fails it the same way on its own" + (f" (FINDINGS {row})" if row else "")
     return None
 
 
+def _same_failure(own: Sequence[Violation], library: Sequence[Violation]) -> bool:
+    """Every kind of the user's violations among the library's; or, where the user's stack words
+    one otherwise (its observations read through a transform, a call of its own layer named),
+    each of its violations at a place where the library has one that opens the same way."""
+    if not library:
+        return False
+    if {v.kind for v in own} <= {v.kind for v in library}:
+        return True
+    at = {(_place(v), _opening(v)) for v in library}
+    return all((_place(v), _opening(v)) in at for v in own)
+
+
+def _place(v: Violation) -> tuple[int | None, int | None, int | None]:
+    """Where a violation is: the sub-env and the agent step (or, for a reset, the call)."""
+    return (v.env, v.agent_step, None if v.agent_step else v.call)
+
+
+#: how many words of a violation's kind say what happened, before what differs with the stack
+#: (the call's source, the observation as decoded through a transform)
+OPENING_WORDS = 4
+
+
+def _opening(v: Violation) -> str:
+    return " ".join(v.kind.split()[:OPENING_WORDS])
+
+
 def _takes(system: System, case: Any) -> bool:
-    """Whether the library system can run ``case`` as drawn for the user's system."""
+    """Whether the library system can be given ``case`` as drawn for the user's system: its
+    number of sub-envs and its time limit. The observation and action kinds a bundled system
+    is searched with are a choice of the search, not a limit of the library (DummyVecEnv runs
+    the image observations a user's VecTransposeImage over it is drawn with); a replay that
+    cannot build or run is not used."""
     caps = system.capabilities
     script = getattr(case, "script", None)
     num_envs = getattr(case, "num_envs", None)
     if script is None or num_envs is None:
         return False
-    return bool(caps.accepts(script)) and caps.min_envs <= num_envs <= caps.max_envs
+    if caps.time_limit == "forbidden" and script.max_episode_steps is not None:
+        return False
+    if caps.time_limit == "required" and script.max_episode_steps is None:
+        return False
+    return caps.min_envs <= num_envs <= caps.max_envs

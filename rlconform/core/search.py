@@ -152,7 +152,9 @@ def _fail_verdict(
     kinds = sorted({v.kind for v in failure.violations})
     message = failure.message if stopped is None else f"{failure.message} (search stopped early: {stopped})"
     known = failure.system.known_violation(failure.spec.id) or documented_approximation(failure.violations)
-    inherited = None if known else inherited_from(failure.system, failure.spec, failure.case, failure.run, kinds)
+    inherited = (
+        None if known else inherited_from(failure.system, failure.spec, failure.case, failure.run, failure.violations)
+    )
     return Verdict(
         status="fail",
         message=message,

@@ -10,6 +10,7 @@ the user's own, and ``--fail-on own`` leaves it out.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -64,8 +65,56 @@ def sb3_passthrough(env_fns: list[Any]) -> Any:
     return Passthrough(DummyVecEnv(env_fns))
 
 
-def _verdict(factory: Any, api: str, spec_id: str) -> Verdict:
-    return check_spec(probe(factory_system(factory, api)), get_spec(spec_id), "ci")
+def sb3_transpose_image(env_fns: list[Any]) -> Any:
+    """Correct: SB3's own VecTransposeImage over DummyVecEnv (drawn with image observations only,
+    which the bundled DummyVecEnv is not searched with)."""
+    from stable_baselines3.common.vec_env import VecTransposeImage
+
+    return VecTransposeImage(DummyVecEnv(env_fns))
+
+
+def clipped_observations(env_fns: list[Any]) -> Any:
+    """Correct, declared --intended observation: clips observations over SyncVectorEnv, so the
+    observation in a violation's wording reads otherwise than the library's own."""
+    from gymnasium.wrappers.vector import TransformObservation
+
+    def clip(obs: Any) -> Any:
+        return np.clip(obs, None, 100) if isinstance(obs, np.ndarray) else obs
+
+    return TransformObservation(gymnasium.vector.SyncVectorEnv(env_fns), clip)
+
+
+def _verdict(factory: Any, api: str, spec_id: str, *intended: str) -> Verdict:
+    system = probe(factory_system(factory, api))
+    if intended:
+        system = dataclasses.replace(system, intended=frozenset(intended))
+    return check_spec(system, get_spec(spec_id), "ci")
+
+
+@pytest.mark.parametrize(
+    ("factory", "api", "spec_id", "intended", "library", "row"),
+    [
+        (sb3_transpose_image, "sb3.VecEnv", "api.failed_call_no_side_effect", (), "sb3.DummyVecEnv", "S1"),
+        (
+            clipped_observations,
+            "gymnasium.vector",
+            "api.failed_call_no_side_effect",
+            ("observation",),
+            "gymnasium.SyncVectorEnv.NextStep",
+            "G2",
+        ),
+    ],
+)
+def test_a_library_defect_worded_otherwise_under_the_users_layer_is_still_inherited(
+    factory: Any, api: str, spec_id: str, intended: tuple[str, ...], library: str, row: str
+) -> None:
+    """Issue 35, the lost labels: the library's replay of the minimal case was refused (the
+    bundled system is searched without image observations) or failed at the same call with a
+    violation worded otherwise (the observation read through the user's transform); both were
+    the user's FAIL before, and --fail-on own could not reach 0."""
+    verdict = _verdict(factory, api, spec_id, *intended)
+    assert verdict.status == "fail", verdict.message
+    assert verdict.inherited == f"{library} fails it the same way on its own (FINDINGS {row})"
 
 
 @pytest.mark.parametrize(
