@@ -582,4 +582,19 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
         "S3",
         "the terminal transition's next_obs is unnormalize_obs(terminal_observation), clipped at clip_obs (vec_normalize.py:221)",
     ),
+    ("gym_wrapper_max_and_skip", "terminal.final_obs"): Judgement(
+        "true positive",
+        "G11",
+        "step breaks on terminated or truncated before the last sub-step and returns the max of the terminal frame and a frame an earlier call left in _obs_buffer (gymnasium/wrappers/stateful_observation.py:639-648): the terminal observation is a blend with another frame",
+    ),
+    ("gym_wrapper_max_and_skip", "transitions.exact"): Judgement(
+        "true positive",
+        "G11",
+        "the terminal transition's next_obs is np.max over _obs_buffer, which holds a frame of an earlier call when the episode ends before the last sub-step (gymnasium/wrappers/stateful_observation.py:639-648)",
+    ),
+    ("gym_wrapper_max_and_skip", "seeding.reset_determinism"): Judgement(
+        "true positive",
+        "G11",
+        "reset does not clear _obs_buffer, so a frame of an earlier episode enters the max after the same reset(seed=s) and the same calls (gymnasium/wrappers/stateful_observation.py:619-648)",
+    ),
 }

@@ -29,6 +29,13 @@ class Entry:
     why: str
     #: the value changes the stack makes on purpose, declared as its user would (``--intended``)
     intended: tuple[str, ...] = ()
+    #: the family options its user gives on the command line (``--seeding shared``, ``--single-env
+    #: MODULE:CALLABLE``), each argument one string, passed to ``rlconform check`` as they are
+    options: tuple[str, ...] = ()
+    #: whether the stack is correct as its user declares it: False where a pinned FAIL is a true
+    #: positive or a stack limitation of the library itself (a FAIL only inherited from the
+    #: library under the stack, or a documented behaviour, leaves it True)
+    correct: bool = True
 
     @property
     def target(self) -> str:
@@ -406,6 +413,31 @@ def torchrl_gae_average_gae(value_network: Any) -> Any:
     return GAE(gamma=0.99, lmbda=0.95, value_network=value_network, average_gae=True)
 
 
+def torchrl_gae_lambda_1(value_network: Any) -> Any:
+    """GAE at lambda 1 (Monte-Carlo advantages bootstrapped at the batch's end), gamma 0.9."""
+    from torchrl.objectives.value import GAE
+
+    return GAE(gamma=0.9, lmbda=1.0, value_network=value_network)
+
+
+def torchrl_td1(value_network: Any) -> Any:
+    from torchrl.objectives.value import TD1Estimator
+
+    return TD1Estimator(gamma=0.95, value_network=value_network)
+
+
+def torchrl_td_lambda_half(value_network: Any) -> Any:
+    from torchrl.objectives.value import TDLambdaEstimator
+
+    return TDLambdaEstimator(gamma=0.9, lmbda=0.5, value_network=value_network)
+
+
+def torchrl_td0_gamma_half(value_network: Any) -> Any:
+    from torchrl.objectives.value import TD0Estimator
+
+    return TD0Estimator(gamma=0.5, value_network=value_network)
+
+
 # --- TorchRL replay buffers: () -> ReplayBuffer ---------------------------------------------------
 
 
@@ -419,6 +451,47 @@ def torchrl_slice_sampler_not_strict() -> Any:
         sampler=SliceSampler(slice_len=4, strict_length=False),
         batch_size=16,
     )
+
+
+def torchrl_prioritized_replay_buffer() -> Any:
+    """Not in ``CORPUS`` (nor the next one): the prioritized samplers need torchrl's C++ segment
+    trees, and torchrl 0.14.1's ``_torchrl`` extension does not load against the installed torch
+    2.13 (undefined symbol), so building the buffer raises ``RuntimeError: SumSegmentTreeFp32 is
+    not available`` (torchrl/data/replay_buffers/samplers/prioritized.py)."""
+    from torchrl.data import LazyTensorStorage, PrioritizedReplayBuffer
+
+    return PrioritizedReplayBuffer(alpha=0.7, beta=0.5, storage=LazyTensorStorage(1000), batch_size=8)
+
+
+def torchrl_td_prioritized_replay_buffer() -> Any:
+    from torchrl.data import LazyTensorStorage, TensorDictPrioritizedReplayBuffer
+
+    return TensorDictPrioritizedReplayBuffer(alpha=0.7, beta=0.5, storage=LazyTensorStorage(1000), batch_size=8)
+
+
+def torchrl_slice_sampler_traj_key() -> Any:
+    """Slices cut by the collector's trajectory ids (``traj_key``), a number of slices per batch."""
+    from torchrl.data import LazyTensorStorage, ReplayBuffer, SliceSampler
+
+    return ReplayBuffer(
+        storage=LazyTensorStorage(1000),
+        sampler=SliceSampler(num_slices=4, traj_key=("collector", "traj_ids")),
+        batch_size=16,
+    )
+
+
+def torchrl_slice_sampler_without_replacement() -> Any:
+    from torchrl.data import LazyTensorStorage, SliceSamplerWithoutReplacement, TensorDictReplayBuffer
+
+    return TensorDictReplayBuffer(
+        storage=LazyTensorStorage(1000), sampler=SliceSamplerWithoutReplacement(slice_len=4), batch_size=16
+    )
+
+
+def torchrl_sampler_without_replacement() -> Any:
+    from torchrl.data import LazyTensorStorage, ReplayBuffer, SamplerWithoutReplacement
+
+    return ReplayBuffer(storage=LazyTensorStorage(1000), sampler=SamplerWithoutReplacement(), batch_size=8)
 
 
 # --- Real environments (env-author mode): () -> gymnasium.Env --------------------------------------
@@ -517,6 +590,190 @@ def sb3_contrib_recurrent_ppo(env: Any) -> Any:
     return RecurrentPPO(_contrib_policy(env, "MlpLstmPolicy", "MultiInputLstmPolicy"), env, n_steps=16, batch_size=16)
 
 
+# --- Gymnasium single-env wrappers: (env) -> gymnasium.Wrapper (family gymnasium.Wrapper) ---------
+
+
+def gym_wrapper_time_limit(env: Any) -> Any:
+    from gymnasium.wrappers import TimeLimit
+
+    return TimeLimit(env, max_episode_steps=4)
+
+
+def gym_wrapper_record_episode_statistics(env: Any) -> Any:
+    from gymnasium.wrappers import RecordEpisodeStatistics
+
+    return RecordEpisodeStatistics(env)
+
+
+def gym_wrapper_clip_reward(env: Any) -> Any:
+    from gymnasium.wrappers import ClipReward
+
+    return ClipReward(env, min_reward=-0.1, max_reward=0.1)
+
+
+def gym_wrapper_transform_reward(env: Any) -> Any:
+    from gymnasium.wrappers import TransformReward
+
+    return TransformReward(env, lambda reward: 2.0 * reward)
+
+
+def gym_wrapper_normalize_observation(env: Any) -> Any:
+    from gymnasium.wrappers import NormalizeObservation
+
+    return NormalizeObservation(env)
+
+
+def gym_wrapper_flatten_observation(env: Any) -> Any:
+    from gymnasium.wrappers import FlattenObservation
+
+    return FlattenObservation(env)
+
+
+def gym_wrapper_dtype_observation(env: Any) -> Any:
+    """Box (or Discrete) observations cast to float32; the wrapper refuses other spaces."""
+    import numpy as np
+    from gymnasium.wrappers import DtypeObservation
+
+    return DtypeObservation(env, np.float32)
+
+
+def gym_wrapper_rescale_action(env: Any) -> Any:
+    """Box actions only; rlconform sends actions of the wrapper's own space, [0, 1]."""
+    from gymnasium.wrappers import RescaleAction
+
+    return RescaleAction(env, min_action=0.0, max_action=1.0)
+
+
+def gym_wrapper_clip_action(env: Any) -> Any:
+    from gymnasium.wrappers import ClipAction
+
+    return ClipAction(env)
+
+
+def gym_wrapper_sticky_action(env: Any) -> Any:
+    from gymnasium.wrappers import StickyAction
+
+    return StickyAction(env, repeat_action_probability=0.25)
+
+
+def gym_wrapper_max_and_skip(env: Any) -> Any:
+    """Atari's frame skip with a max over the last two frames (Box observations only)."""
+    from gymnasium.wrappers import MaxAndSkipObservation
+
+    return MaxAndSkipObservation(env, skip=2)
+
+
+def gym_wrapper_time_limit_record_episode_statistics(env: Any) -> Any:
+    from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
+
+    return RecordEpisodeStatistics(TimeLimit(env, max_episode_steps=4))
+
+
+# --- Gymnasium ready-made vector envs: (num_envs) -> VectorEnv (family gymnasium.VectorEnv) ------
+
+
+def gym_make_vec_sync(num_envs: int) -> Any:
+    import gymnasium
+
+    return gymnasium.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="sync")
+
+
+def gym_make_vec_async(num_envs: int) -> Any:
+    import gymnasium
+
+    return gymnasium.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="async")
+
+
+def gym_make_vec_sync_same_step(num_envs: int) -> Any:
+    import gymnasium
+    from gymnasium.vector import AutoresetMode
+
+    return gymnasium.make_vec(
+        "CartPole-v1",
+        num_envs=num_envs,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+    )
+
+
+def gym_make_vec_vector_entry_point(num_envs: int) -> Any:
+    """CartPoleVectorEnv, NumPy-batched: every sub-env's start comes from one generator."""
+    import gymnasium
+
+    return gymnasium.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="vector_entry_point")
+
+
+# --- Stable-Baselines3 algorithms, tuned: (env: VecEnv) -> BaseAlgorithm (family sb3.Algorithm) ---
+
+
+def sb3_ppo_tuned(env: Any) -> Any:
+    from stable_baselines3 import PPO
+
+    return PPO(
+        _contrib_policy(env, "MlpPolicy", "MultiInputPolicy"),
+        env,
+        n_steps=16,
+        batch_size=16,
+        gae_lambda=1.0,
+        normalize_advantage=False,
+    )
+
+
+def sb3_a2c_gamma(env: Any) -> Any:
+    from stable_baselines3 import A2C
+
+    return A2C(_contrib_policy(env, "MlpPolicy", "MultiInputPolicy"), env, gamma=0.9)
+
+
+def sb3_sac_episodic(env: Any) -> Any:
+    """Trained once per episode; SB3 takes episodic training over one env only."""
+    from stable_baselines3 import SAC
+
+    return SAC(_contrib_policy(env, "MlpPolicy", "MultiInputPolicy"), env, train_freq=(1, "episode"))
+
+
+def sb3_dqn_tuned(env: Any) -> Any:
+    from stable_baselines3 import DQN
+
+    return DQN(_contrib_policy(env, "MlpPolicy", "MultiInputPolicy"), env, learning_starts=0, train_freq=4)
+
+
+def sb3_td3_action_noise(env: Any) -> Any:
+    import numpy as np
+    from stable_baselines3 import TD3
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    shape = env.action_space.shape
+    return TD3(
+        _contrib_policy(env, "MlpPolicy", "MultiInputPolicy"),
+        env,
+        action_noise=NormalActionNoise(mean=np.zeros(shape), sigma=0.1 * np.ones(shape)),
+    )
+
+
+def sb3_her_sac(env: Any) -> Any:
+    """SAC with HerReplayBuffer: goal relabelling needs a goal env (achieved and desired goals)."""
+    from stable_baselines3 import SAC, HerReplayBuffer
+
+    return SAC(
+        "MultiInputPolicy",
+        env,
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs={"n_sampled_goal": 4, "goal_selection_strategy": "future"},
+    )
+
+
+def sb3_contrib_maskable_ppo(env: Any) -> Any:
+    """Not in ``CORPUS``: rlconform's envs have no action masks, so the library refuses every env
+    (``ValueError: Environment does not support action masking``, sb3_contrib/ppo_mask/ppo_mask.py)
+    and ``rlconform check`` exits 2 with that named refusal and no verdicts to pin.
+
+    MaskablePPO reads the env's ``action_masks()``; an env without them is refused by the library."""
+    from sb3_contrib import MaskablePPO
+
+    return MaskablePPO(_contrib_policy(env, "MlpPolicy", "MultiInputPolicy"), env, n_steps=16, batch_size=16)
+
+
 CORPUS: tuple[Entry, ...] = (
     Entry("gym_record_episode_statistics", "gymnasium.vector", "gymnasium", "episode statistics across autoresets"),
     Entry("gym_transform_reward", "gymnasium.vector", "gymnasium", "reward changed on purpose", ("reward",)),
@@ -533,7 +790,13 @@ CORPUS: tuple[Entry, ...] = (
     Entry("gym_rescale_action", "gymnasium.vector", "gymnasium", "a Box-only wrapper with its own action space"),
     Entry("gym_clip_action", "gymnasium.vector", "gymnasium", "a Box-only action wrapper"),
     Entry("gym_sync_no_copy", "gymnasium.vector", "gymnasium", "documented buffer reuse (copy=False)"),
-    Entry("gym_async_no_shared_memory", "gymnasium.vector", "gymnasium", "worker processes, pickled observations"),
+    Entry(
+        "gym_async_no_shared_memory",
+        "gymnasium.vector",
+        "gymnasium",
+        "worker processes, pickled observations",
+        correct=False,
+    ),
     Entry(
         "gym_time_limit_per_env",
         "gymnasium.vector",
@@ -612,6 +875,7 @@ CORPUS: tuple[Entry, ...] = (
         "stable-baselines3",
         "VecNormalize(training=False, norm_reward=False), SB3's evaluation setup",
         ("observation",),
+        correct=False,
     ),
     Entry(
         "sb3_vec_normalize_custom",
@@ -627,6 +891,7 @@ CORPUS: tuple[Entry, ...] = (
         "stable-baselines3",
         "an image-only wrapper given no image (Dict observations pass through)",
         ("observation",),
+        correct=False,
     ),
     Entry(
         "sb3_vec_extract_dict_obs",
@@ -634,6 +899,7 @@ CORPUS: tuple[Entry, ...] = (
         "stable-baselines3",
         "one entry of a Dict observation, terminal observations included",
         ("observation",),
+        correct=False,
     ),
     Entry("torchrl_reward_clipping", "torchrl.EnvBase", "torchrl", "reward clipped by a transform", ("reward",)),
     Entry(
@@ -650,10 +916,11 @@ CORPUS: tuple[Entry, ...] = (
         "torchrl",
         "a fixed affine map of the observation (ObservationNorm)",
         ("observation",),
+        correct=False,
     ),
     Entry("torchrl_step_counter", "torchrl.EnvBase", "torchrl", "a step count added by a transform, no limit"),
     Entry("torchrl_serial_env", "torchrl.EnvBase", "torchrl", "batched in this process"),
-    Entry("torchrl_parallel_env", "torchrl.EnvBase", "torchrl", "batched in worker processes"),
+    Entry("torchrl_parallel_env", "torchrl.EnvBase", "torchrl", "batched in worker processes", correct=False),
     Entry(
         "torchrl_gae_average_gae",
         "torchrl.ValueEstimator",
@@ -680,6 +947,7 @@ CORPUS: tuple[Entry, ...] = (
         "gymnasium",
         "a running reward normaliser in each sub-env",
         ("reward",),
+        correct=False,
     ),
     Entry(
         "gym_cleanrl_continuous_per_env",
@@ -687,6 +955,7 @@ CORPUS: tuple[Entry, ...] = (
         "gymnasium",
         "CleanRL's continuous-action stack: statistics, clipped actions, normalised and clipped obs and rewards",
         ("observation", "reward"),
+        correct=False,
     ),
     Entry(
         "gym_record_episode_statistics_time_limit",
@@ -706,5 +975,131 @@ CORPUS: tuple[Entry, ...] = (
         "sb3.Algorithm",
         "sb3-contrib",
         "a recurrent policy and its RecurrentRolloutBuffer (LSTM states)",
+    ),
+    Entry(
+        "gym_wrapper_time_limit",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "TimeLimit(max_episode_steps=4) on a single env",
+        ("time_limit",),
+    ),
+    Entry("gym_wrapper_record_episode_statistics", "gymnasium.Wrapper", "gymnasium", "single-env episode statistics"),
+    Entry("gym_wrapper_clip_reward", "gymnasium.Wrapper", "gymnasium", "ClipReward(-0.1, 0.1)", ("reward",)),
+    Entry("gym_wrapper_transform_reward", "gymnasium.Wrapper", "gymnasium", "TransformReward(2 r)", ("reward",)),
+    Entry(
+        "gym_wrapper_normalize_observation",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "a running observation normaliser on a single env",
+        ("observation",),
+    ),
+    Entry(
+        "gym_wrapper_flatten_observation",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "FlattenObservation (Discrete one-hot, Dict concatenated)",
+        ("observation",),
+    ),
+    Entry(
+        "gym_wrapper_dtype_observation",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "DtypeObservation(float32)",
+        ("observation",),
+    ),
+    Entry("gym_wrapper_rescale_action", "gymnasium.Wrapper", "gymnasium", "RescaleAction to [0, 1], its own space"),
+    Entry("gym_wrapper_clip_action", "gymnasium.Wrapper", "gymnasium", "ClipAction: actions clipped into the space"),
+    Entry(
+        "gym_wrapper_sticky_action",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "StickyAction(0.25): the previous action repeated at random",
+        ("action=sticky",),
+    ),
+    Entry(
+        "gym_wrapper_max_and_skip",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "MaxAndSkipObservation(skip=2): frame skip with a max pool",
+        ("frame_skip", "observation"),
+        correct=False,
+    ),
+    Entry(
+        "gym_wrapper_time_limit_record_episode_statistics",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "RecordEpisodeStatistics over TimeLimit(4)",
+        ("time_limit",),
+    ),
+    Entry(
+        "gym_make_vec_sync",
+        "gymnasium.VectorEnv",
+        "gymnasium",
+        "make_vec('CartPole-v1', 'sync'), sub-envs compared with CartPole-v1 seeded seed+i",
+        options=("--single-env", "corpus.stacks:cartpole"),
+    ),
+    Entry(
+        "gym_make_vec_async",
+        "gymnasium.VectorEnv",
+        "gymnasium",
+        "make_vec('CartPole-v1', 'async'): worker processes, shared memory",
+        options=("--single-env", "corpus.stacks:cartpole"),
+    ),
+    Entry(
+        "gym_make_vec_sync_same_step",
+        "gymnasium.VectorEnv",
+        "gymnasium",
+        "make_vec('CartPole-v1', 'sync', autoreset_mode=SAME_STEP): final_obs in the info",
+        options=("--single-env", "corpus.stacks:cartpole"),
+    ),
+    Entry(
+        "gym_make_vec_vector_entry_point",
+        "gymnasium.VectorEnv",
+        "gymnasium",
+        "CartPoleVectorEnv: NumPy-batched, one generator for every sub-env",
+        options=("--seeding", "shared"),
+    ),
+    Entry(
+        "sb3_ppo_tuned",
+        "sb3.Algorithm",
+        "stable-baselines3",
+        "PPO(n_steps=16, batch_size=16, gae_lambda=1.0, normalize_advantage=False)",
+    ),
+    Entry("sb3_a2c_gamma", "sb3.Algorithm", "stable-baselines3", "A2C(gamma=0.9)"),
+    Entry(
+        "sb3_sac_episodic",
+        "sb3.Algorithm",
+        "stable-baselines3",
+        "SAC(train_freq=(1, 'episode')): refused by SB3 over more than one env",
+    ),
+    Entry("sb3_dqn_tuned", "sb3.Algorithm", "stable-baselines3", "DQN(learning_starts=0, train_freq=4)"),
+    Entry("sb3_td3_action_noise", "sb3.Algorithm", "stable-baselines3", "TD3 with NormalActionNoise(sigma=0.1)"),
+    Entry(
+        "sb3_her_sac",
+        "sb3.Algorithm",
+        "stable-baselines3",
+        "SAC with HerReplayBuffer: refused by the library over an env that is not a goal env",
+    ),
+    Entry("torchrl_gae_lambda_1", "torchrl.ValueEstimator", "torchrl", "GAE(gamma=0.9, lmbda=1.0)"),
+    Entry("torchrl_td1", "torchrl.ValueEstimator", "torchrl", "TD1Estimator(gamma=0.95)"),
+    Entry("torchrl_td_lambda_half", "torchrl.ValueEstimator", "torchrl", "TDLambdaEstimator(gamma=0.9, lmbda=0.5)"),
+    Entry("torchrl_td0_gamma_half", "torchrl.ValueEstimator", "torchrl", "TD0Estimator(gamma=0.5)"),
+    Entry(
+        "torchrl_slice_sampler_traj_key",
+        "torchrl.ReplayBuffer",
+        "torchrl",
+        "SliceSampler(num_slices=4, traj_key=('collector', 'traj_ids'))",
+    ),
+    Entry(
+        "torchrl_slice_sampler_without_replacement",
+        "torchrl.ReplayBuffer",
+        "torchrl",
+        "SliceSamplerWithoutReplacement(slice_len=4) in a TensorDictReplayBuffer",
+    ),
+    Entry(
+        "torchrl_sampler_without_replacement",
+        "torchrl.ReplayBuffer",
+        "torchrl",
+        "SamplerWithoutReplacement: each row once per epoch",
     ),
 )

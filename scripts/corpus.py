@@ -56,6 +56,7 @@ def check(entry: Entry, profile: str, out: Path) -> dict[str, str]:
         "--json",
         str(target),
         *(["--intended", ",".join(entry.intended)] if entry.intended else []),
+        *entry.options,
     ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
