@@ -875,7 +875,6 @@ CORPUS: tuple[Entry, ...] = (
         "stable-baselines3",
         "VecNormalize(training=False, norm_reward=False), SB3's evaluation setup",
         ("observation",),
-        correct=False,
     ),
     Entry(
         "sb3_vec_normalize_custom",
@@ -891,7 +890,6 @@ CORPUS: tuple[Entry, ...] = (
         "stable-baselines3",
         "an image-only wrapper given no image (Dict observations pass through)",
         ("observation",),
-        correct=False,
     ),
     Entry(
         "sb3_vec_extract_dict_obs",
@@ -899,7 +897,6 @@ CORPUS: tuple[Entry, ...] = (
         "stable-baselines3",
         "one entry of a Dict observation, terminal observations included",
         ("observation",),
-        correct=False,
     ),
     Entry("torchrl_reward_clipping", "torchrl.EnvBase", "torchrl", "reward clipped by a transform", ("reward",)),
     Entry(
