@@ -166,6 +166,13 @@ class Family(Protocol):
         """The FINDINGS.md row of the library defect bundled ``system_id`` shows on ``spec_id``."""
         ...
 
+    def built_from_library_classes(self, run: Any) -> bool:
+        """Whether the user's object of ``run`` is made of the library's own classes only (no
+        subclass or layer of the user's): built like the :meth:`library_systems`, with other
+        settings, so a failure of a spec on which those show a FINDINGS defect is that defect
+        even where the replay on the bundled system (other settings) does not show it."""
+        ...
+
     def claims(self, obj: Any) -> bool:
         """Whether ``obj`` is, by the library's own base class, the kind of object this family's
         factories return: a product another family claims and this one does not is a factory

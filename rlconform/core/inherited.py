@@ -12,6 +12,7 @@ library alone does not show, or shows another way, stays the user's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,6 +49,21 @@ def inherited_from(system: System, spec: Spec, case: Any, run: Any, violations: 
         if _same_failure(violations, outcome.violations):
             row = family.findings_row(library_id, spec.id)
             return f"{library_id} fails it the same way on its own" + (f" (FINDINGS {row})" if row else "")
+    return _built_like(family, run, spec)
+
+
+def _built_like(family: Any, run: Any, spec: Spec) -> str | None:
+    """The library's defect by how the user's object is built: made of the library's own classes
+    only, like a bundled system that shows a FINDINGS defect on this spec (a TorchRL slice sampler
+    told episode ends by ``end_key`` alone, sized otherwise than the bundled one: T3)."""
+    if not family.built_from_library_classes(run):
+        return None
+    for library_id in family.library_systems(run):
+        row = family.findings_row(library_id, spec.id)
+        if row:
+            return (
+                f"built from the library's own classes as {library_id} is, whose defect on this spec is FINDINGS {row}"
+            )
     return None
 
 
@@ -74,7 +90,15 @@ OPENING_WORDS = 4
 
 
 def _opening(v: Violation) -> str:
-    return " ".join(v.kind.split()[:OPENING_WORDS])
+    """The first words of a violation's kind, what stands in brackets left out (a call's
+    arguments, a sampler's parameters: the user's own)."""
+    kind = v.kind
+    while True:
+        shorter = re.sub(r"\([^()]*\)|\[[^\[\]]*\]", "", kind)
+        if shorter == kind:
+            break
+        kind = shorter
+    return " ".join(kind.split()[:OPENING_WORDS])
 
 
 def _takes(system: System, case: Any) -> bool:

@@ -132,6 +132,11 @@ class WholeRunFamily(ABC):
         unless the family builds a user's code on a library of its own."""
         return []
 
+    def built_from_library_classes(self, run: Any) -> bool:
+        """Whether the user's object is made of the library's own classes only (see
+        :class:`rlconform.core.family.Family`); no by default."""
+        return False
+
     def findings_row(self, system_id: str, spec_id: str) -> str | None:
         for (pattern, spec), row in self.findings.items():
             if spec == spec_id and fnmatch.fnmatchcase(system_id, pattern):

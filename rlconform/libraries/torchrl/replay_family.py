@@ -113,6 +113,10 @@ class ReplayFamily(DrivenObjectFamily):
     def library_systems(self, run: Any) -> list[str]:
         return list(dict.fromkeys(name for filled in fills(run) for name in filled.library))
 
+    def built_from_library_classes(self, run: Any) -> bool:
+        filled = fills(run)
+        return bool(filled) and all(f.library_own for f in filled)
+
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         def factory(case: ReplayCase) -> tuple[Any, str]:
             return fn(), f"{reference}()"

@@ -89,6 +89,9 @@ class Filled:
     #: the bundled systems built like it from TorchRL's own classes (a user's failure may be
     #: inherited from them: rlconform.core.inherited)
     library: tuple[str, ...] = ()
+    #: the buffer and every part of it (storage, sampler, writer, transforms) are TorchRL's own
+    #: classes: built like ``library`` with other settings
+    library_own: bool = False
 
 
 def library_layers(buffer: Any) -> tuple[str, ...]:
@@ -107,8 +110,9 @@ def library_layers(buffer: Any) -> tuple[str, ...]:
     buffer_class = torchrl_class(buffer)
     for t in transforms:
         n = getattr(t, "n_steps", None)
-        if torchrl_class(t) == "MultiStepTransform" and n in (2, 3):
-            found.append(f"torchrl.TensorDictReplayBuffer.MultiStepTransform.n{n}")
+        if torchrl_class(t) == "MultiStepTransform" and isinstance(n, int) and n >= 2:
+            # bundled with n = 2 and 3; a larger n is built like the n = 3 one
+            found.append(f"torchrl.TensorDictReplayBuffer.MultiStepTransform.n{min(n, 3)}")
     sampler = torchrl_class(getattr(buffer, "_sampler", None))
     if buffer_class in ("ReplayBuffer", "TensorDictReplayBuffer") and sampler in (
         "SliceSampler",
@@ -118,6 +122,22 @@ def library_layers(buffer: Any) -> tuple[str, ...]:
     if not found and buffer_class and torchrl_class(getattr(buffer, "_storage", None)) == "LazyTensorStorage":
         found.append("torchrl.ReplayBuffer.LazyTensorStorage")
     return tuple(found)
+
+
+def made_of_library_classes(buffer: Any) -> bool:
+    """Whether the buffer and its storage, sampler, writer and transforms are all TorchRL's own
+    classes (no subclass or part of the user's)."""
+
+    def own(obj: Any) -> bool:
+        return obj is None or type(obj).__module__.startswith("torchrl.")
+
+    transform = getattr(buffer, "_transform", None)
+    try:
+        transforms = list(transform) if transform is not None else []
+    except TypeError:
+        transforms = [transform]
+    parts = [buffer, *(getattr(buffer, name, None) for name in ("_storage", "_sampler", "_writer")), *transforms]
+    return all(own(part) for part in parts)
 
 
 def declared_multistep(buffer: Any) -> tuple[int, float] | None:
@@ -247,7 +267,11 @@ class ReplayHarness:
         self.make(case)
         delivered = self._extend(case)
         return Filled(
-            delivered, declared_multistep(self.buffer), self.sample_size(case)[1], library_layers(self.buffer)
+            delivered,
+            declared_multistep(self.buffer),
+            self.sample_size(case)[1],
+            library_layers(self.buffer),
+            made_of_library_classes(self.buffer),
         )
 
     def _extend(self, case: ReplayCase) -> int:

@@ -79,6 +79,14 @@ def slices_within_episode(run: Run) -> Outcome:
     return c.done()
 
 
+#: what ends a slice at a boundary between sub-envs (FINDINGS T3): the sampler's trajectory
+#: ids, or end marks the collector writes on each batch's last frame
+CROSSING_FIX = (
+    'nothing marks the boundary between sub-envs as an end; give the sampler traj_key=("collector", '
+    '"traj_ids") (or leave both keys to its defaults), or build the Collector with set_truncated=True'
+)
+
+
 def _slice_problem(frames: list[tuple[Decoded, Decoded]], multistep: bool = False) -> str | None:
     stamps = " | ".join(f"{describe(o)} -> {describe(n)}" for o, n in frames)
     for k, (obs, nxt) in enumerate(frames):
@@ -88,7 +96,12 @@ def _slice_problem(frames: list[tuple[Decoded, Decoded]], multistep: bool = Fals
             continue
         prev_obs, prev_next = frames[k - 1]
         assert isinstance(prev_obs, Stamp)
-        if (obs.env, obs.episode) != (prev_obs.env, prev_obs.episode):
+        if obs.env != prev_obs.env:
+            return (
+                f"crosses from env {prev_obs.env} episode {prev_obs.episode} to env {obs.env} episode {obs.episode}: "
+                f"[{stamps}]; {CROSSING_FIX}"
+            )
+        if obs.episode != prev_obs.episode:
             return f"crosses from env {prev_obs.env} episode {prev_obs.episode} to env {obs.env} episode {obs.episode}: [{stamps}]"
         if obs.step != prev_obs.step + 1 or (obs != prev_next and not multistep):
             return f"not contiguous in time: [{stamps}]"

@@ -122,6 +122,12 @@ class ValueEstimatorFamily(DrivenObjectFamily):
         base = ".".join(["torchrl", declared.library_class, *switches])
         return [base + ".not_vectorized", base] if not declared.vectorized else [base]
 
+    def built_from_library_classes(self, run: Any) -> bool:
+        if not isinstance(getattr(run, "case", None), EstimatorCase):
+            return False
+        declared = readings(run).declared
+        return declared is not None and declared.library_own
+
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         return self.user_system_of(
             reference,

@@ -239,6 +239,8 @@ class Declared:
     #: the nearest TorchRL estimator class it is or derives from (None: none of TorchRL's), and
     #: whether it runs vectorized: the bundled system a user's failure may be inherited from
     library_class: str | None = None
+    #: it is an instance of that TorchRL class itself, not of a subclass of the user's
+    library_own: bool = False
     vectorized: bool = True
     #: why rlconform cannot drive it (then nothing it computes is compared), or None
     undriven: str | None = None

@@ -75,6 +75,7 @@ def declared(estimator: Any) -> Declared:
             (cls.__name__ for cls in type(estimator).__mro__ if cls.__module__.startswith("torchrl.objectives.value")),
             None,
         ),
+        library_own=type(estimator).__module__.startswith("torchrl."),
         vectorized=getattr(estimator, "vectorized", True) is not False,  # None: TorchRL decides (vectorized)
         undriven=_undriven(estimator),
     )
