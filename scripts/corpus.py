@@ -41,6 +41,12 @@ PINNED_FIELDS = ("status",)
 
 def check(entry: Entry, profile: str, out: Path) -> dict[str, str]:
     """``rlconform check`` on one entry; spec id -> status (or the one-line reason it could not run)."""
+    return check_entry(entry, profile, out)[0]
+
+
+def check_entry(entry: Entry, profile: str, out: Path) -> tuple[dict[str, str], int]:
+    """:func:`check`, and the exit status of the user's command under ``--fail-on own`` (0 where
+    every failure is inherited from the library under the stack)."""
     target = out / f"{entry.name}.json"
     target.unlink(missing_ok=True)
     command = [
@@ -55,6 +61,8 @@ def check(entry: Entry, profile: str, out: Path) -> dict[str, str]:
         profile,
         "--json",
         str(target),
+        "--fail-on",
+        "own",
         *(["--intended", ",".join(entry.intended)] if entry.intended else []),
         *entry.options,
     ]
@@ -62,11 +70,14 @@ def check(entry: Entry, profile: str, out: Path) -> dict[str, str]:
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if not target.exists():
         reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return {"*": f"no results (exit {done.returncode}): {reason}"}
+        return {"*": f"no results (exit {done.returncode}): {reason}"}, done.returncode
     document = json.loads(target.read_text(encoding="utf-8"))
     # the pins record each check's outcome ("fail" for an inherited failure too: the inherited ones
     # are marked apart, inherited_specs); schema_version 2 writes it as "outcome", 1 as "status"
-    return {r["spec"]: r.get("outcome", r["status"]) for r in document["results"] if r["system"].startswith("user:")}
+    verdicts = {
+        r["spec"]: r.get("outcome", r["status"]) for r in document["results"] if r["system"].startswith("user:")
+    }
+    return verdicts, done.returncode
 
 
 def inherited_specs(document_path: Path) -> set[str]:

@@ -47,7 +47,9 @@ def test_every_entry_is_pinned_and_every_judgement_is_of_a_pinned_fail() -> None
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e.name)
 def test_corpus_entry_verdicts(entry: Entry, corpus_script: ModuleType, tmp_path: Path) -> None:
-    verdicts = corpus_script.check(entry, "matrix", tmp_path)
+    """The pinned verdicts; and a correct stack, declared as the docs say, exits 0 under
+    ``--fail-on own`` (only failures inherited from the library under it may remain: issue 35)."""
+    verdicts, exit_status = corpus_script.check_entry(entry, "matrix", tmp_path)
     pinned = PINS[entry.name]
     assert set(verdicts) == set(pinned), sorted(set(verdicts) ^ set(pinned))
     changed = {
@@ -56,3 +58,5 @@ def test_corpus_entry_verdicts(entry: Entry, corpus_script: ModuleType, tmp_path
         if not corpus_script.pinned_allows(pinned[spec], status)
     }
     assert not changed, changed
+    if entry.correct:
+        assert exit_status == 0, f"{entry.name} is a correct stack and exits {exit_status} under --fail-on own"
