@@ -86,6 +86,13 @@ def sub_env_layers(obj: Any) -> dict[int, tuple[Any, ...]]:
     return {int(reference.index): tuple(layers) for layers, reference in _chains(obj)}
 
 
+def single_env_layers(obj: Any) -> dict[int, tuple[Any, ...]]:
+    """:func:`sub_env_layers` of a single env: its own layers down to the reference env it wraps
+    (the wrapper chain a user's ``--api gymnasium.Wrapper`` factory built), by that env's index."""
+    chain = _chain_to_reference(obj)
+    return {} if chain is None else {int(chain[1].index): tuple(chain[0])}
+
+
 def _chains(obj: Any) -> list[tuple[list[Any], Any]]:
     """For each in-process sub-env of ``obj`` that reaches a reference env: its layers down to that
     env (outermost first, the sub-env itself first, empty when it is the reference env) and the env."""

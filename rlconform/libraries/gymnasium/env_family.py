@@ -21,6 +21,7 @@ from rlconform.envs.action_space import send_in_space
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
 from rlconform.envs.plan import BadStep, Op, Reset, Step
 from rlconform.envs.spaces import array_literal
+from rlconform.envs.tap import single_env_layers
 from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.libraries.gymnasium.model_selection import ModelMatch, sub_env_limit
 from rlconform.libraries.gymnasium.releases import installed as installed_release
@@ -99,14 +100,29 @@ class GymEnvFamily(ReferenceEnvFamily):
         )
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
+        from rlconform.libraries.gymnasium.vector_family import sub_env_layer_semantics
+
         wrappers = wrapper_names(obj)
-        return {
+        semantics = {
             "autoreset_mode": "NextStep" if has_autoreset(obj) else None,
             "wrappers": wrappers,
             "single_observation_space": getattr(obj, "observation_space", None),
             "single_action_space": getattr(obj, "action_space", None),
             "metadata_type": type(getattr(obj, "metadata", None)).__name__,
         }
+        # an episode recorder or running normalizer in the wrapper chain is read as it is around
+        # each sub-env of a SyncVectorEnv (RecordEpisodeStatistics, NormalizeReward: FINDINGS G8)
+        semantics.update(
+            sub_env_layer_semantics(obj, "NextStep", vector_statistics=False, layers_by_env=single_env_layers(obj))
+        )
+        return semantics
+
+    def observe(self, obj: Any, record: CallRecord) -> None:
+        from rlconform.libraries.gymnasium.vector_family import sub_env_normalizer_statistics
+
+        stats = sub_env_normalizer_statistics(obj, single_env_layers(obj))
+        if stats:
+            record.extra["sub_env_normalizers"] = stats
 
     def model_match(self, obj: Any) -> Any:
         """The bare env's model, or the Autoreset wrapper's when that is the outer layer; a time

@@ -164,7 +164,7 @@ class GymVectorFamily(ReferenceEnvFamily):
             own = own_normalizer_semantics(find_own_normalizer(layer_chain(obj, "env")))
             semantics.update(own)
             normalizers = list(own.get("normalizers", []))
-        sub_env = _sub_env_semantics(obj, mode, vector_statistics=semantics["episode_statistics"] is not None)
+        sub_env = sub_env_layer_semantics(obj, mode, vector_statistics=semantics["episode_statistics"] is not None)
         semantics["normalizers"] = normalizers + sub_env.pop("normalizers", [])
         semantics.update(sub_env)
         if semantics["episode_statistics"] is None and "episode_statistics_envs" not in semantics:
@@ -287,7 +287,7 @@ class GymVectorFamily(ReferenceEnvFamily):
             own = find_own_normalizer(layer_chain(obj, "env"))
             if own is not None:
                 own.observe(record.extra, int(getattr(obj, "num_envs", 0) or 0))
-        sub_env_stats = _sub_env_normalizer_statistics(obj)
+        sub_env_stats = sub_env_normalizer_statistics(obj)
         if sub_env_stats:
             record.extra["sub_env_normalizers"] = sub_env_stats
 
@@ -347,11 +347,15 @@ class GymVectorFamily(ReferenceEnvFamily):
         return slots
 
 
-def _sub_env_semantics(obj: Any, mode: str, *, vector_statistics: bool) -> dict[str, Any]:
+def sub_env_layer_semantics(
+    obj: Any, mode: str, *, vector_statistics: bool, layers_by_env: dict[int, tuple[Any, ...]] | None = None
+) -> dict[str, Any]:
     """What the user put inside each in-process sub-env (CleanRL's ``make_env`` thunks): an
     episode recorder, read where SyncVectorEnv documents a sub-env's step info (the step's info,
-    or, in SameStep, the ended sub-env's ``final_info``), and running normalizers."""
-    layers_by_env = sub_env_layers(obj)
+    or, in SameStep, the ended sub-env's ``final_info``), and running normalizers. A single env's
+    own wrapper chain (``layers_by_env``: rlconform.envs.tap.single_env_layers) is read the same
+    way, as its one sub-env: the same layer, the same verdict, in every family."""
+    layers_by_env = sub_env_layers(obj) if layers_by_env is None else layers_by_env
     if not layers_by_env:
         return {}
     semantics: dict[str, Any] = {}
@@ -384,10 +388,13 @@ def _sub_env_semantics(obj: Any, mode: str, *, vector_statistics: bool) -> dict[
     return semantics
 
 
-def _sub_env_normalizer_statistics(obj: Any) -> dict[int, dict[str, Any]]:
-    """The statistics of the running normalizers inside each in-process sub-env, right after a
-    call: the samples each counted, and a reward normalizer's discounted return."""
-    layers_by_env = sub_env_layers(obj)
+def sub_env_normalizer_statistics(
+    obj: Any, layers_by_env: dict[int, tuple[Any, ...]] | None = None
+) -> dict[int, dict[str, Any]]:
+    """The statistics of the running normalizers inside each in-process sub-env (or of a single
+    env's own chain, ``layers_by_env``), right after a call: the samples each counted, and a
+    reward normalizer's discounted return."""
+    layers_by_env = sub_env_layers(obj) if layers_by_env is None else layers_by_env
     if not layers_by_env:
         return {}
     stats: dict[int, dict[str, Any]] = {}
