@@ -57,6 +57,10 @@ KINDS: dict[str, dict[str, str]] = {
     "observation": {
         "normalize": "observations whose values the stack changed (normalised, scaled), any layout kept",
         "flatten": "observations flattened by the stack to one vector",
+        "stack": (
+            "the last k observations of the episode stacked along a new leading axis (FrameStackObservation), "
+            "zeros or copies of the episode's first observation before it: never a frame of another episode"
+        ),
     },
 }
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from rlconform.envs.calllog import ResetRecord, StepRecord
 from rlconform.envs.layouts import decode_flattened, decode_one_hot, decode_transposed
-from rlconform.envs.spaces import BoxObs, Decoded, DictObs, Garbage, SmallDiscreteObs
+from rlconform.envs.spaces import BoxObs, Decoded, DictObs, Garbage, SmallDiscreteObs, TupleObs
 from rlconform.envs.stamp import Stamp
 
 if TYPE_CHECKING:
@@ -64,6 +64,14 @@ def _decode(run: Run, value: Any) -> Decoded:
             if isinstance(moved, Stamp):
                 run.memo[("transposed", id(value))] = tuple(np.shape(value))
                 return moved
+            # frames stacked along a new leading axis (Gymnasium's FrameStackObservation, a
+            # user's frame stack): the newest frame's stamp, the older ones checked
+            stacked = read_leading_stack(run.case.script.obs, value)
+            if stacked is not None:
+                newest, depth, problem = stacked
+                run.memo[("stacked", id(value))] = depth
+                run.memo[("stack_problem", id(value))] = problem
+                return newest
             return _through_sub_env_layers(run, value, decoded)
         return decoded
     except Exception as exc:  # malformed structures decode to a reason, never to a crash
@@ -156,6 +164,93 @@ def flattened_shape(run: Run, value: Any) -> tuple[int, ...] | None:
     decode(run, value)
     shape = run.memo.get(("flattened", id(value)))
     return shape if isinstance(shape, tuple) else None
+
+
+def stacked_frames(run: Run, value: Any) -> int | None:
+    """How many frames ``value`` stacks along a new leading axis when its stamp was read as the
+    newest of them (even where an older frame is wrong: that is the decoded reason), else None."""
+    if value is None:
+        return None
+    decode(run, value)
+    depth = run.memo.get(("stacked", id(value)))
+    return depth if isinstance(depth, int) else None
+
+
+def read_leading_stack(spec: Any, value: Any) -> tuple[Stamp, int, str | None] | None:
+    """``value`` read as k > 1 frames of ``spec`` stacked along a new leading axis (Gymnasium's
+    ``FrameStackObservation``, a user's frame stack): the newest frame's stamp, k, and what is
+    wrong with the older frames (None when each is the step before it in the same episode, and
+    before the episode's first step either zeros or copies of that first frame: Gymnasium's
+    ``padding_type`` "zero" and "reset"). None when ``value`` has no such shape or its newest
+    frame is no observation (then it is no frame stack at all)."""
+    if isinstance(spec, (DictObs, TupleObs)):
+        if isinstance(spec, DictObs) and isinstance(value, dict):
+            parts = [(repr(key), read_leading_stack(leaf, value.get(key))) for key, leaf in spec.entries]
+        elif isinstance(spec, TupleObs) and isinstance(value, tuple) and len(value) == len(spec.elements):
+            parts = [
+                (f"[{i}]", read_leading_stack(leaf, v))
+                for i, (leaf, v) in enumerate(zip(spec.elements, value, strict=True))
+            ]
+        else:
+            return None
+        if any(part is None for _, part in parts):
+            return None
+        found = [(key, part) for key, part in parts if part is not None]
+        newest, depth, _ = found[0][1]
+        for key, (stamp, _, problem) in found:
+            if stamp != newest:
+                return newest, depth, f"element {key} and element {found[0][0]} come from different steps"
+            if problem is not None:
+                return newest, depth, f"element {key}: {problem}"
+        return newest, depth, None
+    try:
+        own_shape = tuple(spec.build().shape)
+    except Exception:
+        return None
+    if hasattr(value, "detach"):  # a torch tensor
+        value = value.detach().cpu().numpy()
+    if not isinstance(value, np.ndarray) or value.ndim != len(own_shape) + 1 or value.shape[1:] != own_shape:
+        return None
+    if value.shape[0] < 2:
+        return None
+    frames = [value[i] for i in range(value.shape[0])]
+    newest = spec.decode(frames[-1])
+    if not isinstance(newest, Stamp):
+        return None
+    zeros = _leading_padded(spec, frames, newest, same=False)
+    if zeros is None:
+        return newest, len(frames), None
+    same = _leading_padded(spec, frames, newest, same=True)
+    if same is None:
+        return newest, len(frames), None
+    # the reason of the padding the stack looks like it uses: zeros where its oldest frame is zero
+    return newest, len(frames), zeros if not np.any(frames[0]) else same
+
+
+def _leading_padded(spec: Any, frames: list[Any], newest: Stamp, *, same: bool) -> str | None:
+    """What is wrong with the older frames under one padding (None: nothing)."""
+    for back, frame in enumerate(reversed(frames[:-1]), start=1):
+        step = newest.step - back
+        if step < 0 and not same:
+            if np.any(frame):
+                return f"frame -{back} holds data where zero padding precedes {newest.short()}'s episode"
+            continue
+        wanted = Stamp(newest.env, newest.episode, max(step, 0), newest.salt)
+        older = spec.decode(frame)
+        if older != wanted:
+            got = older.reason if isinstance(older, Garbage) else older.short()
+            return f"frame -{back} is {got} in a stack ending at {newest.short()}; expected {wanted.short()}"
+    return None
+
+
+def stack_problem(run: Run, value: Any) -> str | None:
+    """What is wrong with the older frames of a frame-stacked ``value`` (another episode's frame
+    leaked into it), None when nothing is or it is no frame stack."""
+    if value is None:
+        return None
+    decode(run, value)
+    problem = run.memo.get(("stack_problem", id(value)))
+    return problem if isinstance(problem, str) else None
 
 
 def transposed_shape(run: Run, value: Any) -> tuple[int, ...] | None:

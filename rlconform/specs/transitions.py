@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.core.spec import Checker, Outcome, Spec, spec, spec_of
 from rlconform.envs.calllog import RejectedRecord, ResetRecord, StepRecord, receipt_value_equal
-from rlconform.envs.decode import decode, describe_decoded
+from rlconform.envs.decode import decode, describe_decoded, stack_problem
 from rlconform.envs.plan import Reset
 from rlconform.envs.spaces import Garbage, ambiguous, values_changed
 from rlconform.envs.stamp import Stamp
@@ -110,6 +110,14 @@ def transitions_exact(run: Run) -> Outcome:
             changed = observation_change(run, m)
             if changed is not None:
                 judge(ck, run, "observation", changed, env=env, agent_step=slot.agent_step)
+            for name, value in (("obs", slot.obs), ("next_obs", slot.next_obs)):
+                leaked = stack_problem(run, value)
+                # a frame stack holds only its episode's frames, whatever is declared
+                ck.expect(
+                    leaked is None,
+                    f"{name} is a stack of frames whose older frames are not its episode's: {leaked}",
+                    **where,
+                )
             if m.span:
                 judge(ck, run, "frame_skip", frame_skip_change(m), env=env, agent_step=slot.agent_step)
             ck.expect(

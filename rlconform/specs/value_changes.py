@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from rlconform.core.intents import KINDS, hint, kind_of
 from rlconform.core.spec import Checker
-from rlconform.envs.decode import flattened_shape, read_through_layers, transposed_shape
+from rlconform.envs.decode import flattened_shape, read_through_layers, stacked_frames, transposed_shape
 from rlconform.envs.plan import Reset
 from rlconform.envs.spaces import ambiguous, values_changed
 from rlconform.specs.helpers import (
@@ -99,7 +99,9 @@ def _narrow_problem(run: Run, intent: str, kind: str, change: str, env: int, age
         flattened = "flattened to shape" in change
         if kind == "flatten" and not flattened:
             return "the observation was not flattened"
-        if kind == "normalize" and (flattened or "transposed to channel-first" in change):
+        if kind == "stack" and "reached the agent as a stack of" not in change:
+            return "the observation was not stacked"
+        if kind == "normalize" and (flattened or "transposed to channel-first" in change or "as a stack of" in change):
             return "its layout changed, not its values"
         return None
     if intent == "action":
@@ -483,6 +485,9 @@ def observation_change(run: Run, m: Match) -> str | None:
         shape = flattened_shape(run, value)
         if shape is not None:
             return f"{name} reached the agent flattened to shape {shape} by the stack ({_stamp_text(m, name)})"
+        depth = stacked_frames(run, value)
+        if depth is not None:
+            return f"{name} reached the agent as a stack of {depth} frames by the stack ({_stamp_text(m, name)})"
         shape = transposed_shape(run, value)
         if shape is not None:
             return (
