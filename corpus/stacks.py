@@ -663,6 +663,19 @@ def gym_wrapper_max_and_skip(env: Any) -> Any:
     return MaxAndSkipObservation(env, skip=2)
 
 
+def gym_wrapper_frame_stack(env: Any) -> Any:
+    """Four frames stacked along a new leading axis, padded with the reset observation."""
+    from gymnasium.wrappers import FrameStackObservation
+
+    return FrameStackObservation(env, 4)
+
+
+def gym_wrapper_frame_stack_zero(env: Any) -> Any:
+    from gymnasium.wrappers import FrameStackObservation
+
+    return FrameStackObservation(env, 3, padding_type="zero")
+
+
 def gym_wrapper_time_limit_record_episode_statistics(env: Any) -> Any:
     from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
 
@@ -1020,6 +1033,20 @@ CORPUS: tuple[Entry, ...] = (
         "MaxAndSkipObservation(skip=2): frame skip with a max pool",
         ("frame_skip", "observation"),
         correct=False,
+    ),
+    Entry(
+        "gym_wrapper_frame_stack",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "FrameStackObservation(4): frames on a new leading axis, reset padding",
+        ("observation=stack",),
+    ),
+    Entry(
+        "gym_wrapper_frame_stack_zero",
+        "gymnasium.Wrapper",
+        "gymnasium",
+        "FrameStackObservation(3, padding_type='zero')",
+        ("observation=stack",),
     ),
     Entry(
         "gym_wrapper_time_limit_record_episode_statistics",
