@@ -715,11 +715,26 @@ def _check(args: argparse.Namespace) -> int:
     gap = left_out(system.capabilities.notes)
     caveat = "" if gap is None else f" ({gap.clause()})"
     print(f"\nsummary: {results.summary_text()}{caveat}", file=out)
+    own = [v for v in results.verdicts if v.system_id == system.id]
+    nothing = nothing_checked(own)
+    if nothing is not None:
+        print(nothing, file=out)
     _finish(args, results, paths, out)
-    failed = any(counts_against(v, fail_on) for v in results.verdicts if v.system_id == system.id) or any(
+    failed = any(counts_against(v, fail_on) for v in own) or any(
         counts_against(v, fail_on) and v.status != "skipped" for v in results.verdicts if v.system_id != system.id
     )
-    return EXIT_FAIL if failed else EXIT_OK
+    return EXIT_FAIL if failed or nothing is not None else EXIT_OK
+
+
+def nothing_checked(verdicts: list[Verdict]) -> str | None:
+    """The line that says a check checked nothing: every spec of the API was not applicable to the
+    user's object (sb3-contrib's ARS keeps no buffer, so no learner-data spec applies). Such a check
+    is not a pass: it exits 1 with this line, naming why the specs did not apply."""
+    if not verdicts or any(v.status != "not_applicable" for v in verdicts):
+        return None
+    reasons = list(dict.fromkeys(v.message for v in verdicts if v.message))
+    why = f": {reasons[0]}" if len(reasons) == 1 else f" ({len(reasons)} reasons, listed above)" if reasons else ""
+    return f"nothing was checked: none of the {len(verdicts)} specs of this --api applies to it{why}; exit status 1"
 
 
 if __name__ == "__main__":

@@ -162,3 +162,23 @@ def test_a_crash_in_the_probes_learn_narrows_nothing() -> None:
     # the user's crash in learn narrows nothing: the search finds it and fails it
     assert system.capabilities.max_envs == 3 and system.capabilities.notes == ()
     assert system.capabilities.time_limit == "allowed"
+
+
+ARS_MODULE = """
+def ars(env):
+    from sb3_contrib import ARS
+
+    return ARS("LinearPolicy", env, n_delta=2, seed=0)
+"""
+
+
+def test_an_algorithm_with_no_buffer_is_no_pass(user_module: Any, rlconform_cli: Any) -> None:
+    """sb3-contrib's ARS keeps neither a rollout nor a replay buffer: every spec of sb3.Algorithm is
+    not applicable. That exited 0 with nothing checked and called ARS "an off-policy algorithm"
+    (issue 36); a check in which nothing was checked now says so and exits 1."""
+    pytest.importorskip("sb3_contrib")
+    user_module("ars_user", ARS_MODULE)
+    done = rlconform_cli("check", "ars_user:ars", "--api", "sb3.Algorithm", "--profile", "ci")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "nothing was checked: none of the 9 specs of this --api applies to it" in done.stdout, done.stdout
+    assert "off-policy" not in done.stdout and "it keeps neither a rollout nor a replay buffer" in done.stdout

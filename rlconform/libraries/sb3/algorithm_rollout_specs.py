@@ -41,7 +41,13 @@ def _usable(run: AlgorithmRun, ck: Checker, *, report_errors: bool = False, need
     if not run.on_policy:
         ck.not_applicable(
             f"{run.algorithm or 'the model'} has no rollout_buffer"
-            + (": an off-policy algorithm, its replay buffer is checked by algorithm.buffer_*" if run.algorithm else "")
+            + (
+                ": an off-policy algorithm, its replay buffer is checked by algorithm.buffer_*"
+                if run.buffer is not None
+                else ": it keeps neither a rollout nor a replay buffer"
+                if run.algorithm
+                else ""
+            )
         )
         return False
     problem = None

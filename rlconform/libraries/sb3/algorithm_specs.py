@@ -137,7 +137,13 @@ def _usable(run: AlgorithmRun, ck: Checker) -> bool:
     if run.buffer is None:
         ck.not_applicable(
             f"{run.algorithm or 'the model'} has no replay_buffer"
-            + (": an on-policy algorithm, its RolloutBuffer is checked by algorithm.rollout_*" if run.on_policy else "")
+            + (
+                ": an on-policy algorithm, its RolloutBuffer is checked by algorithm.rollout_*"
+                if run.on_policy
+                else ": it keeps neither a rollout nor a replay buffer"
+                if run.algorithm
+                else ""
+            )
         )
         return False
     if run.sample_error is not None:
