@@ -314,6 +314,14 @@ def _search(
         tally.note([f"{guarded.hung} example(s) set aside: the system hung in them (see {RESPONSIVE})"])
     if tally.build_errors < tally.examples:
         tally.notes[:0] = tally.not_built()
+    if tally.checked > 0 and 2 * (tally.examples - tally.build_errors) < tally.examples:
+        # a pass over fewer than half of the examples drawn says little of the others: no verdict
+        built = tally.examples - tally.build_errors
+        message = (
+            f"{tally.checked} facts checked over only {built} of the {tally.examples} examples, too few for a "
+            "verdict (fewer than half were built)"
+        )
+        return Verdict(status="not_exercised", message=tally.with_notes(message), **common)
     if tally.checked > 0:
         message = f"{tally.checked} facts checked over {tally.examples} examples"
         return Verdict(status="pass", message=tally.with_notes(message), **common)

@@ -34,6 +34,13 @@ def refuses_two_verbosely(env_fns: Any, **kwargs: Any) -> Any:
     return gymnasium.vector.SyncVectorEnv(list(env_fns))
 
 
+def builds_one_only(env_fns: Any, **kwargs: Any) -> Any:
+    """Built only on one sub-env (most examples draw more): the probe, on one, does not see it."""
+    if len(env_fns) != 1:
+        raise ValueError("only one sub-env is supported")
+    return gymnasium.vector.SyncVectorEnv(list(env_fns))
+
+
 def correct(env_fns: Any, **kwargs: Any) -> Any:
     return gymnasium.vector.SyncVectorEnv(list(env_fns))
 
@@ -72,3 +79,12 @@ def test_a_system_built_for_no_example_is_an_error_as_before() -> None:
     verdict = check_spec(factory_system(never, "gymnasium.vector"), get_spec(SPEC), "ci")
     assert verdict.status == "error"
     assert verdict.message == "the system could not be built for any example: ValueError: never"
+
+
+def test_a_pass_over_fewer_than_half_of_the_examples_built_is_not_exercised() -> None:
+    """Issue 36: the examples that could be built passed and the verdict was a pass, while most
+    examples were not built (torchrl.GymEnv.num_envs: the edge cases build, the drawn ones do not)."""
+    verdict = check_spec(factory_system(builds_one_only, "gymnasium.vector"), get_spec(SPEC), "ci")
+    assert verdict.status == "not_exercised", verdict.message
+    assert "too few for a verdict (fewer than half were built)" in verdict.message
+    assert "were not built: building the system raised (first: ValueError: only one sub-env" in verdict.message
