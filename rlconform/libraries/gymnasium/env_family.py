@@ -159,10 +159,11 @@ class GymEnvFamily(ReferenceEnvFamily):
             driver.state["ended"] = record.view.terminated[0] or record.view.truncated[0]
 
     def _reset(self, driver: Any, obj: Any, op: Reset, *, implied: bool) -> None:
+        options = reset_options(op)
         record = driver.call(
             op,
-            f"env.reset(seed={op.seed!r})",
-            lambda seed: obj.reset(seed=seed),
+            f"env.reset(seed={op.seed!r}" + ("" if options is None else f", options={options!r}") + ")",
+            lambda seed: obj.reset(seed=seed) if options is None else obj.reset(seed=seed, options=options),
             (op.seed,),
             implied=implied,
             view=_view_reset,
@@ -221,6 +222,14 @@ class GymEnvFamily(ReferenceEnvFamily):
         if semantics.get("metadata_type") != "dict":
             problems.append(f"metadata is a {semantics.get('metadata_type')}, not a dict")
         return problems
+
+
+def reset_options(op: Reset) -> dict[str, Any] | None:
+    """The ``options`` a single env's reset is given: an empty dict with an odd seed, none
+    otherwise, so that a search resets with and without options, and with a seed and options
+    together (a wrapper that drops the seed when it is given options is found by
+    ``seeding.reset_determinism``: its two ``reset(seed=s, options={})`` runs differ)."""
+    return {} if op.seed is not None and op.seed % 2 == 1 else None
 
 
 def _view_reset(result: Any) -> CallView:

@@ -1,0 +1,46 @@
+"""Single envs are reset with and without ``options``, and with a seed and options together
+(issue 36): a wrapper that drops the seed only when ``reset`` is given options passed, since
+single envs were never reset with options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+from rlconform.core.search import check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.user import factory_system, probe
+from rlconform.envs.plan import Reset
+from rlconform.libraries.gymnasium.env_family import reset_options
+
+
+class DropsSeedWithOptions(gymnasium.Wrapper):  # type: ignore[type-arg]
+    """Planted: given options, resets without the seed."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if options is not None:
+            return self.env.reset(options=options)
+        return self.env.reset(seed=seed)
+
+
+def drops_seed_with_options(env: Any) -> Any:
+    return DropsSeedWithOptions(env)
+
+
+def passthrough(env: Any) -> Any:
+    return gymnasium.Wrapper(env)
+
+
+def test_resets_come_with_and_without_options() -> None:
+    assert reset_options(Reset(seed=3)) == {} and reset_options(Reset(seed=4)) is None
+    assert reset_options(Reset(seed=None)) is None
+
+
+def test_a_wrapper_that_drops_the_seed_given_options_fails_reset_determinism() -> None:
+    spec = get_spec("seeding.reset_determinism")
+    verdict = check_spec(probe(factory_system(drops_seed_with_options, "gymnasium.Wrapper")), spec, "ci")
+    assert verdict.status == "fail", verdict.message
+    assert "after reset(seed=" in verdict.message
+    correct = check_spec(probe(factory_system(passthrough, "gymnasium.Wrapper")), spec, "ci")
+    assert correct.status == "pass", correct.message
