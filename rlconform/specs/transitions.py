@@ -315,10 +315,15 @@ def _unreadable_under_declaration(ck: Checker, run: Run, unreadable: bool) -> Ou
     identify observations by, and nothing was checked: by construction, not for want of examples
     (undeclared, the transform is transitions.exact's finding and this spec is not exercised)."""
     if unreadable and ck.outcome.checked == 0 and declared(run, "observation"):
+        where = (
+            "(a vector-level transform, or sub-envs in worker processes)"
+            if contract_of(run.system).vectorized
+            else "(a transform of the env's own observations)"
+        )
         return ck.not_applicable(
             "the declared observation transform (--intended observation) leaves no observation that can be "
-            "identified: it runs outside any sub-env layer rlconform can read back (a vector-level transform, or "
-            "sub-envs in worker processes), and rlconform has no inverse for it"
+            f"identified: it runs outside any sub-env layer rlconform can read back {where}, and rlconform has no "
+            "inverse for it"
         )
     return ck.done()
 
