@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rlconform.core.intents import KINDS, hint, kind_of
 from rlconform.core.spec import Checker
+from rlconform.envs.calllog import receipt_value_equal
 from rlconform.envs.decode import flattened_shape, read_through_layers, stacked_frames, transposed_shape
 from rlconform.envs.plan import Reset
 from rlconform.envs.spaces import ambiguous, values_changed
@@ -360,8 +361,6 @@ def _sticky_problems(run: Run, env: int) -> dict[int | None, str]:
     key = ("sticky_actions", env)
     if key in run.memo:
         return run.memo[key]  # type: ignore[no-any-return]
-    from rlconform.envs.calllog import receipt_value_equal
-
     assert run.truth is not None
     before: dict[int, TrueTransition] = {}
     transitions = run.truth.envs[env].transitions

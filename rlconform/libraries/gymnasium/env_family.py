@@ -26,6 +26,7 @@ from rlconform.envs.trace import CallRecord, CallView, Slot
 from rlconform.libraries.gymnasium.model_selection import ModelMatch, sub_env_limit
 from rlconform.libraries.gymnasium.releases import installed as installed_release
 from rlconform.libraries.gymnasium.releases import unavailable_unless
+from rlconform.libraries.gymnasium.vector_family import sub_env_layer_semantics, sub_env_normalizer_statistics
 from rlconform.specs.families import GYMNASIUM_ENV
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)
@@ -100,8 +101,6 @@ class GymEnvFamily(ReferenceEnvFamily):
         )
 
     def describe_semantics(self, obj: Any) -> dict[str, Any]:
-        from rlconform.libraries.gymnasium.vector_family import sub_env_layer_semantics
-
         wrappers = wrapper_names(obj)
         semantics = {
             "autoreset_mode": "NextStep" if has_autoreset(obj) else None,
@@ -118,8 +117,6 @@ class GymEnvFamily(ReferenceEnvFamily):
         return semantics
 
     def observe(self, obj: Any, record: CallRecord) -> None:
-        from rlconform.libraries.gymnasium.vector_family import sub_env_normalizer_statistics
-
         stats = sub_env_normalizer_statistics(obj, single_env_layers(obj))
         if stats:
             record.extra["sub_env_normalizers"] = stats
