@@ -12,13 +12,27 @@ import numpy as np
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.envs.calllog import ResetRecord, StepRecord
 from rlconform.specs.families import TUPLE_FAMILIES
-from rlconform.specs.helpers import events_by_call, match_transitions, model_counterpart, reward_precision
+from rlconform.specs.helpers import contract_of, events_by_call, match_transitions, model_counterpart, reward_precision
 from rlconform.specs.value_changes import stack_truncation
 
 if TYPE_CHECKING:
     from rlconform.envs.driver import Run
 
 RMS_EPSILON = 1e-4
+
+
+def _inside(run: Run, *, one: bool = False) -> str:
+    """Where a layer reported per sub-env sits, in words: around each sub-env of a vector env, or
+    in a single env's own wrapper chain."""
+    if not contract_of(run.system).vectorized:
+        return "in the env's wrapper chain"
+    return "inside a sub-env" if one else "inside each sub-env"
+
+
+def _owner(run: Run) -> str:
+    return "sub-env's" if contract_of(run.system).vectorized else "env's"
+
+
 #: the semantics key of the counts a user's own normalizer's statistics started from
 #: (rlconform.specs.own_normalizers); the libraries' start at :data:`RMS_EPSILON`
 NORMALIZER_BASE_COUNTS = "normalizer_base_counts"
@@ -256,7 +270,7 @@ def episode_statistics(run: Run) -> Outcome:
     rel = 1e-5 if reward_precision(run) == "float32" and not per_env else 1e-9
     if per_env:
         where_read = "the ended sub-env's final_info" if place == "final_info" else "the step's info"
-        ck.note(f"episode statistics recorded inside each sub-env are read from {where_read}")
+        ck.note(f"episode statistics recorded {_inside(run)} are read from {where_read}")
     if decimals is not None:
         ck.note(f"the recorder documents its return rounded to {decimals} decimals: compared within that rounding")
     for env in range(run.case.num_envs):
@@ -519,8 +533,8 @@ def _check_sub_env_normalizers(run: Run, ck: Checker, before: list[Any], per_cal
             where = {"env": env, "agent_step": call.agent_step or None, "call": call.position}
             if "obs_count" in stats:
                 ck.note(
-                    "a NormalizeObservation inside a sub-env counts every observation its sub-env returns, the first "
-                    "of each episode (from reset) included, as Gymnasium documents"
+                    f"a NormalizeObservation {_inside(run, one=True)} counts every observation its env returns, the "
+                    "first of each episode (from reset) included, as Gymnasium documents"
                 )
                 count = stats["obs_count"]
                 ck.expect(
@@ -554,7 +568,7 @@ def _check_sub_env_normalizers(run: Run, ck: Checker, before: list[Any], per_cal
             ck.expect(
                 math.isclose(float(accumulated), returns[env], rel_tol=1e-5, abs_tol=1e-6),
                 f"the discounted return of episode {record.episode} after {record.step_after} step(s) is "
-                f"{float(accumulated)!r} in the sub-env's {stats.get('return_layer', 'normalizer')}; its real "
+                f"{float(accumulated)!r} in the {_owner(run)} {stats.get('return_layer', 'normalizer')}; its real "
                 f"rewards discount to {returns[env]!r}",
                 env=env,
                 agent_step=call.agent_step or None,
