@@ -145,8 +145,8 @@ its reference envs (or, for --api gymnasium.Env, drives your env itself and thro
 installed stack), searches for a violation of each spec that applies, and prints each failure
 with its minimal case and a standalone reproducer.
 
-Exit status: 0 every applicable spec passes; 1 a spec fails or was not exercised; 2 bad input
-(one line on stderr saying why)."""
+Exit status: 0 every applicable spec passes; 1 a spec fails or was not exercised, or no spec
+applies at all (nothing was checked); 2 bad input (one line on stderr saying why)."""
 
 CHECK_EXAMPLES = """\
 examples:
