@@ -64,6 +64,11 @@ def _decode(run: Run, value: Any) -> Decoded:
             if isinstance(moved, Stamp):
                 run.memo[("transposed", id(value))] = tuple(np.shape(value))
                 return moved
+            # a user's layer around a sub-env that returned it, named (before the layout below,
+            # which would read a frame stack there without naming the layer)
+            through = _through_sub_env_layers(run, value, decoded)
+            if through is not decoded:
+                return through
             # frames stacked along a new leading axis (Gymnasium's FrameStackObservation, a
             # user's frame stack): the newest frame's stamp, the older ones checked
             stacked = read_leading_stack(run.case.script.obs, value)
@@ -72,7 +77,7 @@ def _decode(run: Run, value: Any) -> Decoded:
                 run.memo[("stacked", id(value))] = depth
                 run.memo[("stack_problem", id(value))] = problem
                 return newest
-            return _through_sub_env_layers(run, value, decoded)
+            return decoded
         return decoded
     except Exception as exc:  # malformed structures decode to a reason, never to a crash
         return Garbage(f"undecodable {type(value).__name__}: {exc}")

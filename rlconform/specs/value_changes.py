@@ -369,16 +369,16 @@ def _sticky_problems(run: Run, env: int) -> dict[int | None, str]:
             before[id(t)] = previous
     problems: dict[int | None, str] = {}
     for m in match_transitions(run, env)[0]:
-        t = m.truth
-        if t is None or m.span or receipt_value_equal(m.slot.action, t.action.value):
+        made = m.truth
+        if made is None or m.span or receipt_value_equal(m.slot.action, made.action.value):
             continue
-        previous = before.get(id(t))
-        if previous is None:
+        earlier = before.get(id(made))
+        if earlier is None:
             problems[m.slot.agent_step] = (
-                f"{t.obs.short()} is its episode's first step, and the env got no action before"
+                f"{made.obs.short()} is its episode's first step, and the env got no action before"
             )
-        elif not receipt_value_equal(previous.action.value, t.action.value):
-            problems[m.slot.agent_step] = f"the env received {previous.action.value!r} on the step before"
+        elif not receipt_value_equal(earlier.action.value, made.action.value):
+            problems[m.slot.agent_step] = f"the env received {earlier.action.value!r} on the step before"
     run.memo[key] = problems
     return problems
 

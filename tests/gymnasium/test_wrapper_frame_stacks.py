@@ -11,17 +11,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import gymnasium
 import numpy as np
 import pytest
 
-from rlconform.core.runner import execute
-from rlconform.core.spec import get_spec
-from rlconform.core.system import System
-from rlconform.core.user import factory_system
-from rlconform.envs.plan import Case, Reset, Step
-from rlconform.envs.script import EnvScript, EpisodePlan
-from rlconform.envs.spaces import BoxObs, DiscreteAction
+gymnasium = pytest.importorskip("gymnasium")
+
+from rlconform.core.runner import execute  # noqa: E402
+from rlconform.core.spec import get_spec  # noqa: E402
+from rlconform.core.system import System  # noqa: E402
+from rlconform.core.user import factory_system  # noqa: E402
+from rlconform.envs.plan import Case, Reset, Step  # noqa: E402
+from rlconform.envs.script import EnvScript, EpisodePlan  # noqa: E402
+from rlconform.envs.spaces import BoxObs, DiscreteAction  # noqa: E402
 
 SCRIPT = EnvScript(
     obs=BoxObs(), action=DiscreteAction(n=2), episodes=(EpisodePlan(2, "terminated"), EpisodePlan(4, "truncated"))

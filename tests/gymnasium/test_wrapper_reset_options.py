@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
+import pytest
 
-from rlconform.core.search import check_spec
-from rlconform.core.spec import get_spec
-from rlconform.core.user import factory_system, probe
-from rlconform.envs.plan import Reset
-from rlconform.libraries.gymnasium.env_family import reset_options
+gymnasium = pytest.importorskip("gymnasium")
+
+from rlconform.core.search import check_spec  # noqa: E402
+from rlconform.core.spec import get_spec  # noqa: E402
+from rlconform.core.user import factory_system, probe  # noqa: E402
+from rlconform.envs.plan import Reset  # noqa: E402
+from rlconform.libraries.gymnasium.env_family import reset_options  # noqa: E402
 
 
 class DropsSeedWithOptions(gymnasium.Wrapper):  # type: ignore[type-arg]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
 import pytest
 
-from rlconform.core.search import Verdict, check_spec
-from rlconform.core.spec import get_spec
-from rlconform.core.user import factory_system, probe
+gymnasium = pytest.importorskip("gymnasium")
+
+from rlconform.core.search import Verdict, check_spec  # noqa: E402
+from rlconform.core.spec import get_spec  # noqa: E402
+from rlconform.core.user import factory_system, probe  # noqa: E402
 
 
 def record_episode_statistics(env: Any) -> Any:
