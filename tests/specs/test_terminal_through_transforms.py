@@ -189,36 +189,26 @@ def dummy_terminal_obs_replaced(env_fns: Any) -> Any:
     return LosesTerminalObs(dummy_frame_stack(env_fns))
 
 
-class _FrameStacked:
-    """A picklable env thunk for worker processes."""
+class _Wrapped:
+    """A picklable env thunk for worker processes: ``layer`` around the env ``fn`` builds."""
 
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
+    def __init__(self, layer: Any, fn: Any) -> None:
+        self.layer, self.fn = layer, fn
 
     def __call__(self) -> Any:
-        return _frame_stack(self.fn())
+        return self.layer(self.fn())
 
 
 def async_frame_stack(env_fns: Any, **kwargs: Any) -> Any:
     from gymnasium.vector import AsyncVectorEnv
 
-    return AsyncVectorEnv([_FrameStacked(fn) for fn in env_fns], context="fork")
-
-
-class _Normalized:
-    """A picklable env thunk for worker processes."""
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-
-    def __call__(self) -> Any:
-        return _normalize(self.fn())
+    return AsyncVectorEnv([_Wrapped(_frame_stack, fn) for fn in env_fns], context="fork")
 
 
 def async_normalize(env_fns: Any, **kwargs: Any) -> Any:
     from gymnasium.vector import AsyncVectorEnv
 
-    return AsyncVectorEnv([_Normalized(fn) for fn in env_fns], context="fork")
+    return AsyncVectorEnv([_Wrapped(_normalize, fn) for fn in env_fns], context="fork")
 
 
 # --- the tests --------------------------------------------------------------------------------

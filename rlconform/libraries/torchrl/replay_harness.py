@@ -102,11 +102,7 @@ def library_layers(buffer: Any) -> tuple[str, ...]:
         return type(obj).__name__ if type(obj).__module__.startswith("torchrl.") else None
 
     found: list[str] = []
-    transform = getattr(buffer, "_transform", None)
-    try:
-        transforms = list(transform) if transform is not None else []
-    except TypeError:
-        transforms = [transform]
+    transforms = buffer_transforms(buffer)
     buffer_class = torchrl_class(buffer)
     for t in transforms:
         n = getattr(t, "n_steps", None)
@@ -124,6 +120,17 @@ def library_layers(buffer: Any) -> tuple[str, ...]:
     return tuple(found)
 
 
+def buffer_transforms(buffer: Any) -> list[Any]:
+    """The buffer's transforms: those of its ``Compose``, its one transform, or none."""
+    transform = getattr(buffer, "_transform", None)
+    if transform is None:
+        return []
+    try:
+        return list(transform)
+    except TypeError:
+        return [transform]
+
+
 def made_of_library_classes(buffer: Any) -> bool:
     """Whether the buffer and its storage, sampler, writer and transforms are all TorchRL's own
     classes (no subclass or part of the user's)."""
@@ -131,25 +138,18 @@ def made_of_library_classes(buffer: Any) -> bool:
     def own(obj: Any) -> bool:
         return obj is None or type(obj).__module__.startswith("torchrl.")
 
-    transform = getattr(buffer, "_transform", None)
-    try:
-        transforms = list(transform) if transform is not None else []
-    except TypeError:
-        transforms = [transform]
-    parts = [buffer, *(getattr(buffer, name, None) for name in ("_storage", "_sampler", "_writer")), *transforms]
+    parts = [
+        buffer,
+        *(getattr(buffer, name, None) for name in ("_storage", "_sampler", "_writer")),
+        *buffer_transforms(buffer),
+    ]
     return all(own(part) for part in parts)
 
 
 def declared_multistep(buffer: Any) -> tuple[int, float] | None:
     """(n_steps, gamma) of the first of the buffer's transforms that has both (TorchRL's
     ``MultiStepTransform`` and any transform written like it)."""
-    transform = getattr(buffer, "_transform", None)
-    if transform is None:
-        return None
-    try:
-        found = list(transform)
-    except TypeError:
-        found = [transform]
+    found = buffer_transforms(buffer)
     for t in found:
         n, gamma = getattr(t, "n_steps", None), getattr(t, "gamma", None)
         if isinstance(n, int) and isinstance(gamma, (int, float)):
