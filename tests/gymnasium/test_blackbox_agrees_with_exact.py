@@ -106,6 +106,9 @@ PLANTED_VISIBLE: dict[str, frozenset[str]] = {
     "rewarding_reset_step": frozenset({"vector.autoreset_mode"}),
     # sub-envs seeded alike: seen without the single env (which then has no seed to replay)
     "same_seed_everywhere": frozenset({"vector.seeding"}),
+    # its second seeded reset is unseeded: reset again with two seeds after the same history, the
+    # batch is the same
+    "seeds_only_once": frozenset({"vector.seeding"}),
     # a later episode's first observation is stale: the single env continues across episodes
     "stale_first_obs": frozenset({"vector.single_env_match"}),
     "shifted_reward": frozenset({"vector.single_env_match"}),
@@ -117,7 +120,6 @@ PLANTED_INVISIBLE: dict[str, str] = {
     "pops_options": INVISIBLE["G1"],
     "steps_before_validating": INVISIBLE["G2"],
     "truncates_batch": INVISIBLE["G2"],
-    "seeds_only_once": "it seeds each env once, right after building it: a second seeded reset is never made",
     "forgets_truncated_reset": "a sub-env stepped past its end keeps reporting the end, which reads as a run of one-step episodes; only the env's call log shows the step after the end",
     "list_actions": "it sees the env's outputs only, not what each sub-env receives",
     "float32_rewards": "vector.api_shape accepts any float reward dtype (natively vectorized envs return float32); float64 is Gymnasium's vectorizers' own promise",

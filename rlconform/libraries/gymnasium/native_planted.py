@@ -48,6 +48,9 @@ PLANTS: dict[str, tuple[str, str, tuple[tuple[str, str], ...], tuple[str, ...]]]
     ),
     # reset(seed=...) ignored (seeded i when built): another seed gives the same batch
     "ignores_reset_seed": ("IgnoresResetSeed", "NextStep", (("single_env", SINGLE_WALK),), ("vector.seeding",)),
+    # reset(seed=...) honoured on the first reset only: a later seeded reset of the same instance
+    # continues the old streams, whatever the seed (issue 36)
+    "seed_only_on_first_reset": ("SeedOnlyOnFirstReset", "NextStep", (), ("vector.seeding",)),
     # a time-out reported as a termination, behind a stale spec.max_episode_steps (FINDINGS G10)
     "stale_spec_timeout_terminates": ("StaleSpecTimeoutTerminates", "NextStep", (), ("vector.time_limit",)),
 }

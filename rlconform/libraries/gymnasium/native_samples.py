@@ -256,6 +256,22 @@ class IgnoresResetSeed(BatchedWalk):
         return super().reset(seed=None, options=options)
 
 
+class SeedOnlyOnFirstReset(BatchedWalk):
+    """Bug: honours ``reset(seed=...)`` on its first reset only (a ``seeded`` flag set once, as
+    an env that seeds a generator lazily does): a second ``reset(seed=s)`` on the same instance
+    continues the old streams, so a seeded evaluation after training is not the seeded run."""
+
+    def __init__(self, num_envs: int, mode: str = "NextStep") -> None:
+        super().__init__(num_envs, mode)
+        self.seeded = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if seed is not None and self.seeded:
+            seed = None
+        self.seeded = self.seeded or seed is not None
+        return super().reset(seed=seed, options=options)
+
+
 class StaleSpecTimeoutTerminates(TimeoutTerminates):
     """Bug: the time limit sets terminated, and the spec keeps a stale registered limit (500)
     beside the one the walks were built with, as ``gymnasium.make_vec(id, max_episode_steps=k)``
@@ -270,6 +286,21 @@ class Float64Walk(BatchedWalk):
     """Correct: float64 observations, declared float64."""
 
     obs_dtype = np.float64
+
+
+class CurriculumWalk(BatchedWalk):
+    """Correct but unusual: a curriculum. Each sub-env counts its episodes across resets, seeded or
+    not, and its walks start further out as the count grows, so a second ``reset(seed=s)`` of the
+    same instance does not repeat the first run; the seed still decides every start."""
+
+    def __init__(self, num_envs: int, mode: str = "NextStep") -> None:
+        super().__init__(num_envs, mode)
+        self.episodes = np.zeros(num_envs, dtype=np.int64)
+
+    def _start(self, i: int) -> None:
+        super()._start(i)
+        self.position[i] = float(np.clip(self.position[i] * (1 + min(self.episodes[i], 1)), -2, 2))
+        self.episodes[i] += 1
 
 
 class CheckedActions(BatchedWalk):
@@ -365,6 +396,10 @@ def float64_walk(num_envs: int) -> BatchedWalk:
 
 def checked_actions(num_envs: int) -> BatchedWalk:
     return CheckedActions(num_envs)
+
+
+def curriculum_walk(num_envs: int) -> BatchedWalk:
+    return CurriculumWalk(num_envs)
 
 
 def timeout_terminates(num_envs: int) -> BatchedWalk:

@@ -96,6 +96,9 @@ class Drive:
     closed_error: str | None = None
     #: worker processes still alive after close
     orphans: int = 0
+    #: the same instance reset again, with ``again_seed``, and given the same actions: two fresh
+    #: instances with the same history reset again with two seeds must part (vector.seeding)
+    again: list[Call] = field(default_factory=list)
 
 
 @dataclass
@@ -223,10 +226,12 @@ def drive(
     single_space: Any,
     *,
     seed: int | None = None,
+    again_seed: int | None = None,
 ) -> Drive:
     """Build the env, reset it with ``seed`` (the case's by default) and step it with ``streams``;
     in DISABLED mode the ended sub-envs are reset with ``reset_mask`` before the next step, as the
-    caller must."""
+    caller must. With ``again_seed``, the same instance is then reset with that seed and given the
+    same actions once more (``Drive.again``)."""
     result = Drive()
     before = child_processes()
     try:
@@ -238,6 +243,8 @@ def drive(
     steps = min((len(stream) for stream in streams), default=0)
     try:
         _episode(result.calls, env, mode, seed, streams, steps, single_space, case.num_envs)
+        if again_seed is not None and result.calls and all(call.error is None for call in result.calls):
+            _episode(result.again, env, mode, again_seed, streams, steps, single_space, case.num_envs)
     finally:
         try:
             close_within_limit(env.close)
@@ -369,10 +376,14 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
     reseeds = run.seeding != "construction"  # under construction, reset(seed=...) is not its seeding
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run.first = drive(factory, case, run.mode, streams, run.single_action_space)
+        # reset again with the seed, and with the seed + 1: a seed honoured on later resets too
+        again = case.seed if reseeds else None
+        run.first = drive(factory, case, run.mode, streams, run.single_action_space, again_seed=again)
         if any(call.error_type == CallTimeout.__name__ for call in run.first.calls):
             return run  # it hung: driving it again would only wait for the deadline again
-        run.second = drive(factory, case, run.mode, streams, run.single_action_space)
+        run.second = drive(
+            factory, case, run.mode, streams, run.single_action_space, again_seed=None if again is None else again + 1
+        )
         run.others = drive(factory, case, run.mode, others, run.single_action_space)
         reset_steps = _reset_steps_of_first(run.first) if run.mode == "NextStep" else []
         if reset_steps:

@@ -330,6 +330,19 @@ def vector_determinism(run: NativeRun) -> Outcome:
     return ck.done()
 
 
+def first_parting(a_calls: list[Call], b_calls: list[Call]) -> tuple[int, str, str] | None:
+    """Where two drives over the same actions first part: (position, call kind, what differs);
+    None where they agree up to the first call that raised in either (a call that raises is
+    api_shape's, and a deadline missed under load is no difference of the env's)."""
+    for position, (a, b) in enumerate(zip(a_calls, b_calls, strict=False)):
+        if a.error is not None or b.error is not None:
+            return None
+        difference = first_difference(_outputs(a), _outputs(b), ignore=_volatile)
+        if difference is not None:
+            return position, a.kind, difference
+    return None
+
+
 def _outputs(call: Call) -> Any:
     return call.snapshot[:-1] if isinstance(call.snapshot, tuple) else call.snapshot
 
@@ -583,6 +596,9 @@ class SeedingFacts:
     #: where sub-env j of seed s + 1 is not sub-env j + 1 of seed s: the seed+i convention not
     #: followed (None: it is)
     not_seed_plus_i: str | None
+    #: the seed decides a fresh instance's batch, while two instances with the same history, reset
+    #: again with the seed and with the seed + 1, return the same batch: honoured on the first reset only
+    later_ignored: bool = False
 
 
 def seeding_facts(run: NativeRun) -> SeedingFacts | None:
@@ -602,8 +618,22 @@ def seeding_facts(run: NativeRun) -> SeedingFacts | None:
             shifted = SHIFT_NOT_HELD
             break
     return SeedingFacts(
-        alike=all_alike and seed_changes, ignored=not all_alike and not seed_changes, not_seed_plus_i=shifted
+        alike=all_alike and seed_changes,
+        ignored=not all_alike and not seed_changes,
+        not_seed_plus_i=shifted,
+        later_ignored=seed_changes and _later_resets_alike(run),
     )
+
+
+def _later_resets_alike(run: NativeRun) -> bool:
+    """Whether the first and second drives, reset again with the seed and the seed + 1 after the
+    same history, returned the same outputs at every call (none of them raising)."""
+    if run.first is None or run.second is None:
+        return False
+    a, b = run.first.again, run.second.again
+    if not a or len(a) != len(b) or any(c.error is not None for c in (*a, *b)):
+        return False
+    return first_parting(a, b) is None
 
 
 #: the seed+i convention, tested without a single env, does not hold
@@ -620,7 +650,7 @@ _DECLARE = (
 @spec(
     "vector.seeding",
     impact="reproducibility",
-    statement="Under the declared seeding (seed+i or shared; construction seeds at build only), reset(seed=s) decides the batch: a sub-env that draws anything at random draws it from the seed (another seed, another batch), and under seed+i no two sub-envs are seeded alike (given the same actions, the sub-envs do not all repeat one trajectory that another seed changes). Whether sub-env i of seed s is sub-env i - 1 of seed s + 1 (the seed+i convention itself) is told in the verdict.",
+    statement="Under the declared seeding (seed+i or shared; construction seeds at build only), reset(seed=s) decides the batch, on a later reset of the same instance as on its first: a sub-env that draws anything at random draws it from the seed (another seed, another batch), and under seed+i no two sub-envs are seeded alike (given the same actions, the sub-envs do not all repeat one trajectory that another seed changes). Whether sub-env i of seed s is sub-env i - 1 of seed s + 1 (the seed+i convention itself) is told in the verdict.",
     rationale="Sub-envs seeded alike make num_envs copies of one sample: the batch has the variance of one env. A seed that reset ignores makes every seeded run, evaluation and bug report irreproducible from its seed.",
     families=FAMILIES,
 )
@@ -638,6 +668,13 @@ def vector_seeding(run: NativeRun) -> Outcome:
         f"reset(seed={run.case.seed}) and reset(seed={run.case.seed + 1}), given the same actions, return the same "
         "batch, while the sub-envs differ from one another: the env ignores the seed given to reset (declare "
         "--seeding construction if it is seeded when built)",
+    )
+    ck.expect(
+        not facts.later_ignored,
+        f"after one run, the same instance reset again with seed={run.case.seed} and with seed={run.case.seed + 1}, "
+        "given the same actions, returns the same batch, while on a fresh instance the seed decides it: the env "
+        "honours reset(seed=...) on its first reset only, so a seeded evaluation after training is not the run "
+        "its seed names",
     )
     if run.seeding == "seed+i":
         ck.expect(
