@@ -91,6 +91,23 @@ def test_without_the_single_env_the_verdicts_say_what_was_left_out() -> None:
     assert "without --single-env" in verdicts["vector.seeding"].message
 
 
+def test_episodes_that_outlast_a_case_are_driven_past_their_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vector env whose episodes (150 steps, truncated only) outlast every case's own steps is
+    driven one step past the first episode end (issue 36): its autoreset mode is checked, not "not
+    exercised"; the same env with no time to find an end says why it was not (planted
+    ``long_reset_step_reward``, found only past the end, is in tests/specs/test_specificity.py)."""
+    from rlconform.libraries.gymnasium import native_vector
+
+    verdicts = _verdicts(f"{SAMPLES}:long_walk")
+    assert verdicts["vector.autoreset_mode"].status == "pass", verdicts["vector.autoreset_mode"].message
+    assert {v.status for v in verdicts.values()} <= {"pass", "not_applicable"}
+    monkeypatch.setenv("RLCONFORM_EPISODE_SECONDS", "0")
+    monkeypatch.setattr(native_vector, "_NO_END", {})
+    mode = _verdicts(f"{SAMPLES}:long_walk")["vector.autoreset_mode"]
+    assert mode.status == "not_exercised", mode.message
+    assert "no episode ended within 0 s of random actions (RLCONFORM_EPISODE_SECONDS)" in mode.message
+
+
 def test_make_vec_max_episode_steps_is_the_limit_checked_not_the_stale_spec() -> None:
     """``gymnasium.make_vec(id, max_episode_steps=10)`` truncates at 10 but leaves
     ``spec.max_episode_steps`` at 500 (FINDINGS G10): vector.time_limit checks 10 and says so (a

@@ -51,6 +51,8 @@ PLANTS: dict[str, tuple[str, str, tuple[tuple[str, str], ...], tuple[str, ...]]]
     # reset(seed=...) honoured on the first reset only: a later seeded reset of the same instance
     # continues the old streams, whatever the seed (issue 36)
     "seed_only_on_first_reset": ("SeedOnlyOnFirstReset", "NextStep", (), ("vector.seeding",)),
+    # a rewarded reset step after 150-step episodes: seen only when driven past an end (issue 36)
+    "long_reset_step_reward": ("LongResetStepReward", "NextStep", (), ("vector.autoreset_mode",)),
     # a time-out reported as a termination, behind a stale spec.max_episode_steps (FINDINGS G10)
     "stale_spec_timeout_terminates": ("StaleSpecTimeoutTerminates", "NextStep", (), ("vector.time_limit",)),
 }

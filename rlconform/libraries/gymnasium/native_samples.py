@@ -303,6 +303,35 @@ class CurriculumWalk(BatchedWalk):
         self.episodes[i] += 1
 
 
+class LongWalk(BatchedWalk):
+    """Correct: episodes of ``LENGTH`` steps, ended only by truncation (as Pendulum's and
+    Acrobot's), longer than any case's own steps: checked only when driven past an end."""
+
+    LENGTH = 150
+
+    def __init__(self, num_envs: int, mode: str = "NextStep") -> None:
+        super().__init__(num_envs, mode)
+        self.spec = EnvSpec("rlconform/LongWalk-v0", max_episode_steps=self.LENGTH)
+
+    def _obs(self) -> np.ndarray:
+        return np.stack([np.clip(self.position, -9.0, 9.0), self.steps / self.LENGTH]).T.astype(self.obs_dtype)
+
+    def _flags(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros(self.num_envs, dtype=bool), self.steps >= self.LENGTH
+
+
+class LongResetStepReward(LongWalk):
+    """Bug (NEXT_STEP): as ResetStepReward, in episodes longer than any case's own steps: found
+    only when the case is driven past an episode end."""
+
+    def _reset_step_rewards(self, rewards: np.ndarray) -> np.ndarray:
+        return np.where(self.autoreset_before, 1.0, rewards)
+
+    def step(self, actions: Any) -> Any:
+        self.autoreset_before = self.autoreset.copy()
+        return super().step(actions)
+
+
 class CheckedActions(BatchedWalk):
     """Correct: validates the actions up front and copies them."""
 
@@ -396,6 +425,10 @@ def float64_walk(num_envs: int) -> BatchedWalk:
 
 def checked_actions(num_envs: int) -> BatchedWalk:
     return CheckedActions(num_envs)
+
+
+def long_walk(num_envs: int) -> BatchedWalk:
+    return LongWalk(num_envs)
 
 
 def curriculum_walk(num_envs: int) -> BatchedWalk:

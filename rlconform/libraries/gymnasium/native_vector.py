@@ -26,6 +26,7 @@ import contextlib
 import copy
 import functools
 import inspect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
@@ -121,6 +122,8 @@ class NativeRun(WholeRunRecord):
     #: where ``env.spec.max_episode_steps`` is not the limit the sub-envs were built with, says so
     stale_time_limit: str | None = None
     actions: list[list[Any]] = field(default_factory=list)
+    #: how far the case was driven (its own steps, or past the first episode end)
+    horizon: Horizon | None = None
     first: Drive | None = None
     #: the same seed and actions again (hung_call reads ``first`` and ``second``)
     second: Drive | None = None
@@ -199,13 +202,86 @@ def stale_time_limit(spec: Any) -> str | None:
 
 
 def _action_streams(space: Any, seed: int, num_envs: int, steps: int) -> list[list[Any]]:
-    """Per sub-env, ``steps`` actions sampled from the single action space seeded ``seed + i``."""
+    """Per sub-env, ``steps`` actions sampled from the single action space seeded ``seed + i``
+    (a longer stream starts with a shorter one's actions)."""
     streams = []
     for i in range(num_envs):
         local = copy.deepcopy(space)
         local.seed(seed + i)
         streams.append([local.sample() for _ in range(steps)])
     return streams
+
+
+#: the most steps a case is driven to reach an episode end (as env-author mode's horizon)
+MAX_HORIZON = 5000
+#: the most bytes of observation batches one drive records (every call is snapshotted)
+MAX_RECORDED_BYTES = 16 * 2**20
+#: steps driven past the first episode end: NEXT_STEP's reset step and the first step after it
+PAST_THE_END = 2
+#: systems whose probe ran a whole budget without an episode end: later examples do not spend it again
+_NO_END: dict[str, str] = {}
+
+
+@dataclass
+class Horizon:
+    """How far a case is driven: its own steps, or one step past the first episode end of any
+    sub-env where that comes later (``ends_missed`` says why it could not be reached)."""
+
+    steps: int
+    first_end: int | None = None
+    ends_missed: str | None = None
+
+
+def horizon(system: System, factory: Callable[[int], Any], case: NativeCase, single_space: Any) -> Horizon:
+    """Drive the env with the case's seed and first action streams until a sub-env's episode
+    ends, for at most ``RLCONFORM_EPISODE_SECONDS``: envs whose episodes outlast a case's steps
+    (Acrobot's 500, Pendulum's 200) are then driven past an end, so that the autoreset mode and the
+    time limit are seen at work rather than "not exercised"."""
+    from rlconform.libraries.envauthor.harness import episode_seconds
+
+    if system.id in _NO_END:
+        return Horizon(case.steps, ends_missed=_NO_END[system.id])
+    budget = episode_seconds()
+    generators = []
+    for i in range(case.num_envs):
+        local = copy.deepcopy(single_space)
+        local.seed(case.action_seed + i)
+        generators.append(local)
+    steps, limit = 0, MAX_HORIZON
+    try:
+        with deadline(budget + call_timeout(user_envs=True) * 4):
+            env = factory(case.num_envs)
+            try:
+                obs, _ = env.reset(seed=case.seed)
+                limit = min(MAX_HORIZON, MAX_RECORDED_BYTES // max(1, _size(obs)))
+                start = time.monotonic()
+                while time.monotonic() - start < budget and steps < limit:
+                    actions = _batch(single_space, [space.sample() for space in generators])
+                    result = env.step(actions)
+                    steps += 1
+                    if np.any(np.asarray(result[2], dtype=bool) | np.asarray(result[3], dtype=bool)):
+                        return Horizon(max(case.steps, min(limit, steps + PAST_THE_END)), first_end=steps)
+            finally:
+                with contextlib.suppress(Exception):
+                    close_within_limit(env.close)
+    except (Exception, CallTimeout) as exc:
+        return Horizon(
+            case.steps, ends_missed=f"driving the env to an episode end failed ({type(exc).__name__}: {exc})"
+        )
+    if steps >= limit:
+        return Horizon(case.steps, ends_missed=f"no episode ended within {limit} steps (the most a case records)")
+    _NO_END[system.id] = f"no episode ended within {budget:g} s of random actions (RLCONFORM_EPISODE_SECONDS)"
+    return Horizon(case.steps, ends_missed=_NO_END[system.id])
+
+
+def _size(value: Any) -> int:
+    """Bytes of an observation batch's leaves."""
+    if isinstance(value, dict):
+        return sum(_size(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(_size(v) for v in value)
+    nbytes = getattr(value, "nbytes", None)
+    return nbytes if isinstance(nbytes, int) else 8
 
 
 def _batch(space: Any, values: list[Any]) -> Any:
@@ -369,8 +445,12 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
             close_within_limit(probe.close)
     if run.single_action_space is None:
         return run  # api_shape reports it; nothing can be driven without the action space
-    streams = _action_streams(run.single_action_space, case.action_seed, case.num_envs, case.steps)
-    other_streams = _action_streams(run.single_action_space, case.action_seed + 1000, case.num_envs, case.steps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run.horizon = horizon(system, factory, case, run.single_action_space)
+    steps = run.horizon.steps
+    streams = _action_streams(run.single_action_space, case.action_seed, case.num_envs, steps)
+    other_streams = _action_streams(run.single_action_space, case.action_seed + 1000, case.num_envs, steps)
     others = [streams[0], *other_streams[1:]]
     run.actions = streams
     reseeds = run.seeding != "construction"  # under construction, reset(seed=...) is not its seeding
@@ -388,7 +468,7 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
         reset_steps = _reset_steps_of_first(run.first) if run.mode == "NextStep" else []
         if reset_steps:
             changed = [list(stream) for stream in streams]
-            alternatives = _action_streams(run.single_action_space, case.action_seed + 2000, 1, case.steps * 4)[0]
+            alternatives = _action_streams(run.single_action_space, case.action_seed + 2000, 1, steps * 4)[0]
             for t in reset_steps:
                 changed[0][t] = next(
                     (a for a in alternatives if first_difference(a, streams[0][t]) is not None), streams[0][t]
@@ -442,7 +522,8 @@ def native_reproducer(system: System, spec: Spec, case: NativeCase) -> str:
     options = {name: system.option(name) or None for name in (SINGLE_ENV_OPTION, SEEDING_OPTION, AUTORESET_OPTION)}
     about = (
         f"{system.title}: reset with seed {case.seed}, {case.num_envs} sub-envs, stepped {case.steps} times with\n"
-        f"actions sampled from its action space seeded with {case.action_seed}."
+        f"actions sampled from its action space seeded with {case.action_seed} (or, where no sub-env's episode\n"
+        "ends within those steps, until one step past the first end)."
     )
     return write(ReproducerParts(system, spec, case_lines(case), NativeVectorFamily.api, about, options))
 

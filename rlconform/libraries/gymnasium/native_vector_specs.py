@@ -160,6 +160,8 @@ def vector_autoreset_mode(run: NativeRun) -> Outcome:
     if drive is None:
         return ck.done()
     ck.note(f"autoreset mode {run.mode} ({run.mode_source})")
+    if run.horizon is not None and run.horizon.ends_missed and not _any_end(drive):
+        ck.note(f"not driven to an episode end: {run.horizon.ends_missed}")
     n = run.case.num_envs
     ended = np.zeros(n, dtype=bool)
     previous_obs: Any = None
@@ -225,6 +227,16 @@ def vector_autoreset_mode(run: NativeRun) -> Outcome:
             ended = done if run.mode == "Disabled" else done & ~ended
         previous_obs = call.snapshot[0]
     return ck.done()
+
+
+def _any_end(drive: Drive) -> bool:
+    """Whether a step of ``drive`` ended a sub-env's episode."""
+    for call in drive.calls:
+        if call.kind == "step" and call.error is None and isinstance(call.snapshot, tuple) and len(call.snapshot) == 5:
+            terminated, truncated = _flags(call)
+            if (terminated | truncated).any():
+                return True
+    return False
 
 
 @spec(
