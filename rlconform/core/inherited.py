@@ -110,10 +110,11 @@ def _takes(system: System, case: Any) -> bool:
     caps = system.capabilities
     script = getattr(case, "script", None)
     num_envs = getattr(case, "num_envs", None)
-    if script is None or num_envs is None:
+    if num_envs is None:
         return False
-    if caps.time_limit == "forbidden" and script.max_episode_steps is not None:
+    # a case with no script (a ready-made vector env's: seeds and steps) has no time limit to fit
+    if script is not None and caps.time_limit == "forbidden" and script.max_episode_steps is not None:
         return False
-    if caps.time_limit == "required" and script.max_episode_steps is None:
+    if script is not None and caps.time_limit == "required" and script.max_episode_steps is None:
         return False
     return caps.min_envs <= num_envs <= caps.max_envs

@@ -69,6 +69,71 @@ def test_envpool_systems_get_the_judged_verdicts_in_isolated_workers() -> None:
         assert "outside observation_space" in messages[(system, "vector.observations_in_space")]
 
 
+def users_acrobot(num_envs: int) -> Any:
+    """A user's factory: envpool's own Acrobot pool, a task rlconform does not bundle."""
+    import envpool
+
+    return envpool.make_gymnasium("Acrobot-v1", num_envs=num_envs, seed=0)
+
+
+def users_doubled_acrobot(num_envs: int) -> Any:
+    """A user's factory: the pool under a VectorWrapper of the user's that doubles the rewards."""
+    import gymnasium
+
+    class Doubled(gymnasium.vector.VectorWrapper):  # type: ignore[misc,type-arg]
+        def step(self, actions: Any) -> Any:
+            obs, rewards, terminated, truncated, info = self.env.step(actions)
+            return obs, rewards * 2, terminated, truncated, info
+
+    return Doubled(users_acrobot(num_envs))
+
+
+def users_scaled_acrobot(num_envs: int) -> Any:
+    """A user's factory: a wrapper of the user's scales every observation 100 times, out of the
+    single env's space as well (the user's own fault)."""
+    import gymnasium
+
+    class Scaled(gymnasium.vector.VectorWrapper):  # type: ignore[misc,type-arg]
+        def reset(self, **kwargs: Any) -> Any:
+            obs, info = self.env.reset(**kwargs)
+            return obs * 100, info
+
+        def step(self, actions: Any) -> Any:
+            obs, rewards, terminated, truncated, info = self.env.step(actions)
+            return obs * 100, rewards, terminated, truncated, info
+
+    return Scaled(users_acrobot(num_envs))
+
+
+@needs_envpool
+@pytest.mark.parametrize(
+    ("factory", "inherited"),
+    [
+        ("users_acrobot", "envpool.CartPole-v1 fails it the same way on its own"),
+        ("users_doubled_acrobot", "envpool.CartPole-v1 fails it the same way on its own"),
+        ("users_scaled_acrobot", None),
+    ],
+)
+def test_a_users_envpool_stack_inherits_p1(factory: str, inherited: str | None) -> None:
+    """A user's own envpool factory, bare or under a wrapper of the user's, fails
+    vector.observations_in_space as envpool's documented P1, inherited from the bundled pools
+    (issue 36); a wrapper whose observations leave the single env's space too is the user's own."""
+    from rlconform.core.search import check_spec
+    from rlconform.core.spec import get_spec
+    from rlconform.core.user import probe, user_system
+
+    system = probe(user_system(f"{__name__}:{factory}", "gymnasium.VectorEnv", seeding="construction"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = check_spec(system, get_spec("vector.observations_in_space"), "ci")
+    assert verdict.status == "fail", verdict.message
+    if inherited is None:
+        assert verdict.inherited is None, verdict.inherited
+    else:
+        assert verdict.inherited is not None and inherited in verdict.inherited, verdict.inherited
+        assert "FINDINGS P1" in verdict.inherited
+
+
 @needs_envpool
 def test_envpool_declares_its_time_limit_in_its_own_spec() -> None:
     from rlconform.libraries.gymnasium import native_envpool
@@ -198,3 +263,20 @@ def test_without_envpool_the_report_says_not_installed(tmp_path: Path) -> None:
     results = json.loads((tmp_path / "results.json").read_text())
     text = json.dumps(results)
     assert text.count("not installed: envpool") >= len(SYSTEMS), text[:2000]
+
+
+@needs_envpool
+def test_envpool_is_found_as_its_own_class_or_under_a_users_wrapper() -> None:
+    """envpool makes each task's class at import (module ``abc``): it is still envpool's own, and
+    found under a wrapper of the user's; the user's own vector env is no library's."""
+    from rlconform.libraries.gymnasium.native_samples import walk
+    from rlconform.libraries.gymnasium.native_vector import library_of, library_under
+
+    bare, wrapped, own = users_acrobot(2), users_doubled_acrobot(2), walk(2)
+    try:
+        assert (library_of(bare), library_under(bare)) == ("envpool", "envpool")
+        assert (library_of(wrapped), library_under(wrapped)) == ("", "envpool")
+        assert (library_of(own), library_under(own)) == ("", "")
+    finally:
+        for env in (bare, wrapped, own):
+            env.close()
