@@ -442,6 +442,10 @@ def _hung_verdict(
         outcome = spec.check(hang.run)
         if outcome.violations:
             more = f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
+            known = system.known_violation(spec.id) or documented_approximation(outcome.violations)
+            # the hung case replayed on the library under a user's stack: a hang of the library's
+            # own (Gymnasium's AsyncVectorEnv, FINDINGS G3) is inherited as any failure is
+            inherited = None if known else inherited_from(system, spec, hang.case, hang.run, outcome.violations)
             return Verdict(
                 status="fail",
                 message=outcome.violations[0].render() + more,
@@ -451,7 +455,8 @@ def _hung_verdict(
                 examples=max(examples, 1),
                 checked=outcome.checked,
                 seconds=seconds,
-                known=system.known_violation(spec.id) or documented_approximation(outcome.violations),
+                known=known,
+                inherited=inherited,
                 **base,
             )
     return Verdict(status="not_run", message=hang.not_run_message(), examples=examples, seconds=seconds, **base)

@@ -71,6 +71,12 @@ def sometimes(env_fns, **kwargs):
     return SometimesSync(env_fns, **kwargs)
 
 
+def async_noshm(env_fns):
+    """A user's stack: Gymnasium's AsyncVectorEnv without shared memory, which hangs after a
+    wrong-size step (FINDINGS G3, the library's)."""
+    return gymnasium.vector.AsyncVectorEnv(env_fns, shared_memory=False)
+
+
 def sleeping_dummy(env_fns):
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -295,6 +301,34 @@ def test_a_vectorizer_whose_step_never_returns(module_dir: Path) -> None:
     assert seconds < BOUND_SECONDS
     responsive = next(v for v in verdicts if v.spec_id == hangs.RESPONSIVE)
     assert responsive.reproducer is not None and "replay(" in responsive.reproducer
+    # replayed on the SyncVectorEnv under it, which answers: the hang is the user's own
+    assert responsive.inherited is None
+
+
+def test_a_hang_of_the_library_under_a_users_stack_is_inherited(module_dir: Path) -> None:
+    """AsyncVectorEnv(shared_memory=False) as a user's factory hangs as the bundled system does
+    (FINDINGS G3): the hung case is replayed on the library, and the hang, told as a deadlock in
+    one run and as a missed deadline in the other, is the same (issue 36)."""
+    from rlconform.core.search import check_spec
+    from rlconform.core.spec import get_spec
+
+    system = probe(user_system("hangers:async_noshm", "gymnasium.vector"))
+    verdict = check_spec(system, get_spec(hangs.RESPONSIVE), "ci")
+    assert verdict.status == "fail", verdict.message
+    assert verdict.inherited is not None and "gymnasium.AsyncVectorEnv.NextStep.noshm" in verdict.inherited
+    assert "FINDINGS G3" in verdict.inherited
+
+
+def test_a_hung_call_is_the_same_failure_however_it_was_told() -> None:
+    from rlconform.core.inherited import _hang_key
+
+    deadlocked = "close() deadlocked: it and its # worker process(es) all waited on a pipe, for # s (its limit: # s)"
+    assert _hang_key(deadlocked) == _hang_key("close() did not answer within # s") == "close() hung"
+    assert _hang_key("envs.step(...) did not answer within # s; the run was stopped there") != "close() hung"
+    assert (
+        _hang_key("# worker process(es) were still alive after close()")
+        == "# worker process(es) were still alive after close()"
+    )
 
 
 def test_a_vectorizer_that_hangs_on_one_step_in_five(module_dir: Path) -> None:
