@@ -79,6 +79,11 @@ def _env_plain(system: System, spec: Spec, case: EnvCase, run: Any) -> Callable[
     if run is None or getattr(run, "torch_device", None) is not None or hung_call(run) is not None:
         return None
     steps = _steps_driven(case, run)
+    from rlconform.envs.plan import Reset
+    from rlconform.libraries.gymnasium.env_family import reset_options
+
+    # a seeded reset is given options={} with an odd seed (env_family.reset_options), as in the run
+    with_options = reset_options(Reset(seed=case.seed)) is not None
 
     def plain(factory: str) -> tuple[list[str], str]:
         body = [
@@ -86,7 +91,7 @@ def _env_plain(system: System, spec: Spec, case: EnvCase, run: Any) -> Callable[
             "actions = copy.deepcopy(env.action_space)",
             "actions.seed(case.action_seed)",
             "try:",
-            "    env.reset(seed=case.seed)",
+            "    env.reset(seed=case.seed, options={})" if with_options else "    env.reset(seed=case.seed)",
             f"    for _ in range({steps}):" if steps != case.steps else "    for _ in range(case.steps):",
             "        _, _, terminated, truncated, _ = env.step(actions.sample())",
             "        if terminated or truncated:",
@@ -95,7 +100,9 @@ def _env_plain(system: System, spec: Spec, case: EnvCase, run: Any) -> Callable[
             "    env.close()",
         ]
         what = (
-            f"The minimal case's bare run as plain calls on {system.source}: reset with the case's seed, then\n"
+            f"The minimal case's bare run as plain calls on {system.source}: reset with the case's seed"
+            + (" (and options={}, as every seeded reset with an odd seed is)" if with_options else "")
+            + ", then\n"
             f"    {_steps_phrase(case, steps, 'case.steps')} actions sampled from the env's action space seeded with case.action_seed (a reset\n"
             "    after each episode end); then rlconform replays the case, the bare env and every installed\n"
             f"    stack, and {spec.id} must hold."
