@@ -28,6 +28,11 @@ class Judgement:
 
 
 JUDGEMENTS: dict[tuple[str, str], Judgement] = {
+    ("envpool_acrobot", "vector.observations_in_space"): Judgement(
+        "documented behaviour",
+        "P1",
+        "envpool keeps observation_space and action_space as the single env's spaces for backward compatibility (GymnasiumEnvPoolMixin); every sub-env's observation is in single_observation_space; inherited from the bundled envpool pools",
+    ),
     ("gym_async_no_shared_memory", "api.failed_call_no_side_effect"): Judgement(
         "true positive",
         "G2",
@@ -36,7 +41,7 @@ JUDGEMENTS: dict[tuple[str, str], Judgement] = {
     ("gym_async_no_shared_memory", "lifecycle.responsive"): Judgement(
         "true positive",
         "G3",
-        "a batch one action short reaches some workers and not others (step_async's zip); the next step returns the queued replies, a partial reset then fails and close() waits on a pipe with no timeout (the robustness edge case every search now tries first); the hang is not named inherited: the inherited replay does not rerun a hang",
+        "a batch one action short reaches some workers and not others (step_async's zip); the next step returns the queued replies, a partial reset then fails and close() waits on a pipe with no timeout (the robustness edge case every search now tries first); inherited since issue 36: the hung case is replayed on the bundled AsyncVectorEnv, and its hang, told as a deadlock or as a missed deadline, is the same",
     ),
     ("gym_async_no_shared_memory", "seeding.reset_determinism"): Judgement(
         "true positive",
