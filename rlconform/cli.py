@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TextIO
 
 from hypothesis.errors import HypothesisWarning
@@ -36,16 +36,19 @@ from rlconform.core.catalog import current
 from rlconform.core.config import ConfigError
 from rlconform.core.config import validate as validate_config
 from rlconform.core.expected import ExpectedFailures, ExpectedFailuresError, paste_line, unlisted
+from rlconform.core.findings import new_verdict
 from rlconform.core.impact import IMPACTS, at_least, check_fail_on, fail_on_class, fail_on_own
 from rlconform.core.options import declared_options
 from rlconform.core.profiles import PROFILES
+from rlconform.core.progress import LINE_WIDTH, Progress, wrap
 from rlconform.core.selection import SelectionError
 from rlconform.core.session import Checked, CheckRequest, Session, skipped_note
 from rlconform.core.spec import Spec
 from rlconform.core.suite import print_progress
+from rlconform.core.system import System
 from rlconform.core.user import BadInput, factory_signatures
 from rlconform.core.verdict import Verdict
-from rlconform.reports import ResultsError, load_results, validate, write_reports
+from rlconform.reports import ResultsDocument, ResultsError, load_results, validate, write_reports
 from rlconform.reports import render_markdown as render_results_markdown
 from rlconform.reports.diff import Diff
 from rlconform.reports.diff import render_markdown as render_diff_markdown
@@ -61,12 +64,11 @@ from rlconform.reports.results import (
     header_lines,
     impact_of,
     render_failures,
-    render_skips,
-    render_table,
     shows_reproducer,
     spec_column,
     status_label,
 )
+from rlconform.reports.run_summary import compress, render_run_summary
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 #: the shell's status for a process ended by SIGINT (128 + 2)
@@ -177,7 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rlconform {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="every bundled system against every spec; prints the table and writes JSON")
+    run = sub.add_parser(
+        "run",
+        help="every bundled system against every spec; prints a line per system and a summary by library, "
+        "writes JSON and the systems x specs table (Markdown, HTML); exit 1 on a failure FINDINGS.md does "
+        "not explain",
+    )
     _add_common(run)
     run.set_defaults(json=DEFAULT_RESULTS)
     run.add_argument("--print-reproducers", action="store_true", help="also print the reproducer of every failure")
@@ -185,7 +192,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--system", action="append", metavar="PATTERN", help="only systems whose id matches (glob); repeatable"
     )
     run.add_argument("--no-reference", action="store_true", help="leave out the reference models (the control rows)")
-    run.add_argument("--strict", action="store_true", help="exit 1 when any library system fails a spec")
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when any library system fails a spec (by default only a failure no FINDINGS.md row "
+        "explains, or an error, does)",
+    )
+    run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print a line per spec that ran (not those that do not apply) and every failure's entry "
+        "(by default only those of new failures and errors; all of them are in the reports)",
+    )
 
     check = sub.add_parser(
         "check",
@@ -333,10 +352,12 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _request(args: argparse.Namespace, out: TextIO, started: Callable[[Checked], None]) -> CheckRequest:
+def _request(
+    args: argparse.Namespace, out: TextIO, started: Callable[[Checked], None], *, progress: Progress | None = None
+) -> CheckRequest:
     """What ``run`` and ``check`` share of their request: the specs, the profile, how to run, the
     project's expected failures (a malformed file is bad input before anything is built), and the
-    progress lines on ``out``."""
+    progress lines on ``out`` (``progress``: other than a line per spec and per system)."""
     return CheckRequest(
         specs=args.spec,
         skip_specs=args.skip_spec or (),
@@ -344,7 +365,7 @@ def _request(args: argparse.Namespace, out: TextIO, started: Callable[[Checked],
         jobs=args.jobs,
         isolate=not args.in_process,
         expected=_load_expected(args),
-        progress=print_progress(out),
+        progress=progress or print_progress(out),
         started=started,
     )
 
@@ -385,41 +406,149 @@ def counts_against(verdict: Verdict, fail_on: str | None) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Every bundled system against every spec: a line per system as it finishes, the entries of
+    the failures a reader must look at (new ones and errors; every one with ``--verbose`` or
+    ``--print-reproducers``), then the summary by library (rlconform.reports.run_summary), last.
+    The systems x specs grid goes to the Markdown and HTML reports beside the results JSON."""
     fail_on = _fail_on(args)
     out = sys.stdout
 
     def started(checked: Checked) -> None:
         for line in header_lines(checked.profile, checked.seed):
+            print(wrap(line), file=out)
+        for line in skipped_systems(checked.plan.skipped):
             print(line, file=out)
-        skips = render_skips(Results.from_checked(checked, every_library=True))
-        if skips:
-            print(skips, file=out)
         _print_skipped_specs(checked, out)
-        for line in checked.plan.without_specs.values():
+        for line in without_specs_lines(checked.plan.without_specs):
             print(line, file=out)
 
-    request = _request(args, out, started)
+    progress = print_progress(out, per_spec=args.verbose, not_applicable=False)
+    request = _request(args, out, started, progress=progress)
     request.systems, request.reference = args.system, not args.no_reference
     checked = Session().check(request)
     results = Results.from_checked(checked, every_library=True)
     if checked.interrupted:
         return _interrupted(args, results, checked.finished)
     _print_expected_warnings(checked)
-    print(file=out)
-    print(render_table(results), file=out)
+    systems = {system.id: system for system in results.systems}
+    new = [v for v in results.verdicts if new_verdict(systems[v.system_id], v) and counts_against(v, fail_on)]
+    every = args.verbose or args.print_reproducers
+    shown = {id(v) for v in (results.verdicts if every else [*new, *_errors(results)])}
     paths = reproducer_paths(args.reproducers, results.verdicts, results.specs)
     failures = render_failures(
-        results.verdicts, with_reproducers=args.print_reproducers, specs=results.specs, reproducer_paths=paths
+        [v for v in results.verdicts if id(v) in shown],
+        with_reproducers=args.print_reproducers,
+        specs=results.specs,
+        reproducer_paths=paths,
+        systems=results.systems,
+        width=LINE_WIDTH,
     )
     if failures:
         print(file=out)
         print(failures, file=out)
     _print_unlisted(request.expected, results.verdicts, out)
-    print(f"\nsummary: {results.summary_text()}", file=out)
-    _finish(args, results, paths, out)
+    try:
+        document = validate(json.loads(json.dumps(results.to_json(), default=str)), "the results of this run")
+    except ResultsError as exc:
+        raise BadInput(str(exc)) from None
+    files = _write_run_files(args, results, document, paths)
     errors = any(v.status == "error" and not v.ok for v in results.verdicts)
     failed = any(v.status in ("fail", "not_exercised") and counts_against(v, fail_on) for v in results.verdicts)
-    return EXIT_FAIL if errors or ((args.strict or fail_on is not None) and failed) else EXIT_OK
+    status = EXIT_FAIL if errors or new or ((args.strict or fail_on is not None) and failed) else EXIT_OK
+    said = results.library_messages_line(written=bool(args.json))
+    closing = [*files, *([said] if said else [])]
+    closing.append(_run_status_line(status, results.verdicts, new, strict=args.strict, fail_on=fail_on))
+    print(file=out)
+    print(render_run_summary(document, closing), file=out)
+    return status
+
+
+def _errors(results: Results) -> list[Verdict]:
+    return [v for v in results.verdicts if v.status == "error" and not v.ok]
+
+
+def skipped_systems(systems: Sequence[System]) -> list[str]:
+    """The systems that cannot run here, one line per reason (``SKIPPED 8 systems: isaaclab.*: not
+    installed: isaaclab``): a missing library is said once, not once per system."""
+    by_reason: dict[str, list[str]] = {}
+    for system in systems:
+        by_reason.setdefault(system.skip_reason() or "", []).append(system.id)
+    return [
+        wrap(f"SKIPPED {compress(ids)}: {reason}; {'its' if len(ids) == 1 else 'their'} specs were not run")
+        for reason, ids in by_reason.items()
+    ]
+
+
+def without_specs_lines(lines: Mapping[str, str]) -> list[str]:
+    """The systems no selected spec applies to: each line when they are few, else one line (the
+    results' notes name each)."""
+    if len(lines) <= 3:
+        return [wrap(line) for line in lines.values()]
+    return [wrap(f"NO SPECS {compress(list(lines))}: no selected spec applies to their families; not run")]
+
+
+#: the reports ``run`` writes beside its results JSON, named after it (``results.json``:
+#: ``results.md``, ``results.html``; the systems x specs grid, then every failure with its
+#: reproducer), unless --markdown or --html name where
+RUN_REPORTS = {"markdown": ".md", "html": ".html"}
+
+
+#: what the reports ``run`` writes hold, said where the summary names them
+RUN_REPORT_NOTES = {
+    "markdown": " (the systems x specs table, then every failure)",
+    "html": " (the same as one page)",
+}
+
+
+def _write_run_files(
+    args: argparse.Namespace, results: Results, document: ResultsDocument, paths: dict[tuple[str, str], str]
+) -> list[str]:
+    """Write the results JSON, the reports asked for and, beside the JSON, the Markdown and HTML
+    reports that hold the systems x specs grid (:data:`RUN_REPORTS`); returns the line that names
+    each file written, for the summary."""
+    files = []
+    if args.json:
+        results.write_json(args.json)
+        files.append(f"results written to {args.json}")
+    stem = os.path.splitext(args.json or DEFAULT_RESULTS)[0]
+    outputs = {
+        "markdown": args.markdown or stem + RUN_REPORTS["markdown"],
+        "html": args.html or stem + RUN_REPORTS["html"],
+        "junit": args.junit,
+    }
+    try:
+        for name, path in outputs.items():
+            for written in write_reports(document, {name: path}):
+                files.append(f"report written to {written}{RUN_REPORT_NOTES.get(name, '')}")
+    except ResultsError as exc:
+        raise BadInput(str(exc)) from None
+    _write_reproducers(args, results.verdicts, paths)
+    return files
+
+
+def _run_status_line(
+    status: int, verdicts: Sequence[Verdict], new: Sequence[Verdict], *, strict: bool, fail_on: str | None
+) -> str:
+    """The last line of ``run``: its exit status and why (new failures, errors, ``--strict``)."""
+    failures = [v for v in verdicts if v.status == "fail" and not v.ok]
+    errors = sum(1 for v in verdicts if v.status == "error" and not v.ok)
+    explained = sum(1 for v in failures if v.finding)
+    if status == EXIT_OK:
+        if not failures:
+            return "exit status 0: no failures"
+        if explained == len(failures):
+            return f"exit status 0: every failure is a FINDINGS.md row ({explained})"
+        below = len(failures) - explained
+        return f"exit status 0: {below} new failure(s) below --fail-on {fail_on}; {explained} are FINDINGS.md rows"
+    reasons = []
+    new_failures = sum(1 for v in new if v.status == "fail")
+    if new_failures:
+        reasons.append(f"{new_failures} new failure{'' if new_failures == 1 else 's'}, no FINDINGS.md row explains")
+    if errors:
+        reasons.append(f"{errors} error{'' if errors == 1 else 's'}")
+    if not reasons and (strict or fail_on is not None):
+        reasons.append(f"failures of library systems count ({'--strict' if strict else f'--fail-on {fail_on}'})")
+    return f"exit status 1: {'; '.join(reasons)}"
 
 
 def _finish(args: argparse.Namespace, results: Results, paths: dict[tuple[str, str], str], out: TextIO) -> None:

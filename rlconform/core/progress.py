@@ -9,18 +9,26 @@ Two reporters write it (:func:`reporter` picks by the stream):
 * on a terminal, one line redrawn in place (carriage return): a bar of the specs done, the spec
   running now, its examples and seconds, and the system's seconds; each finished system leaves
   one summary line above it;
-* elsewhere (CI logs, files, pipes), plain lines that are never redrawn: one per finished spec,
-  then the system's summary line.
+* elsewhere (CI logs, files, pipes), plain lines that are never redrawn: one per finished spec
+  (``rlconform check``, ``run --verbose``), then the system's summary line; ``rlconform run`` of
+  every bundled system (over a hundred systems, sixty specs each, most of which do not apply)
+  writes the system lines only.
+
+A system's line names what failed, by spec id, each with the FINDINGS.md row that explains it
+(``G7``) or, for a bundled system's failure no row explains, ``NEW`` (rlconform.core.findings),
+and wraps at :data:`LINE_WIDTH` columns: a log of a whole run reads one system per line or two.
 """
 
 from __future__ import annotations
 
 import shutil
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from rlconform.core.findings import UNEXPLAINED_OUTCOMES, new_verdict
 from rlconform.core.verdict import Verdict, cell_status
 
 if TYPE_CHECKING:
@@ -81,26 +89,67 @@ def summary(verdicts: Sequence[Verdict]) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
 
+#: the columns a line of progress fits (wrapped, continued on indented lines beyond it)
+LINE_WIDTH = 100
+
+
+def wrap(text: str, width: int = LINE_WIDTH, indent: str = "    ") -> str:
+    """``text`` in lines of at most ``width`` columns, continued on lines indented by ``indent``;
+    ids and spec names are never broken (a word longer than a line keeps a line of its own)."""
+    return textwrap.fill(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+
+def failed(system: System, verdicts: Sequence[Verdict]) -> list[str]:
+    """What failed on ``system``, by spec id, each with what explains it: its FINDINGS row
+    (``aliasing.returned_objects G7``), ``NEW`` for a bundled system's failure no row explains,
+    ``inherited`` for a user's failure the library under it shows alone; an error or an unexercised
+    spec says so. Documented and expected failures are counted, not named (they are known)."""
+    items = []
+    for verdict in verdicts:
+        if verdict.status not in UNEXPLAINED_OUTCOMES or verdict.known or verdict.expected:
+            continue
+        name = verdict.spec_id if verdict.status == "fail" else f"{verdict.spec_id} ({verdict.status})"
+        if verdict.finding:
+            name += f" {verdict.finding}"
+        elif new_verdict(system, verdict):
+            name += " NEW"
+        elif verdict.inherited:
+            name += " inherited"
+        items.append(name)
+    return items
+
+
 def system_line(done: int, total: int, system: System, verdicts: Sequence[Verdict], seconds: float) -> str:
-    """The line a finished system leaves, in plain logs and above a terminal's redrawn line alike."""
-    return f"[{done}/{total}] {system.id}: {summary(verdicts)} ({seconds:.1f} s)"
+    """The line a finished system leaves, in plain logs and above a terminal's redrawn line alike:
+    its counts, its seconds and what failed (:func:`failed`), wrapped at :data:`LINE_WIDTH`."""
+    text = f"[{done}/{total}] {system.id}: {summary(verdicts)} ({seconds:.1f} s)"
+    items = failed(system, verdicts)
+    if items:
+        text += f"; failed: {', '.join(items)}"
+    return wrap(text)
 
 
 def _verdict_line(event: Event) -> str:
     _, system_id, index, count, spec_id, status, examples, seconds = event[:8]
-    return f"  [{index}/{count}] {system_id} :: {spec_id}: {status} ({examples} examples, {seconds:.1f} s)"
+    text = f"  [{index}/{count}] {system_id} :: {spec_id}: {status} ({examples} examples, {seconds:.1f} s)"
+    return text if len(text) <= LINE_WIDTH else wrap(text, indent="      ")
 
 
 class LineProgress(Progress):
-    """Plain lines, never redrawn (CI logs, files): one per finished spec, one per finished system."""
+    """Plain lines, never redrawn (CI logs, files): one per finished spec (``per_spec``; a spec
+    that does not apply too, unless ``not_applicable`` is False), one per finished system."""
 
-    def __init__(self, stream: TextIO, *, per_spec: bool = True) -> None:
+    def __init__(self, stream: TextIO, *, per_spec: bool = True, not_applicable: bool = True) -> None:
         self.stream = stream
         self.per_spec = per_spec
+        self.not_applicable = not_applicable
 
     def event(self, event: Event) -> None:
-        if event[0] == "verdict" and self.per_spec:
-            print(_verdict_line(event), file=self.stream, flush=True)
+        if event[0] != "verdict" or not self.per_spec:
+            return
+        if event[5] == "not_applicable" and not self.not_applicable:
+            return
+        print(_verdict_line(event), file=self.stream, flush=True)
 
     def system_finished(self, done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
         print(system_line(done, total, system, verdicts, seconds), file=self.stream, flush=True)
@@ -202,10 +251,16 @@ class TerminalProgress(Progress):
             self._shown = 0
 
 
-def reporter(stream: TextIO, *, tty: bool | None = None) -> Progress:
+def reporter(
+    stream: TextIO, *, tty: bool | None = None, per_spec: bool = True, not_applicable: bool = True
+) -> Progress:
     """The progress reporter for ``stream``: a redrawn line on a terminal, plain lines elsewhere
-    (``tty`` overrides what ``stream.isatty()`` says)."""
+    (``tty`` overrides what ``stream.isatty()`` says). ``per_spec`` False: the plain lines are the
+    systems' only (``rlconform run``); ``not_applicable`` False: no line for a spec that does not
+    apply (``run --verbose``)."""
     if tty is None:
         isatty = getattr(stream, "isatty", None)
         tty = bool(isatty()) if callable(isatty) else False
-    return TerminalProgress(stream) if tty else LineProgress(stream)
+    if tty:
+        return TerminalProgress(stream)
+    return LineProgress(stream, per_spec=per_spec, not_applicable=not_applicable)

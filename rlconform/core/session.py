@@ -36,6 +36,7 @@ from typing import Any
 from rlconform.core.catalog import Catalog, current
 from rlconform.core.expected import FAILING, ExpectedFailures
 from rlconform.core.family import Family, get_family
+from rlconform.core.findings import mark as mark_findings
 from rlconform.core.library_messages import merged
 from rlconform.core.options import FamilyOption, OptionError, declared_options, given_options
 from rlconform.core.profiles import Profile, get_profile, session_seed
@@ -45,13 +46,9 @@ from rlconform.core.search import check_spec
 from rlconform.core.selection import check_skip_patterns, matching, without_skipped
 from rlconform.core.spec import Spec
 from rlconform.core.suite import RunInterrupted, SystemProgress, run_checks
-from rlconform.core.system import System
+from rlconform.core.system import BUNDLED_KINDS, System
 from rlconform.core.user import BadInput, factory_system, family_for, probe, user_system, with_intents
 from rlconform.core.verdict import Verdict, skip_status
-
-#: the kinds of system a user selects among by id (``rlconform list``): planted bugs are the
-#: test suite's, never a run's
-BUNDLED_KINDS = ("library", "reference")
 
 
 @dataclass
@@ -293,8 +290,11 @@ class Session:
         return None if profile.derandomize else session_seed()
 
     def check_pair(self, system: System, spec: Spec, profile: Profile, cache: RunCache) -> Verdict:
-        """One (system, spec) search, in this process (a pytest item)."""
-        return check_spec(system, spec, profile, cache=cache)
+        """One (system, spec) search, in this process (a pytest item); a bundled system's failure
+        carries the FINDINGS row that explains it, as in a run."""
+        verdict = check_spec(system, spec, profile, cache=cache)
+        mark_findings(system, [verdict])
+        return verdict
 
     def prepare(self, request: CheckRequest) -> Checked:
         """Steps 1 to 3 of ``request``: the profile and seed, the systems (a user's probed, with its

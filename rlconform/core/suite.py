@@ -22,6 +22,7 @@ from typing import TextIO
 
 from rlconform.core.config import SYSTEM_TIMEOUT, seconds
 from rlconform.core.crashlog import CrashReport
+from rlconform.core.findings import mark as mark_findings
 from rlconform.core.hangs import RESPONSIVE
 from rlconform.core.isolation import STUCK_GRACE_SECONDS, IsolatedCall, can_isolate
 from rlconform.core.profiles import Profile, session_seed
@@ -114,7 +115,9 @@ def run_checks(
     With ``jobs > 1`` or ``isolate``, each system is checked in a worker process of its own (at
     most ``jobs`` at a time); otherwise in this process, which is fastest but shares its fate with
     the systems it checks. ``progress`` hears of each finished system, and a
-    :class:`~rlconform.core.progress.Progress` of each spec as it goes too."""
+    :class:`~rlconform.core.progress.Progress` of each spec as it goes too. A bundled system's
+    failures are marked with the FINDINGS row that explains them (rlconform.core.findings) before
+    ``progress`` hears of the system."""
     results: dict[str, list[Verdict]] = {}
     #: the verdicts isolated workers finished so far, per system (what an interruption keeps)
     kept: dict[str, list[Verdict]] = {}
@@ -127,12 +130,14 @@ def run_checks(
                 results[system.id] = []
                 reporter.system_started(done - 1, total, system)
                 check_system(system, specs, profile, results[system.id], reporter.event)
+                mark_findings(system, results[system.id])
                 reporter.system_finished(done, total, system, results[system.id], time.perf_counter() - start)
         else:
             for done, (system, verdicts, seconds) in enumerate(
                 _isolated(systems, specs, profile, max(jobs, 1), reporter, kept), start=1
             ):
                 results[system.id] = verdicts
+                mark_findings(system, verdicts)
                 reporter.system_finished(done, total, system, verdicts, seconds)
     except KeyboardInterrupt:
         # the isolated workers are already killed (_isolated's finally); keep what was finished
@@ -338,7 +343,11 @@ def _stuck_verdicts(
     ]
 
 
-def print_progress(stream: TextIO, *, tty: bool | None = None) -> Progress:
+def print_progress(
+    stream: TextIO, *, tty: bool | None = None, per_spec: bool = True, not_applicable: bool = True
+) -> Progress:
     """Progress written to ``stream``: a line redrawn in place on a terminal, plain lines (one per
-    finished spec, one per finished system) elsewhere (:func:`rlconform.core.progress.reporter`)."""
-    return reporter(stream, tty=tty)
+    finished spec unless ``per_spec`` is False, none for a spec that does not apply when
+    ``not_applicable`` is False; one per finished system) elsewhere
+    (:func:`rlconform.core.progress.reporter`)."""
+    return reporter(stream, tty=tty, per_spec=per_spec, not_applicable=not_applicable)

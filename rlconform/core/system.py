@@ -32,6 +32,9 @@ class Script(Protocol):
 
 
 SystemKind = Literal["library", "reference", "planted", "user"]
+#: the kinds of system rlconform bundles and a user selects among by id (``rlconform list``,
+#: ``rlconform run``): planted bugs are the test suite's, never a run's
+BUNDLED_KINDS: tuple[SystemKind, ...] = ("library", "reference")
 
 #: the keys of a built object's semantics (``Family.describe_semantics``) that describe the stack
 #: itself (its autoreset mode, whether it keeps episode statistics, its running normalizers, the

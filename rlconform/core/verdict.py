@@ -77,6 +77,10 @@ class Verdict:
     #: a user's failure that the library under the user's code shows on its own, the same way:
     #: which library system, and its FINDINGS row (rlconform.core.inherited)
     inherited: str | None = None
+    #: a bundled system's failure that a FINDINGS.md row explains: the row's id (``G7``), from its
+    #: family's findings table (rlconform.core.findings); None: no row explains it (a bundled
+    #: system's failure that is not known either is new)
+    finding: str | None = None
     #: what the libraries under the system said while the search drove it (log warnings of the
     #: family's loggers, warnings raised in library code), by message (ANSI codes stripped), with
     #: how many times: kept off the screen and listed in the results (rlconform.core.library_messages)

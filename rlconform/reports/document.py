@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlconform.core.findings import is_new
 from rlconform.core.grouping import failing_from_json, groups
 from rlconform.core.impact import rank
 from rlconform.core.verdict import REPORT_STATUSES, table_status
@@ -136,6 +137,9 @@ class Result:
     #: what the libraries said during the check, (message, count) sorted by message
     #: (rlconform.core.library_messages); empty in documents written before it was captured
     library_messages: tuple[tuple[str, int], ...] = ()
+    #: the FINDINGS.md row that explains a bundled system's failure (rlconform.core.findings);
+    #: None: none does, or a document written before findings were named
+    finding: str | None = None
 
     def __post_init__(self) -> None:
         # one rule whatever wrote the result: the status shown is made from the outcome and the facts
@@ -269,6 +273,7 @@ class ResultsDocument:
                     inherited=r.get("inherited"),
                     outcome=r["status"] if version < 2 else r["outcome"],
                     library_messages=tuple(sorted((r.get("library_messages") or {}).items())),
+                    finding=r.get("finding"),
                 )
                 for r in data["results"]
             ],
@@ -350,6 +355,29 @@ class ResultsDocument:
 
     def result(self, system_id: str, spec_id: str) -> Result | None:
         return self._index.get((system_id, spec_id))
+
+    def kind_of(self, system_id: str) -> str:
+        """The kind of the system ``system_id`` (library, reference, user, planted), "" when the
+        document does not list it."""
+        for system in self.systems:
+            if system.id == system_id:
+                return system.kind
+        return ""
+
+    def is_new(self, result: Result) -> bool:
+        """Whether ``result`` is a bundled system's failure that no FINDINGS.md row explains and
+        that is not known or expected (rlconform.core.findings): what a reader must look at."""
+        excused = bool(result.known or result.expected)
+        return is_new(self.kind_of(result.system), result.outcome, finding=result.finding, excused=excused)
+
+    def explanation(self, result: Result) -> str | None:
+        """What the reports say of a reported result's origin: the FINDINGS.md row that explains
+        it, or that it is new; None for anything else (a user's failure, a known one)."""
+        if result.finding:
+            return f"FINDINGS.md {result.finding}: a library defect rlconform found and documented"
+        if self.is_new(result):
+            return "NEW: no row of FINDINGS.md explains this failure of a bundled system"
+        return None
 
     def results_of(self, system_id: str) -> list[Result]:
         return [r for r in self.results if r.system == system_id]

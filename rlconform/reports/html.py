@@ -74,6 +74,7 @@ h3 .impact { margin-left: .5rem; padding: 0 .35rem; border: 1px solid #bbb; bord
 ul.also { margin: .2rem 0 .6rem; }
 .statement { color: #444; font-style: italic; margin: 0 0 .3rem; }
 .excuse { font-weight: 600; color: #5c4000; }
+.finding { font-weight: 600; }
 .stats, .back { color: #666; font-size: 12px; margin: .5rem 0 0; }
 ol.violations { margin: 0; padding-left: 1.6rem; }
 ol.violations li { margin: 0 0 .3rem; }
@@ -180,6 +181,8 @@ def _cell(result: Result | None, anchors: _Anchors) -> str:
     status = result.cell
     label = SYMBOLS.get(status, status)
     tooltip = f"{LABELS.get(status, status)}: {result.headline}" if result.headline else LABELS.get(status, status)
+    if result.finding:
+        tooltip = f"FINDINGS {result.finding}; {tooltip}"
     target = anchors.get(result)
     if target:
         inner = f'<a href="#{esc(target)}" title="{esc(tooltip)}">{esc(label)}</a>'
@@ -267,6 +270,9 @@ def failure(result: Result, document: ResultsDocument, anchors: _Anchors, also: 
         parts.append(f'<p class="signature">signature <code>{esc(result.signature)}</code></p>')
     if result.excuse:
         parts.append(f'<p class="excuse">{esc(result.excuse)}</p>')
+    explanation = document.explanation(result)
+    if explanation:
+        parts.append(f'<p class="finding">{esc(explanation)}</p>')
     if result.violations:
         items = "".join(f"<li><pre>{esc(v)}</pre></li>" for v in result.violations)
         parts.append(f'<h4>Violations ({len(result.violations)})</h4><ol class="violations">{items}</ol>')

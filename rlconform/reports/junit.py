@@ -57,6 +57,9 @@ def _details(result: Result, document: ResultsDocument | None = None) -> str:
         parts.append(f"signature: {result.signature}")
     if result.excuse:
         parts.append(result.excuse)
+    explanation = document.explanation(result) if document is not None else None
+    if explanation:
+        parts.append(explanation)
     if result.violations:
         parts.append("violations:\n" + "\n".join(f"- {v}" for v in result.violations))
     if result.case:
@@ -99,6 +102,10 @@ def _case_properties(result: Result, document: ResultsDocument | None) -> ET.Ele
         values["rlconform.core.impact"] = impact
     if result.signature:
         values["rlconform.core.signature"] = result.signature
+    if result.finding:
+        values["rlconform.finding"] = result.finding
+    elif document is not None and document.is_new(result):
+        values["rlconform.new"] = "true"
     head = document.group_head(result) if document is not None else None
     if head is not None:
         values["rlconform.group"] = head

@@ -155,6 +155,9 @@ def section(index: int, result: Result, document: ResultsDocument, also: list[Re
         lines += [f"Signature: {code(result.signature)}", ""]
     if result.excuse:
         lines += [f"**{inline(result.excuse)}**", ""]
+    explanation = document.explanation(result)
+    if explanation:
+        lines += [f"**{inline(explanation)}**", ""]
     if len(result.violations) > 1 or (result.violations and result.violations[0] != result.message):
         lines += [
             f"Violations ({len(result.violations)}):",

@@ -16,12 +16,14 @@ import datetime as _dt
 import json
 import platform
 import sys
+import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rlconform import __version__
+from rlconform.core.findings import new_verdict
 from rlconform.core.grouping import Failing, annotate, group_rank, groups, reports_crash
 from rlconform.core.impact import rank, title
 from rlconform.core.library_messages import merged, summary_line
@@ -285,6 +287,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         "known": verdict.known,
         "expected": verdict.expected,
         "inherited": verdict.inherited,
+        "finding": verdict.finding,
         "message": verdict.message,
         "violations": verdict.violations,
         "reproducer": verdict.reproducer,
@@ -455,45 +458,71 @@ def render_failures(
     with_reproducers: bool = False,
     specs: Sequence[Spec] | None = None,
     reproducer_paths: Mapping[tuple[str, str], str] | None = None,
+    systems: Sequence[System] = (),
+    width: int | None = None,
 ) -> str:
     """The failures, errors and unexercised specs: one entry per group, ranked by impact, each
     with its impact class, its signature, the specs that also fail on its minimal case, and (with
     ``with_reproducers``) one reproducer, printed flush-left between blank lines so that it can be
     pasted as it is (a failure the project expects has none: its entry says why it is excused).
     ``reproducer_paths`` (``--reproducers DIR``: the file each group's reproducer was written to,
-    by (system id, spec id)) puts the path in the entry, one line instead of the script."""
-    lines = []
+    by (system id, spec id)) puts the path in the entry, one line instead of the script. A bundled
+    system's failure names the FINDINGS.md row that explains it, or, given its system among
+    ``systems``, says that none does (rlconform.core.findings). ``width``: the entries' own lines
+    are wrapped to fit it (a reproducer, flush-left, is printed as it is)."""
+    lines: list[str] = []
     paths = reproducer_paths or {}
+    by_id = {system.id: system for system in systems}
+
+    def add(text: str) -> None:
+        if width is None or len(text) <= width:
+            lines.append(text)
+            return
+        indent = " " * (len(text) - len(text.lstrip(" ")))
+        lines.extend(
+            textwrap.wrap(
+                text.lstrip(" "),
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent + "    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
+
     for group in failure_groups(list(verdicts), specs):
         verdict = group[0]
         impact = impact_of(verdict)
-        lines.append(f"{status_label(verdict)} [{title(impact)}] {verdict.system_id} :: {verdict.spec_id}")
-        lines.append(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
+        add(f"{status_label(verdict)} [{title(impact)}] {verdict.system_id} :: {verdict.spec_id}")
+        add(f"    {verdict.message.splitlines()[0] if verdict.message else ''}")
         if NATIVE_TRACEBACK in verdict.message:
             # a crashed or stuck worker's native traceback, told once (its other specs are "not run")
-            lines.extend("    " + line for line in verdict.message.split("\n\n", 1)[1].splitlines())
+            for line in verdict.message.split("\n\n", 1)[1].splitlines():
+                add("    " + line)
         if len(group) > 1:
             also = ", ".join(f"{v.spec_id} ({impact_of(v)})" for v in group[1:])
-            lines.append(f"    also fails on the same minimal case: {also}")
+            add(f"    also fails on the same minimal case: {also}")
         if verdict.signature:
-            lines.append(f"    signature: {verdict.signature}")
+            add(f"    signature: {verdict.signature}")
         if verdict.inherited:
-            lines.append(f"    inherited: {verdict.inherited}")
+            add(f"    inherited: {verdict.inherited}")
+        if verdict.finding:
+            add(f"    FINDINGS.md {verdict.finding}: a library defect rlconform found and documented")
+        elif verdict.system_id in by_id and new_verdict(by_id[verdict.system_id], verdict):
+            add("    NEW: no row of FINDINGS.md explains this failure of a bundled system")
         if verdict.known:
-            lines.append(f"    known because: {verdict.known}")
+            add(f"    known because: {verdict.known}")
         if verdict.expected:
-            lines.append(f"    expected by the project: {verdict.expected}")
+            add(f"    expected by the project: {verdict.expected}")
         if verdict.case is not None:
-            lines.append(_case_line(verdict.case))
+            add(_case_line(verdict.case))
         path = paths.get((verdict.system_id, verdict.spec_id))
         if path is not None:
             how = "pytest" if path.replace("\\", "/").rsplit("/", 1)[-1].startswith("test_") else "python"
-            lines.append(f"    reproducer: {path} (run it with {how}: it fails while the bug is there)")
+            add(f"    reproducer: {path} (run it with {how}: it fails while the bug is there)")
         if with_reproducers and shows_reproducer(verdict):
             assert verdict.reproducer is not None
-            lines.append(
-                "    reproducer: (flush-left below; save it as a .py file and run it: exit status 1 while it fails)"
-            )
+            add("    reproducer: (flush-left below; save it as a .py file and run it: exit status 1 while it fails)")
             lines.append("")
             lines.extend(verdict.reproducer.rstrip("\n").splitlines())
             lines.append("")

@@ -47,14 +47,52 @@ def feed(progress: Progress) -> None:
 
 
 def test_plain_lines_one_per_finished_spec_then_the_system() -> None:
+    """The system's line names what failed; a bundled system's failure that no FINDINGS.md row
+    explains (this made-up system has none) is NEW."""
     out = io.StringIO()
     feed(LineProgress(out))
     assert out.getvalue().splitlines() == [
         "  [1/2] sys.a :: flags.terminated: pass (40 examples, 1.2 s)",
         "  [2/2] sys.a :: terminal.final_obs: fail (52 examples, 3.5 s)",
-        "[1/1] sys.a: 1 fail, 1 pass (4.8 s)",
+        "[1/1] sys.a: 1 fail, 1 pass (4.8 s); failed: terminal.final_obs NEW",
     ]
     assert "\r" not in out.getvalue()
+
+
+def test_a_run_writes_one_line_per_system_naming_the_findings_rows() -> None:
+    """``rlconform run``: no line per spec (``--verbose``: one per spec that ran, never one for a
+    spec that does not apply); the system's line names each failure's FINDINGS.md row and wraps
+    at 100 columns."""
+    a = System(
+        id="gymnasium.SyncVectorEnv.NextStep.nocopy." + "x" * 40,
+        family="gymnasium.vector",
+        title="",
+        build=lambda env_fns: None,
+        source="",
+    )
+    verdicts = [
+        Verdict(a.id, "aliasing.returned_objects", "fail", finding="G7"),
+        Verdict(a.id, "aliasing.caller_arguments", "fail", finding="G1"),
+        Verdict(a.id, "transitions.exact", "fail"),
+        Verdict(a.id, "flags.terminated", "not_applicable"),
+    ]
+    spec_line = f"[1/2] {a.id} :: transitions.exact: fail (3 examples, 1.0 s)"
+    for per_spec, spec_lines in ((False, ""), (True, spec_line)):
+        out = io.StringIO()
+        progress = reporter(out, per_spec=per_spec, not_applicable=False)
+        progress.event(("verdict", a.id, 1, 2, "transitions.exact", "fail", 3, 1.0))
+        progress.event(("verdict", a.id, 2, 2, "flags.terminated", "not_applicable", 0, 0.0))
+        progress.system_finished(1, 1, a, verdicts, 4.75)
+        lines = out.getvalue().splitlines()
+        first = next(i for i, line in enumerate(lines) if line.startswith("[1/1] "))
+        assert " ".join(line.strip() for line in lines[:first]) == spec_lines
+        system_lines = lines[first:]
+        assert len(system_lines) > 1 and all(len(line) <= 100 for line in lines)
+        assert all(line.startswith("    ") for line in system_lines[1:])
+        assert " ".join(line.strip() for line in system_lines) == (
+            f"[1/1] {a.id}: 3 fail, 1 not_applicable (4.8 s); failed: aliasing.returned_objects G7, "
+            "aliasing.caller_arguments G1, transitions.exact NEW"
+        )
 
 
 def test_terminal_line_is_redrawn_in_place() -> None:
