@@ -95,6 +95,14 @@ class AlgorithmFamily(WholeRunFamily):
         takes=("stable_baselines3.common.vec_env.base_vec_env.VecEnv",),
     )
 
+    #: the FINDINGS rows of the bundled algorithms' documented behaviours (known violations,
+    #: named in every report: rlconform.core.findings)
+    findings = {
+        ("sb3.*.VecNormalize", "algorithm.buffer_next_obs"): "S8",
+        ("sb3.*.VecNormalize.clip_obs_*", "algorithm.buffer_next_obs"): "S8",
+        ("sb3.DQN.optimize_memory_usage", "algorithm.exact_targets"): "S9",
+    }
+
     def run_case(self, system: System, case: Any, *, with_model: bool) -> AlgorithmRun:
         return run_algorithm_case(system, case)
 

@@ -162,6 +162,10 @@ def collector_edge_cases(system: System) -> list[CollectorCase]:
 class CollectorFamily(DrivenObjectFamily):
     name = FAMILY_NAME
     quiet_loggers = ("torchrl",)
+    #: the FINDINGS rows of the bundled collectors' defects (rlconform.core.findings): every
+    #: collector overshoots a total_frames its batches do not divide (T1; Collector(SerialEnv)
+    #: also rounds frames_per_batch up to the number of envs, T2, on the same spec)
+    findings = {("torchrl.*Collector.*", "collector.frame_accounting"): "T1"}
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
         """This family's own cases (a subclass of ``Case`` with the scenario's parameters), not

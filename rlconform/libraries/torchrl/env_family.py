@@ -97,6 +97,19 @@ class ResetView(CallView):
 # -------------------------------------------------------------------------------------- family
 
 
+#: the specs each FINDINGS.md row of a bundled TorchRL env fails (its "Spec" column; where two rows
+#: name one spec on one system, the row whose defect the search's minimal case shows)
+_E3_SPECS = ("continuity.no_discarded_episode", "transitions.exact", "counts.env_steps")
+_E4_SPECS = ("api.valid_calls_succeed", "api.failed_call_no_side_effect", "terminal.final_obs", "flags.terminated")
+_E6_SPECS = ("terminal.final_obs", "transitions.exact", "counts.env_steps", "seeding.reset_determinism")
+_E9_SPECS = (
+    *("terminal.final_obs", "transitions.exact", "counts.env_steps", "flags.terminated", "flags.truncated"),
+    *("continuity.fresh_first_obs", "lifecycle.no_step_after_end"),
+)
+_E10_SPECS = ("api.valid_calls_succeed", "api.failed_call_no_side_effect")
+_E11_SPECS = ("continuity.fresh_first_obs", "seeding.reset_determinism")
+
+
 class TorchRLFamily(ReferenceEnvFamily):
     name = NAME
     api = NAME
@@ -107,13 +120,31 @@ class TorchRLFamily(ReferenceEnvFamily):
     factory_shape = FactoryShape(
         returns=claimed_classes, return_names=("TransformedEnv", "SerialEnv", "ParallelEnv", "GymWrapper", "GymEnv")
     )
-    #: the TorchRL defects the bundled systems show (FINDINGS.md), for failures a user's stack
-    #: inherits from them (rlconform.core.inherited)
+    #: the TorchRL defects the bundled systems show (FINDINGS.md): named on the bundled systems'
+    #: own failures (rlconform.core.findings) and on those a user's stack inherits from them
+    #: (rlconform.core.inherited)
     findings = {
         ("torchrl.GymWrapper", "api.wrong_size_batch_rejected"): "E1",
         ("torchrl.GymWrapper", "dtype.actions_received"): "E1",
         ("torchrl.*GymWrapper", "api.valid_calls_succeed"): "E2",
         ("torchrl.ParallelEnv.GymWrapper", "lifecycle.responsive"): "E2",
+        # the bundled systems' own failures (rlconform.core.findings); no user's stack is read as
+        # one of these systems (library_layers), so they name no inherited failure
+        ("torchrl.TransformedEnv.*SerialEnv", "api.valid_calls_succeed"): "E2",
+        **{("torchrl.GymWrapper.SyncVectorEnv.SameStep", spec): "E3" for spec in _E3_SPECS},
+        **{("torchrl.GymWrapper.SyncVectorEnv.SameStep", spec): "E4" for spec in _E4_SPECS},
+        **{("torchrl.GymWrapper.SyncVectorEnv.SameStep", spec): "E11" for spec in _E11_SPECS},
+        **{("torchrl.GymEnv.num_envs", spec): "E6" for spec in _E6_SPECS},
+        ("torchrl.GymEnv.num_envs", "continuity.no_discarded_episode"): "E7",
+        ("torchrl.GymWrapper.SyncVectorEnv.NoCopy", "aliasing.torchrl_returned_data"): "E8",
+        **{("torchrl.GymWrapper.SyncVectorEnv.NoCopy", spec): "E9" for spec in _E9_SPECS},
+        **{("torchrl.GymWrapper.SyncVectorEnv.NoCopy", spec): "E10" for spec in _E10_SPECS},
+        # GymWrapper over a torch-native env: GymWrapper's own E1 and E2, and N1, N2
+        ("torchrl.GymWrapper.TorchNative*", "api.wrong_size_batch_rejected"): "E1",
+        ("torchrl.GymWrapper.TorchNative*", "api.valid_calls_succeed"): "E2",
+        ("torchrl.GymWrapper.TorchNative.tensor_actions", "torchrl.actions_reach_env_natively"): "N1",
+        ("torchrl.GymWrapper.TorchNative.tensor_actions", "transitions.exact"): "N1",
+        ("torchrl.GymWrapper.TorchNative*", "dtype.rewards_flags"): "N2",
     }
 
     def library_layers(self, obj: Any) -> list[str]:
