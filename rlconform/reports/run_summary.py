@@ -28,6 +28,8 @@ from rlconform.reports.results import summary_sentence, summary_status
 WIDTH = 100
 #: how many systems a list names one by one before it becomes a pattern
 NAMED_SYSTEMS = 2
+#: how many it names when their pattern would say no more than the library (``torchrl.*``)
+NAMED_WHEN_VAGUE = 6
 #: how many groups of new failures the summary lists before it counts the rest
 NEW_LISTED = 20
 
@@ -41,13 +43,24 @@ def library_of(system_id: str) -> str:
 
 
 def compress(system_ids: Sequence[str]) -> str:
-    """A list of systems as a reader takes it in: up to :data:`NAMED_SYSTEMS` by name, more as
-    their count and the pattern they share (``10 systems: gymnasium.*.nocopy``), made of the
-    dotted components their ids begin and end with."""
+    """A list of systems as a reader takes it in: a few by name, more as their count and the
+    pattern they share, made of the dotted components their ids begin and end with
+    (``10 systems: gymnasium.*.nocopy``, ``4 systems: sb3.*DummyVecEnv``). A pattern that says no
+    more than the library (``torchrl.*``) names up to :data:`NAMED_WHEN_VAGUE` systems instead."""
     ids = sorted(dict.fromkeys(system_ids))
     if len(ids) <= NAMED_SYSTEMS:
         return ", ".join(ids)
-    parts = [i.split(".") for i in ids]
+    pattern = shared_pattern(ids)
+    if pattern.count(".") <= 1 and pattern.endswith(".*") and len(ids) <= NAMED_WHEN_VAGUE:
+        return ", ".join(ids)
+    return f"{len(ids)} systems: {pattern}"
+
+
+def shared_pattern(system_ids: Sequence[str]) -> str:
+    """The glob every id of ``system_ids`` matches, made of their common leading and trailing
+    dotted components (``*`` for what differs, which may be nothing: ``sb3.*DummyVecEnv`` matches
+    ``sb3.DummyVecEnv`` too)."""
+    parts = [i.split(".") for i in system_ids]
     shortest = min(len(p) for p in parts)
     head = 0
     while head < shortest and len({p[head] for p in parts}) == 1:
@@ -55,8 +68,11 @@ def compress(system_ids: Sequence[str]) -> str:
     tail = 0
     while tail < shortest - head and len({p[len(p) - 1 - tail] for p in parts}) == 1:
         tail += 1
-    pattern = ".".join([*parts[0][:head], "*", *parts[0][len(parts[0]) - tail :]])
-    return f"{len(ids)} systems: {pattern}"
+    left = ".".join(parts[0][:head])
+    right = ".".join(parts[0][len(parts[0]) - tail :])
+    if any(len(p) == head + tail for p in parts):  # an id with nothing between: the star takes a dot
+        return f"{left}.*{right}" if left and right else f"{left}*{right}"
+    return ".".join(part for part in (left, "*", right) if part)
 
 
 def _row_key(row: str) -> tuple[str, int, str]:
@@ -118,7 +134,8 @@ def libraries(document: ResultsDocument) -> list[Library]:
             library.new.append(result)
     for library in found.values():
         library.systems.difference_update(*library.skipped.values())
-    return list(found.values())
+    # the reference models (the control rows) after the libraries they model
+    return sorted(found.values(), key=lambda library: library.name == "reference")
 
 
 def _lines(text: str, indent: str) -> list[str]:

@@ -15,6 +15,7 @@ table, as if that defect were unknown (NEW, exit 1).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from rlconform.core.system import get_system
 from rlconform.core.verdict import Verdict
 from rlconform.reports import render_html, render_junit, render_markdown, validate
 from rlconform.reports.results import Results
-from rlconform.reports.run_summary import WIDTH, compress, render_run_summary
+from rlconform.reports.run_summary import WIDTH, compress, render_run_summary, shared_pattern
 
 ROOT = Path(__file__).resolve().parents[2]
 NOCOPY = "gymnasium.SyncVectorEnv.NextStep.nocopy"
@@ -51,6 +52,18 @@ def test_compress_names_few_systems_and_a_pattern_for_many() -> None:
         f"gymnasium.{v}.{m}.nocopy" for v in ("SyncVectorEnv", "AsyncVectorEnv") for m in ("NextStep", "Disabled")
     ]
     assert compress(nocopy) == "4 systems: gymnasium.*.nocopy"
+    # the star may stand for nothing: the pattern still matches every system it stands for
+    dummy = ["sb3.DummyVecEnv", "sb3.VecNormalize.DummyVecEnv", "sb3.VecMonitor.DummyVecEnv"]
+    assert compress(dummy) == "3 systems: sb3.*DummyVecEnv"
+    for group in (dummy, nocopy, ["torchrl.GAE", "torchrl.GAE.shifted", "torchrl.GAE.shifted.x"]):
+        assert all(fnmatch.fnmatchcase(i, shared_pattern(group)) for i in group), shared_pattern(group)
+    # a pattern that says no more than the library names a few systems instead
+    collectors = [
+        "torchrl.Collector.GymWrapper",
+        "torchrl.Collector.SerialEnv",
+        "torchrl.MultiSyncCollector.GymWrapper",
+    ]
+    assert compress(collectors) == ", ".join(collectors)
 
 
 def test_only_a_bundled_failure_no_row_explains_is_new() -> None:
