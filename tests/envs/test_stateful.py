@@ -48,10 +48,10 @@ def test_machine_finds_the_async_manual_reset_bug():
         get_system("gymnasium.AsyncVectorEnv.NextStep.noshm"),
         specs=("continuity.no_discarded_episode", "transitions.exact"),
     )
+    # found, not shrunk: every shrink step builds AsyncVectorEnv's worker processes again (minutes)
     with pytest.raises(ConformanceFailure) as excinfo:
-        run_state_machine_as_test(machine, settings=SETTINGS)
-    # the defect, told by whichever of the two specs the search reached first (it depends on how far
-    # shrinking got, which a loaded machine changes): the step after the manual reset returns a reset
+        run_state_machine_as_test(machine, settings=settings(SETTINGS, phases=[Phase.explicit, Phase.generate]))
+    # the defect, told by whichever of the two specs the search reached first: the step after the manual reset returns a reset
     # observation again, so an episode is discarded, or that reset is an invented transition
     message = str(excinfo.value)
     assert (

@@ -305,7 +305,10 @@ def _mission_vectorizer(system_id: str) -> Callable[[int], Any]:
     [
         ("gymnasium.SyncVectorEnv.NextStep", False),
         pytest.param("gymnasium.AsyncVectorEnv.NextStep", True, marks=pytest.mark.slow),
-        pytest.param("gymnasium.AsyncVectorEnv.SameStep.noshm", False, marks=pytest.mark.slow),
+        # the innocent control SyncVectorEnv already is, in worker processes: the exhaustive tier
+        pytest.param(
+            "gymnasium.AsyncVectorEnv.SameStep.noshm", False, marks=[pytest.mark.slow, pytest.mark.exhaustive]
+        ),
     ],
 )
 def test_g9_the_stale_text_leaf_is_seen_with_the_single_env(system_id: str, stale: bool) -> None:
