@@ -1,7 +1,9 @@
 """The ``rlconform`` command.
 
-* ``rlconform run``: every bundled system of every installed library against every spec; prints
-  the systems x specs table and writes JSON.
+* ``rlconform run``: every bundled system of every installed library against every spec; prints a
+  line per system and ends on a summary by library (rlconform.reports.run_summary), writes JSON
+  and, beside it, the systems x specs table (Markdown, HTML); exit 1 on a bundled system's failure
+  no FINDINGS.md row explains (rlconform.core.findings), or an error.
 * ``rlconform check MODULE:CALLABLE --api FAMILY``: a user's system; exit 0 when every applicable
   spec passes, 1 when any does not, 2 for bad input.
 * ``--fail-on CLASS`` (run and check): only a failure whose spec's impact class (rlconform.core.impact)
@@ -428,7 +430,7 @@ def _run(args: argparse.Namespace) -> int:
     checked = Session().check(request)
     results = Results.from_checked(checked, every_library=True)
     if checked.interrupted:
-        return _interrupted(args, results, checked.finished)
+        return _interrupted(args, results, checked.finished, applicable_only=True)
     _print_expected_warnings(checked)
     systems = {system.id: system for system in results.systems}
     new = [v for v in results.verdicts if new_verdict(systems[v.system_id], v) and counts_against(v, fail_on)]
@@ -564,12 +566,13 @@ def _finish(args: argparse.Namespace, results: Results, paths: dict[tuple[str, s
     _write_reproducers(args, results.verdicts, paths)
 
 
-def _interrupted(args: argparse.Namespace, results: Results, finished: int) -> int:
+def _interrupted(args: argparse.Namespace, results: Results, finished: int, *, applicable_only: bool = False) -> int:
     """Ctrl-C during the checks: the workers are gone (suite.run_checks); write the verdicts
     finished so far and the others as not run, marked as partial, and end with the shell's status
-    for SIGINT, no traceback."""
+    for SIGINT, no traceback. ``applicable_only``: the finished verdicts listed leave out the
+    specs that do not apply (``run``: thousands of them)."""
     with _sigint_ignored():  # a second Ctrl-C must not cut the results file short
-        return _write_partial(args, results, list(results.verdicts), finished)
+        return _write_partial(args, results, list(results.verdicts), finished, applicable_only=applicable_only)
 
 
 @contextlib.contextmanager
@@ -584,7 +587,9 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _write_partial(args: argparse.Namespace, results: Results, verdicts: list[Verdict], finished: int) -> int:
+def _write_partial(
+    args: argparse.Namespace, results: Results, verdicts: list[Verdict], finished: int, *, applicable_only: bool = False
+) -> int:
     results.verdicts = verdicts
     results.interrupted = True
     planned = len(verdicts)
@@ -598,17 +603,18 @@ def _write_partial(args: argparse.Namespace, results: Results, verdicts: list[Ve
         where = f"; partial results written to {args.json}"
     with contextlib.suppress(BadInput):
         _write_reports(args, results)
-    _print_finished(results)
+    _print_finished(results, applicable_only=applicable_only)
     print(f"rlconform: interrupted after {finished} of {planned} verdicts{where}", file=sys.stderr)
     return EXIT_INTERRUPTED
 
 
-def _print_finished(results: Results) -> None:
+def _print_finished(results: Results, *, applicable_only: bool = False) -> None:
     """The verdicts finished before a Ctrl-C, as a finished check prints them (one line each, then
     the failures with their minimal cases and reproducers), so that nothing the run already found
-    is lost when no --json was given."""
+    is lost when no --json was given; ``applicable_only``: not those of specs that do not apply."""
     out = sys.stdout
-    done = [verdict for verdict in results.verdicts if verdict.status != "not_run"]
+    left_out = ("not_run", "not_applicable") if applicable_only else ("not_run",)
+    done = [verdict for verdict in results.verdicts if verdict.status not in left_out]
     if not done:
         return
     print("\nfinished before the interruption:", file=out)
