@@ -424,7 +424,7 @@ def _run(args: argparse.Namespace) -> int:
         for line in without_specs_lines(checked.plan.without_specs):
             print(line, file=out)
 
-    progress = print_progress(out, per_spec=args.verbose, not_applicable=False)
+    progress = print_progress(out, per_spec=args.verbose, not_applicable=False, line_width=LINE_WIDTH)
     request = _request(args, out, started, progress=progress)
     request.systems, request.reference = args.system, not args.no_reference
     checked = Session().check(request)

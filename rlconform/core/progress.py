@@ -15,8 +15,9 @@ Two reporters write it (:func:`reporter` picks by the stream):
   writes the system lines only.
 
 A system's line names what failed, by spec id, each with the FINDINGS.md row that explains it
-(``G7``) or, for a bundled system's failure no row explains, ``NEW`` (rlconform.core.findings),
-and wraps at :data:`LINE_WIDTH` columns: a log of a whole run reads one system per line or two.
+(``G7``) or, for a bundled system's failure no row explains, ``NEW`` (rlconform.core.findings);
+``rlconform run`` wraps its lines at :data:`LINE_WIDTH` columns (``line_width``): a log of a whole
+run reads one system per line or two. ``check`` keeps each line whole, as scripts read it.
 """
 
 from __future__ import annotations
@@ -119,28 +120,33 @@ def failed(system: System, verdicts: Sequence[Verdict]) -> list[str]:
     return items
 
 
-def system_line(done: int, total: int, system: System, verdicts: Sequence[Verdict], seconds: float) -> str:
+def system_line(
+    done: int, total: int, system: System, verdicts: Sequence[Verdict], seconds: float, width: int | None = None
+) -> str:
     """The line a finished system leaves, in plain logs and above a terminal's redrawn line alike:
-    its counts, its seconds and what failed (:func:`failed`), wrapped at :data:`LINE_WIDTH`."""
+    its counts, its seconds and what failed (:func:`failed`), wrapped at ``width`` if given."""
     text = f"[{done}/{total}] {system.id}: {summary(verdicts)} ({seconds:.1f} s)"
     items = failed(system, verdicts)
     if items:
         text += f"; failed: {', '.join(items)}"
-    return wrap(text)
+    return text if width is None else wrap(text, width)
 
 
-def _verdict_line(event: Event) -> str:
+def _verdict_line(event: Event, width: int | None = None) -> str:
     _, system_id, index, count, spec_id, status, examples, seconds = event[:8]
     text = f"  [{index}/{count}] {system_id} :: {spec_id}: {status} ({examples} examples, {seconds:.1f} s)"
-    return text if len(text) <= LINE_WIDTH else wrap(text, indent="      ")
+    return text if width is None else wrap(text, width, indent="      ")
 
 
 class LineProgress(Progress):
     """Plain lines, never redrawn (CI logs, files): one per finished spec (``per_spec``; a spec
     that does not apply too, unless ``not_applicable`` is False), one per finished system."""
 
-    def __init__(self, stream: TextIO, *, per_spec: bool = True, not_applicable: bool = True) -> None:
+    def __init__(
+        self, stream: TextIO, *, per_spec: bool = True, not_applicable: bool = True, line_width: int | None = None
+    ) -> None:
         self.stream = stream
+        self.line_width = line_width
         self.per_spec = per_spec
         self.not_applicable = not_applicable
 
@@ -149,10 +155,10 @@ class LineProgress(Progress):
             return
         if event[5] == "not_applicable" and not self.not_applicable:
             return
-        print(_verdict_line(event), file=self.stream, flush=True)
+        print(_verdict_line(event, self.line_width), file=self.stream, flush=True)
 
     def system_finished(self, done: int, total: int, system: System, verdicts: list[Verdict], seconds: float) -> None:
-        print(system_line(done, total, system, verdicts, seconds), file=self.stream, flush=True)
+        print(system_line(done, total, system, verdicts, seconds, self.line_width), file=self.stream, flush=True)
 
 
 @dataclass
@@ -174,8 +180,10 @@ BAR_WIDTH = 20
 class TerminalProgress(Progress):
     """One line redrawn in place with a carriage return; finished systems print their summary above it."""
 
-    def __init__(self, stream: TextIO, width: int | None = None) -> None:
+    def __init__(self, stream: TextIO, width: int | None = None, *, line_width: int | None = None) -> None:
         self.stream = stream
+        #: where the systems' lines wrap (None: kept whole)
+        self.line_width = line_width
         self.width = width
         self.running: dict[str, _Running] = {}
         self.done = 0
@@ -207,7 +215,7 @@ class TerminalProgress(Progress):
         self.done, self.total = done, total
         self.running.pop(system.id, None)
         self._clear()
-        print(system_line(done, total, system, verdicts, seconds), file=self.stream, flush=True)
+        print(system_line(done, total, system, verdicts, seconds, self.line_width), file=self.stream, flush=True)
         self._draw()
 
     def tick(self) -> None:
@@ -252,15 +260,20 @@ class TerminalProgress(Progress):
 
 
 def reporter(
-    stream: TextIO, *, tty: bool | None = None, per_spec: bool = True, not_applicable: bool = True
+    stream: TextIO,
+    *,
+    tty: bool | None = None,
+    per_spec: bool = True,
+    not_applicable: bool = True,
+    line_width: int | None = None,
 ) -> Progress:
     """The progress reporter for ``stream``: a redrawn line on a terminal, plain lines elsewhere
     (``tty`` overrides what ``stream.isatty()`` says). ``per_spec`` False: the plain lines are the
     systems' only (``rlconform run``); ``not_applicable`` False: no line for a spec that does not
-    apply (``run --verbose``)."""
+    apply (``run --verbose``); ``line_width``: the lines wrap there (``run``: :data:`LINE_WIDTH`)."""
     if tty is None:
         isatty = getattr(stream, "isatty", None)
         tty = bool(isatty()) if callable(isatty) else False
     if tty:
-        return TerminalProgress(stream)
-    return LineProgress(stream, per_spec=per_spec, not_applicable=not_applicable)
+        return TerminalProgress(stream, line_width=line_width)
+    return LineProgress(stream, per_spec=per_spec, not_applicable=not_applicable, line_width=line_width)

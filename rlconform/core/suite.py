@@ -344,10 +344,15 @@ def _stuck_verdicts(
 
 
 def print_progress(
-    stream: TextIO, *, tty: bool | None = None, per_spec: bool = True, not_applicable: bool = True
+    stream: TextIO,
+    *,
+    tty: bool | None = None,
+    per_spec: bool = True,
+    not_applicable: bool = True,
+    line_width: int | None = None,
 ) -> Progress:
     """Progress written to ``stream``: a line redrawn in place on a terminal, plain lines (one per
     finished spec unless ``per_spec`` is False, none for a spec that does not apply when
-    ``not_applicable`` is False; one per finished system) elsewhere
-    (:func:`rlconform.core.progress.reporter`)."""
-    return reporter(stream, tty=tty, per_spec=per_spec, not_applicable=not_applicable)
+    ``not_applicable`` is False; one per finished system) elsewhere, wrapped at ``line_width``
+    if given (:func:`rlconform.core.progress.reporter`)."""
+    return reporter(stream, tty=tty, per_spec=per_spec, not_applicable=not_applicable, line_width=line_width)

@@ -79,7 +79,7 @@ def test_a_run_writes_one_line_per_system_naming_the_findings_rows() -> None:
     spec_line = f"[1/2] {a.id} :: transitions.exact: fail (3 examples, 1.0 s)"
     for per_spec, spec_lines in ((False, ""), (True, spec_line)):
         out = io.StringIO()
-        progress = reporter(out, per_spec=per_spec, not_applicable=False)
+        progress = reporter(out, per_spec=per_spec, not_applicable=False, line_width=100)
         progress.event(("verdict", a.id, 1, 2, "transitions.exact", "fail", 3, 1.0))
         progress.event(("verdict", a.id, 2, 2, "flags.terminated", "not_applicable", 0, 0.0))
         progress.system_finished(1, 1, a, verdicts, 4.75)
@@ -93,6 +93,10 @@ def test_a_run_writes_one_line_per_system_naming_the_findings_rows() -> None:
             f"[1/1] {a.id}: 3 fail, 1 not_applicable (4.8 s); failed: aliasing.returned_objects G7, "
             "aliasing.caller_arguments G1, transitions.exact NEW"
         )
+    # ``check`` keeps its lines whole (scripts read them): the same system line, unwrapped
+    out = io.StringIO()
+    LineProgress(out).system_finished(1, 1, a, verdicts, 4.75)
+    assert out.getvalue().count("\n") == 1 and "transitions.exact NEW" in out.getvalue()
 
 
 def test_terminal_line_is_redrawn_in_place() -> None:
