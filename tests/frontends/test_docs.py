@@ -131,7 +131,9 @@ def test_readme_opens_with_the_main_job_then_the_tests() -> None:
     first_section = next(i for i, line in enumerate(lines) if line.startswith("## "))
     indented = [i for i, line in enumerate(lines) if line.startswith("    ") and line.strip()]
     main_job = lines[indented[0]]
-    assert main_job.startswith('    python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e ".[all,dev]"')
+    assert main_job.startswith(
+        '    python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e ".[all,envpool,dev]"'
+    )
     assert ".venv/bin/rlconform run -j 2" in main_job
     run_the_tests = next(i for i, line in enumerate(lines) if line.startswith("Run the tests"))
     test_command = next(lines[i] for i in indented if i > run_the_tests)  # as .ci/run's awk reads it
