@@ -16,6 +16,17 @@ PROFILE = "RLCONFORM_PROFILE"
 SEED = "RLCONFORM_SEED"
 CALL_TIMEOUT = "RLCONFORM_CALL_TIMEOUT"
 SYSTEM_TIMEOUT = "RLCONFORM_SYSTEM_TIMEOUT"
+EPISODE_SECONDS_VARIABLE = "RLCONFORM_EPISODE_SECONDS"
+
+#: seconds a probe may step one episode looking for its end (RLCONFORM_EPISODE_SECONDS overrides
+#: it): episodes are bounded by time, not by a step count, so that a 200-step MountainCar and a
+#: many-thousand-step Atari game reach their ends alike (env-author mode, ready-made vector envs)
+EPISODE_SECONDS = 5.0
+
+
+def episode_seconds() -> float:
+    """The episode budget of the probes that drive an env to an episode end."""
+    return float(os.environ.get(EPISODE_SECONDS_VARIABLE, EPISODE_SECONDS))
 
 
 class ConfigError(ValueError):

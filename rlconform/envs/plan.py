@@ -8,6 +8,7 @@ and standalone reproducers possible.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rlconform.envs.script import EnvScript
 from rlconform.envs.spaces import ActionValue
@@ -24,6 +25,15 @@ class Reset:
         if self.mask is not None:
             return f"reset(seed={self.seed}, reset_mask={list(self.mask)})"
         return f"reset(seed={self.seed})"
+
+
+def reset_options(op: Reset) -> dict[str, Any] | None:
+    """The ``options`` a single env's reset is given: an empty dict with an odd seed, none
+    otherwise, so that a search resets with and without options, and with a seed and options
+    together (a wrapper or env that drops the seed when it is given options is found by
+    ``seeding.reset_determinism`` and ``env.determinism``: its two ``reset(seed=s, options={})``
+    runs differ)."""
+    return {} if op.seed is not None and op.seed % 2 == 1 else None
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,7 @@ gymnasium = pytest.importorskip("gymnasium")
 from rlconform.core.search import check_spec  # noqa: E402
 from rlconform.core.spec import get_spec  # noqa: E402
 from rlconform.core.user import factory_system, probe  # noqa: E402
-from rlconform.envs.plan import Reset  # noqa: E402
-from rlconform.libraries.gymnasium.env_family import reset_options  # noqa: E402
+from rlconform.envs.plan import Reset, reset_options  # noqa: E402
 
 
 class DropsSeedWithOptions(gymnasium.Wrapper):  # type: ignore[type-arg]

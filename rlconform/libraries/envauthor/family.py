@@ -24,22 +24,22 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from rlconform.core.config import EPISODE_SECONDS, episode_seconds
 from rlconform.core.family import FactoryShape
 from rlconform.core.hangs import hung_call
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System
 from rlconform.core.user import BadInput
+from rlconform.envs.plan import Reset, reset_options
 from rlconform.envs.reproducer import print_run
 from rlconform.envs.whole_run import WholeRunFamily
 from rlconform.libraries.envauthor.case import EnvCase, env_cases
 from rlconform.libraries.envauthor.harness import (
-    EPISODE_SECONDS,
     MAX_HORIZON,
     MAX_RECORDED_BYTES,
     PAST_THE_END,
     EnvRun,
     episode_ends,
-    episode_seconds,
     execute_user_env,
 )
 from rlconform.libraries.envauthor.options import ENV_AUTHOR_OPTIONS, STACKS_OPTION
@@ -79,9 +79,6 @@ def _env_plain(system: System, spec: Spec, case: EnvCase, run: Any) -> Callable[
     if run is None or getattr(run, "torch_device", None) is not None or hung_call(run) is not None:
         return None
     steps = _steps_driven(case, run)
-    from rlconform.envs.plan import Reset
-    from rlconform.libraries.gymnasium.env_family import reset_options
-
     # a seeded reset is given options={} with an odd seed (env_family.reset_options), as in the run
     with_options = reset_options(Reset(seed=case.seed)) is not None
 

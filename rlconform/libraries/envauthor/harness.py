@@ -6,7 +6,6 @@ layers and the edge and seed-stream probes only when a spec asks."""
 from __future__ import annotations
 
 import functools
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlconform.core.compare import first_difference
+from rlconform.core.config import episode_seconds
 from rlconform.core.hangs import hung_call
 from rlconform.core.system import Capabilities, System
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
@@ -299,19 +299,9 @@ def _size(value: Any) -> int:
     return 8
 
 
-#: seconds the step-after-end probe may step one episode looking for its end (RLCONFORM_EPISODE_SECONDS
-#: overrides it): episodes are bounded by time, not by a step count, so that a 200-step MountainCar
-#: and a many-thousand-step Atari game reach their ends alike
-EPISODE_SECONDS = 5.0
-
-
 #: systems whose probe already ran a whole budget without an episode end: later examples do not
 #: spend it again (an env that does not end in one budget is not expected to in the next)
 _NO_END: dict[str, float] = {}
-
-
-def episode_seconds() -> float:
-    return float(os.environ.get("RLCONFORM_EPISODE_SECONDS", EPISODE_SECONDS))
 
 
 def _probe_after_end(

@@ -19,7 +19,7 @@ from rlconform.core.family import FactoryShape, find_layer, layer_chain
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.action_space import send_in_space
 from rlconform.envs.driver import Contract, ReferenceEnvFamily
-from rlconform.envs.plan import BadStep, Op, Reset, Step
+from rlconform.envs.plan import BadStep, Op, Reset, Step, reset_options
 from rlconform.envs.spaces import array_literal
 from rlconform.envs.tap import single_env_layers
 from rlconform.envs.trace import CallRecord, CallView, Slot
@@ -219,14 +219,6 @@ class GymEnvFamily(ReferenceEnvFamily):
         if semantics.get("metadata_type") != "dict":
             problems.append(f"metadata is a {semantics.get('metadata_type')}, not a dict")
         return problems
-
-
-def reset_options(op: Reset) -> dict[str, Any] | None:
-    """The ``options`` a single env's reset is given: an empty dict with an odd seed, none
-    otherwise, so that a search resets with and without options, and with a seed and options
-    together (a wrapper that drops the seed when it is given options is found by
-    ``seeding.reset_determinism``: its two ``reset(seed=s, options={})`` runs differ)."""
-    return {} if op.seed is not None and op.seed % 2 == 1 else None
 
 
 def _view_reset(result: Any) -> CallView:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
+from rlconform.core.config import episode_seconds
 from rlconform.core.family import FactoryShape
 from rlconform.core.hangs import calls_hang
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
@@ -241,8 +242,6 @@ def horizon(system: System, factory: Callable[[int], Any], case: NativeCase, sin
     ends, for at most ``RLCONFORM_EPISODE_SECONDS``: envs whose episodes outlast a case's steps
     (Acrobot's 500, Pendulum's 200) are then driven past an end, so that the autoreset mode and the
     time limit are seen at work rather than "not exercised"."""
-    from rlconform.libraries.envauthor.harness import episode_seconds
-
     if system.id in _NO_END:
         return Horizon(case.steps, ends_missed=_NO_END[system.id])
     budget = episode_seconds()
