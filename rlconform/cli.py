@@ -298,6 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "matrix":
             return _matrix(args)
         validate_config()  # a bad RLCONFORM_* value: one line and exit 2, before anything runs
+        # TorchRL sets its logger to RL_LOGGING_LEVEL (INFO by default) when it is first imported,
+        # which in a worker can come after rlconform quieted that logger: its INFO lines (one per
+        # lazy storage) would land in the report. The user's own setting is kept.
+        os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")
         with _exit_on_sigterm(), _hypothesis_warnings_silenced():
             if args.command == "run":
                 return _run(args)

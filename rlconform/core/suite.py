@@ -18,15 +18,17 @@ import multiprocessing.connection
 import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from rlconform.core.config import SYSTEM_TIMEOUT, seconds
 from rlconform.core.crashlog import CrashReport
+from rlconform.core.family import get_family
 from rlconform.core.findings import mark as mark_findings
 from rlconform.core.hangs import RESPONSIVE
 from rlconform.core.isolation import STUCK_GRACE_SECONDS, IsolatedCall, can_isolate
 from rlconform.core.profiles import Profile, session_seed
 from rlconform.core.progress import Event, Events, Progress, reporter, throttled
+from rlconform.core.runner import quiet_library_logs
 from rlconform.core.search import Verdict, check_spec
 from rlconform.core.spec import Spec
 from rlconform.core.system import System
@@ -74,6 +76,21 @@ def check_system(
     ``events`` hears how each search goes (:data:`rlconform.core.progress.Event`)."""
     verdicts = done if done is not None else []
     send = throttled(events) if events is not None else None
+    # the family's chatty loggers stay at WARNING for the whole check, not only while a case runs:
+    # a spec reading its run (sampling a TorchRL buffer) logs INFO lines too
+    with quiet_library_logs(get_family(system.family).quiet_loggers):
+        _check_specs(system, specs, profile, verdicts, send, keep)
+    return list(verdicts)
+
+
+def _check_specs(
+    system: System,
+    specs: Sequence[Spec],
+    profile: Profile,
+    verdicts: list[Verdict],
+    send: Callable[[Any], None] | None,
+    keep: Callable[[Verdict], None] | None,
+) -> None:
     for index, spec in enumerate(specs, start=1):
         if send is None:
             verdicts.append(check_spec(system, spec, profile))
@@ -98,7 +115,6 @@ def check_system(
                 verdict.signature,
             )
         )
-    return list(verdicts)
 
 
 def run_checks(
