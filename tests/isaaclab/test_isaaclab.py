@@ -332,3 +332,12 @@ def test_rsl_rl_terminated_and_timed_out_reads_as_time_out() -> None:
     assert env.unwrapped.reset_terminated.tolist() == [True] and extras["time_outs"].tolist() == [True]
     assert (dones.bool() & ~extras["time_outs"]).tolist() == [False]  # the recipe's terminated
     env.close()
+
+
+def test_the_wrapper_findings_are_named_by_their_rows() -> None:
+    """rlconform run names these failures of the bundled wrappers by their FINDINGS rows, not NEW."""
+    from rlconform.core.findings import finding_of
+
+    assert finding_of(get_system(RSL_RL), "flags.terminated") == "I3"
+    assert finding_of(get_system("isaaclab.torch.rsl_rl"), "isaaclab.wrapper.flags") == "I3"
+    assert finding_of(get_system("isaaclab.torch.skrl"), "isaaclab.wrapper.terminal_obs") == "I4"

@@ -72,6 +72,8 @@ def _view_step(num_envs: int, result: Any) -> CallView:
 
 class RslRlFamily(IsaacLabFamily):
     name = NAME
+    #: a step that terminated and timed out reads as a time-out only (dones & ~time_outs)
+    findings = {("isaaclab.RslRlVecEnvWrapper", "flags.terminated"): "I3"}
     libraries = ("gymnasium", "torch", "isaaclab", "rsl-rl-lib")
     contract = Contract(
         reward_dtype="float32",

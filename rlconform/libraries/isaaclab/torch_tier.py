@@ -65,6 +65,11 @@ class TorchTierFamily(WholeRunFamily):
     )
     factory_argument = "num_envs"
     required_attributes = ("reset", "step", "num_envs", "device")
+    #: the Isaac Lab wrappers' defects the tier's bundled systems show (FINDINGS.md), on CPU and CUDA
+    findings = {
+        ("isaaclab.torch.rsl_rl*", "isaaclab.wrapper.flags"): "I3",
+        ("isaaclab.torch.skrl*", "isaaclab.wrapper.terminal_obs"): "I4",
+    }
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> TorchRun:
         from rlconform.libraries.isaaclab.torch_run import drive
