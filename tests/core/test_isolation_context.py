@@ -299,7 +299,11 @@ def _statuses(path: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow  # a CLI run building spawn ParallelEnvs: minutes on a loaded 2-core machine
-@pytest.mark.parametrize("mode", ["isolated", "--in-process"])
+@pytest.mark.parametrize(
+    "mode",
+    # in process: the exhaustive tier (5 min on a loaded 2-core machine; the isolated run is the CLI's default)
+    ["isolated", pytest.param("--in-process", marks=pytest.mark.exhaustive)],
+)
 def test_a_users_parallel_env_gets_the_bundled_systems_verdicts(tmp_path: Path, mode: str) -> None:
     """Isolated, both workers built sub-env 0 (false FAILs); in process, env_fn refused to be
     pickled (an ERROR for every spec). Now both get what the bundled ParallelEnv system gets: a
