@@ -42,11 +42,10 @@ from rlconform.core.findings import new_verdict
 from rlconform.core.impact import IMPACTS, at_least, check_fail_on, fail_on_class, fail_on_own
 from rlconform.core.options import declared_options
 from rlconform.core.profiles import PROFILES
-from rlconform.core.progress import LINE_WIDTH, Progress, wrap
+from rlconform.core.progress import LINE_WIDTH, Progress, reporter, wrap
 from rlconform.core.selection import SelectionError
 from rlconform.core.session import Checked, CheckRequest, Session, skipped_note
 from rlconform.core.spec import Spec
-from rlconform.core.suite import print_progress
 from rlconform.core.system import System
 from rlconform.core.user import BadInput, factory_signatures
 from rlconform.core.verdict import Verdict
@@ -371,7 +370,7 @@ def _request(
         jobs=args.jobs,
         isolate=not args.in_process,
         expected=_load_expected(args),
-        progress=progress or print_progress(out),
+        progress=progress or reporter(out),
         started=started,
     )
 
@@ -428,7 +427,7 @@ def _run(args: argparse.Namespace) -> int:
         for line in without_specs_lines(checked.plan.without_specs):
             print(line, file=out)
 
-    progress = print_progress(out, per_spec=args.verbose, not_applicable=False, line_width=LINE_WIDTH)
+    progress = reporter(out, per_spec=args.verbose, not_applicable=False, line_width=LINE_WIDTH)
     request = _request(args, out, started, progress=progress)
     request.systems, request.reference = args.system, not args.no_reference
     checked = Session().check(request)

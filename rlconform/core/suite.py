@@ -18,7 +18,7 @@ import multiprocessing.connection
 import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from rlconform.core.config import SYSTEM_TIMEOUT, seconds
 from rlconform.core.crashlog import CrashReport
@@ -27,7 +27,7 @@ from rlconform.core.findings import mark as mark_findings
 from rlconform.core.hangs import RESPONSIVE
 from rlconform.core.isolation import STUCK_GRACE_SECONDS, IsolatedCall, can_isolate
 from rlconform.core.profiles import Profile, session_seed
-from rlconform.core.progress import Event, Events, Progress, reporter, throttled
+from rlconform.core.progress import Event, Events, Progress, throttled
 from rlconform.core.runner import quiet_library_logs
 from rlconform.core.search import Verdict, check_spec
 from rlconform.core.spec import Spec
@@ -357,18 +357,3 @@ def _stuck_verdicts(
         )
         for spec in specs
     ]
-
-
-def print_progress(
-    stream: TextIO,
-    *,
-    tty: bool | None = None,
-    per_spec: bool = True,
-    not_applicable: bool = True,
-    line_width: int | None = None,
-) -> Progress:
-    """Progress written to ``stream``: a line redrawn in place on a terminal, plain lines (one per
-    finished spec unless ``per_spec`` is False, none for a spec that does not apply when
-    ``not_applicable`` is False; one per finished system) elsewhere, wrapped at ``line_width``
-    if given (:func:`rlconform.core.progress.reporter`)."""
-    return reporter(stream, tty=tty, per_spec=per_spec, not_applicable=not_applicable, line_width=line_width)

@@ -19,7 +19,7 @@ import pytest
 from rlconform.core.profiles import get_profile
 from rlconform.core.progress import LineProgress, Progress, TerminalProgress, reporter, throttled
 from rlconform.core.spec import get_spec
-from rlconform.core.suite import print_progress, run_checks
+from rlconform.core.suite import run_checks
 from rlconform.core.system import System, get_system
 from rlconform.core.verdict import Verdict
 
@@ -130,7 +130,7 @@ def test_terminal_line_fits_the_width_and_names_other_running_systems() -> None:
 def test_the_stream_decides_the_reporter() -> None:
     assert isinstance(reporter(Terminal()), TerminalProgress)
     assert isinstance(reporter(io.StringIO()), LineProgress)
-    assert isinstance(print_progress(io.StringIO(), tty=True), TerminalProgress)
+    assert isinstance(reporter(io.StringIO(), tty=True), TerminalProgress)
 
 
 def test_examples_events_are_throttled_and_others_are_not() -> None:
