@@ -94,10 +94,13 @@ def summary(verdicts: Sequence[Verdict]) -> str:
 LINE_WIDTH = 100
 
 
-def wrap(text: str, width: int = LINE_WIDTH, indent: str = "    ") -> str:
-    """``text`` in lines of at most ``width`` columns, continued on lines indented by ``indent``;
-    ids and spec names are never broken (a word longer than a line keeps a line of its own)."""
-    return textwrap.fill(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+def wrap(text: str, width: int = LINE_WIDTH, indent: str = "    ", first: str = "") -> str:
+    """``text`` in lines of at most ``width`` columns, the first indented by ``first``, the rest
+    by ``indent``; ids and spec names are never broken (a word longer than a line keeps a line of
+    its own)."""
+    return textwrap.fill(
+        text, width, initial_indent=first, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
 
 
 def failed(system: System, verdicts: Sequence[Verdict]) -> list[str]:

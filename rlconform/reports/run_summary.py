@@ -16,16 +16,16 @@ row explains (rlconform.core.findings), which are what a reader must look at. Ev
 from __future__ import annotations
 
 import re
-import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rlconform.core.progress import LINE_WIDTH, wrap
 from rlconform.reports.document import Result, ResultsDocument
 from rlconform.reports.results import summary_sentence, summary_status
 
-#: the columns every line of the summary fits
-WIDTH = 100
+#: the columns every line of the summary fits: a progress line's
+WIDTH = LINE_WIDTH
 #: how many systems a list names one by one before it becomes a pattern
 NAMED_SYSTEMS = 2
 #: how many it names when their pattern would say no more than the library (``torchrl.*``)
@@ -139,14 +139,7 @@ def libraries(document: ResultsDocument) -> list[Library]:
 
 
 def _lines(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(
-        text,
-        WIDTH,
-        initial_indent=indent,
-        subsequent_indent=indent + "    ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
+    return wrap(text, WIDTH, indent + "    ", first=indent).splitlines()
 
 
 def finding_lines(row: str, results: Sequence[Result]) -> list[str]:
