@@ -87,3 +87,21 @@ def as_float_list(values: Any, num_envs: int) -> list[float]:
     if array.shape != (num_envs,):
         raise BatchShapeError(f"rewards of shape {array.shape} for {num_envs} sub-envs")
     return [float(v) for v in array]
+
+
+def leaf_bytes(value: Any) -> int:
+    """Bytes of an observation's leaves (arrays, tensors, strings, numbers; dicts, tuples and
+    lists summed): what recording one costs, which bounds how far a long episode is driven."""
+    if isinstance(value, dict):
+        return sum(leaf_bytes(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(leaf_bytes(v) for v in value)
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    element_size = getattr(value, "element_size", None)
+    if callable(element_size):
+        return int(element_size() * value.numel())
+    return 8

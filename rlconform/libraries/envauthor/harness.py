@@ -17,6 +17,7 @@ from rlconform.core.config import episode_seconds
 from rlconform.core.hangs import hung_call
 from rlconform.core.system import Capabilities, System
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
+from rlconform.envs.batching import leaf_bytes
 from rlconform.envs.driver import ActionCodec, Run
 from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.script import EnvScript
@@ -279,24 +280,7 @@ def _returns_tensors_on(env: Any, seed: int) -> tuple[str | None, int]:
         obs, _ = env.reset(seed=seed)
     except Exception:
         return None, 0
-    return torch_device(obs), _size(obs)
-
-
-def _size(value: Any) -> int:
-    """Bytes of an observation's leaves (arrays, tensors, strings, numbers)."""
-    if isinstance(value, dict):
-        return sum(_size(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return sum(_size(v) for v in value)
-    if isinstance(value, (str, bytes)):
-        return len(value)
-    nbytes = getattr(value, "nbytes", None)
-    if isinstance(nbytes, int):
-        return nbytes
-    element_size = getattr(value, "element_size", None)
-    if callable(element_size):
-        return int(element_size() * value.numel())
-    return 8
+    return torch_device(obs), leaf_bytes(obs)
 
 
 #: systems whose probe already ran a whole budget without an episode end: later examples do not

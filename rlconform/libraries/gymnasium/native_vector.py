@@ -41,6 +41,7 @@ from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System
 from rlconform.core.user import close_within_limit, load_callable
 from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, deadline, reap
+from rlconform.envs.batching import leaf_bytes
 from rlconform.envs.whole_run import WholeRunFamily, WholeRunRecord
 from rlconform.libraries.gymnasium.options import (
     AUTORESET_OPTION,
@@ -256,7 +257,7 @@ def horizon(system: System, factory: Callable[[int], Any], case: NativeCase, sin
             env = factory(case.num_envs)
             try:
                 obs, _ = env.reset(seed=case.seed)
-                limit = min(MAX_HORIZON, MAX_RECORDED_BYTES // max(1, _size(obs)))
+                limit = min(MAX_HORIZON, MAX_RECORDED_BYTES // max(1, leaf_bytes(obs)))
                 start = time.monotonic()
                 while time.monotonic() - start < budget and steps < limit:
                     actions = _batch(single_space, [space.sample() for space in generators])
@@ -275,16 +276,6 @@ def horizon(system: System, factory: Callable[[int], Any], case: NativeCase, sin
         return Horizon(case.steps, ends_missed=f"no episode ended within {limit} steps (the most a case records)")
     _NO_END[system.id] = f"no episode ended within {budget:g} s of random actions (RLCONFORM_EPISODE_SECONDS)"
     return Horizon(case.steps, ends_missed=_NO_END[system.id])
-
-
-def _size(value: Any) -> int:
-    """Bytes of an observation batch's leaves."""
-    if isinstance(value, dict):
-        return sum(_size(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return sum(_size(v) for v in value)
-    nbytes = getattr(value, "nbytes", None)
-    return nbytes if isinstance(nbytes, int) else 8
 
 
 def _batch(space: Any, values: list[Any]) -> Any:
