@@ -320,16 +320,9 @@ class LongWalk(BatchedWalk):
         return np.zeros(self.num_envs, dtype=bool), self.steps >= self.LENGTH
 
 
-class LongResetStepReward(LongWalk):
-    """Bug (NEXT_STEP): as ResetStepReward, in episodes longer than any case's own steps: found
-    only when the case is driven past an episode end."""
-
-    def _reset_step_rewards(self, rewards: np.ndarray) -> np.ndarray:
-        return np.where(self.autoreset_before, 1.0, rewards)
-
-    def step(self, actions: Any) -> Any:
-        self.autoreset_before = self.autoreset.copy()
-        return super().step(actions)
+class LongResetStepReward(ResetStepReward, LongWalk):
+    """Bug (NEXT_STEP): ResetStepReward's, in LongWalk's episodes, longer than any case's own
+    steps: found only when the case is driven past an episode end."""
 
 
 class CheckedActions(BatchedWalk):
