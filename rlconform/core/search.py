@@ -145,16 +145,22 @@ def edge_cases_for(system: System, spec: Spec) -> list[Any]:
     return list(get_family(system.family).boundary_cases(system, spec.scenario))
 
 
+def _explained(
+    system: System, spec: Spec, case: Any, run: Any, violations: list[Violation]
+) -> tuple[str | None, str | None]:
+    """Why a failure may not be the system's own: a known (documented) violation, else the
+    library under a user's stack failing the same way (rlconform.core.inherited)."""
+    known = system.known_violation(spec.id) or documented_approximation(violations)
+    return known, None if known else inherited_from(system, spec, case, run, violations)
+
+
 def _fail_verdict(
     failure: SpecFailure, tally: _Tally, start: float, base: dict[str, Any], *, stopped: str | None = None
 ) -> Verdict:
     """The verdict of a search that found ``failure`` (``stopped``: why it could not shrink it further)."""
     kinds = sorted({v.kind for v in failure.violations})
     message = failure.message if stopped is None else f"{failure.message} (search stopped early: {stopped})"
-    known = failure.system.known_violation(failure.spec.id) or documented_approximation(failure.violations)
-    inherited = (
-        None if known else inherited_from(failure.system, failure.spec, failure.case, failure.run, failure.violations)
-    )
+    known, inherited = _explained(failure.system, failure.spec, failure.case, failure.run, failure.violations)
     return Verdict(
         status="fail",
         message=message,
@@ -442,10 +448,9 @@ def _hung_verdict(
         outcome = spec.check(hang.run)
         if outcome.violations:
             more = f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
-            known = system.known_violation(spec.id) or documented_approximation(outcome.violations)
             # the hung case replayed on the library under a user's stack: a hang of the library's
             # own (Gymnasium's AsyncVectorEnv, FINDINGS G3) is inherited as any failure is
-            inherited = None if known else inherited_from(system, spec, hang.case, hang.run, outcome.violations)
+            known, inherited = _explained(system, spec, hang.case, hang.run, outcome.violations)
             return Verdict(
                 status="fail",
                 message=outcome.violations[0].render() + more,
