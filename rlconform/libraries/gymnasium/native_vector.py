@@ -238,11 +238,12 @@ class Horizon:
     ends_missed: str | None = None
 
 
-def horizon(system: System, factory: Callable[[int], Any], case: NativeCase, single_space: Any) -> Horizon:
-    """Drive the env with the case's seed and first action streams until a sub-env's episode
-    ends, for at most ``RLCONFORM_EPISODE_SECONDS``: envs whose episodes outlast a case's steps
-    (Acrobot's 500, Pendulum's 200) are then driven past an end, so that the autoreset mode and the
-    time limit are seen at work rather than "not exercised"."""
+def horizon(system: System, env: Any, case: NativeCase, single_space: Any) -> Horizon:
+    """Drive ``env`` (built for the case and not yet reset; its caller closes it) with the case's
+    seed and first action streams until a sub-env's episode ends, for at most
+    ``RLCONFORM_EPISODE_SECONDS``: envs whose episodes outlast a case's steps (Acrobot's 500,
+    Pendulum's 200) are then driven past an end, so that the autoreset mode and the time limit are
+    seen at work rather than "not exercised"."""
     if system.id in _NO_END:
         return Horizon(case.steps, ends_missed=_NO_END[system.id])
     budget = episode_seconds()
@@ -254,20 +255,15 @@ def horizon(system: System, factory: Callable[[int], Any], case: NativeCase, sin
     steps, limit = 0, MAX_HORIZON
     try:
         with deadline(budget + call_timeout(user_envs=True) * 4):
-            env = factory(case.num_envs)
-            try:
-                obs, _ = env.reset(seed=case.seed)
-                limit = min(MAX_HORIZON, MAX_RECORDED_BYTES // max(1, leaf_bytes(obs)))
-                start = time.monotonic()
-                while time.monotonic() - start < budget and steps < limit:
-                    actions = _batch(single_space, [space.sample() for space in generators])
-                    result = env.step(actions)
-                    steps += 1
-                    if np.any(np.asarray(result[2], dtype=bool) | np.asarray(result[3], dtype=bool)):
-                        return Horizon(max(case.steps, min(limit, steps + PAST_THE_END)), first_end=steps)
-            finally:
-                with contextlib.suppress(Exception):
-                    close_within_limit(env.close)
+            obs, _ = env.reset(seed=case.seed)
+            limit = min(MAX_HORIZON, MAX_RECORDED_BYTES // max(1, leaf_bytes(obs)))
+            start = time.monotonic()
+            while time.monotonic() - start < budget and steps < limit:
+                actions = _batch(single_space, [space.sample() for space in generators])
+                result = env.step(actions)
+                steps += 1
+                if np.any(np.asarray(result[2], dtype=bool) | np.asarray(result[3], dtype=bool)):
+                    return Horizon(max(case.steps, min(limit, steps + PAST_THE_END)), first_end=steps)
     except (Exception, CallTimeout) as exc:
         return Horizon(
             case.steps, ends_missed=f"driving the env to an episode end failed ({type(exc).__name__}: {exc})"
@@ -436,14 +432,16 @@ def run_native_case(system: System, case: NativeCase) -> NativeRun:
         run.action_space = getattr(probe, "action_space", None)
         run.max_episode_steps = declared_time_limit(getattr(probe, "spec", None))
         run.stale_time_limit = stale_time_limit(getattr(probe, "spec", None))
+        if run.single_action_space is not None:
+            # the env built to read what it declares drives the case to its first episode end
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run.horizon = horizon(system, probe, case, run.single_action_space)
     finally:
         with contextlib.suppress(Exception):
             close_within_limit(probe.close)
-    if run.single_action_space is None:
+    if run.single_action_space is None or run.horizon is None:
         return run  # api_shape reports it; nothing can be driven without the action space
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        run.horizon = horizon(system, factory, case, run.single_action_space)
     steps = run.horizon.steps
     streams = _action_streams(run.single_action_space, case.action_seed, case.num_envs, steps)
     other_streams = _action_streams(run.single_action_space, case.action_seed + 1000, case.num_envs, steps)
