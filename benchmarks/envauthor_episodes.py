@@ -8,9 +8,13 @@ ratio compares two measurements taken back to back. Reported: the median wall se
 their ratio, the number of specs and the statuses of each run (a status that differs between the
 two checkouts is listed).
 
-Targets: ``counter`` (a small env, episodes of at most 8 steps: the "under 20 s" target) and
+Targets: ``counter`` (a small env, episodes of at most 8 steps: the "at most 10 s" target),
 ``pendulum`` (Gymnasium's Pendulum from the corpus, ``corpus.stacks:pendulum``: episodes of 200 steps,
-which every example now drives to their end through every stack; the same factory in both checkouts).
+which every example now drives to their end through every stack; the same factory in both checkouts),
+and issue 39's real envs, each to be checked in at most 60 s (``benchmarks/real_envs.py``:
+``acrobot``, ``mountaincar``, ``doorkey``, ``carracing``; a baseline checkout without that module
+imports it from this one). ``--keep DIR`` keeps each run's results JSON there
+(``DIR/now-TARGET.json``, ``DIR/baseline-TARGET.json``) for ``rlconform diff``.
 """
 
 from __future__ import annotations
@@ -29,12 +33,18 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {
     "counter": "rlconform.libraries.envauthor.sample_envs:counter",
     "pendulum": "corpus.stacks:pendulum",
+    # issue 39's real envs (benchmarks/real_envs.py): each at most 60 s on a 2-core machine alone
+    "acrobot": "benchmarks.real_envs:acrobot",
+    "mountaincar": "benchmarks.real_envs:mountain_car_continuous",
+    "doorkey": "benchmarks.real_envs:minigrid_doorkey",
+    "carracing": "benchmarks.real_envs:car_racing",
 }
 
 
 def check(root: Path, reference: str, out: Path) -> tuple[float, dict[str, str]]:
     """Wall seconds of one ``rlconform check`` of ``reference`` from checkout ``root``, and its statuses."""
-    env = dict(os.environ, PYTHONPATH=str(root))
+    # this checkout after ``root``: a baseline checkout older than benchmarks/real_envs.py finds it here
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys([str(root), str(ROOT)])))
     command = [sys.executable, "-m", "rlconform.cli", "check", reference, "--api", "gymnasium.Env", "--json", str(out)]
     start = time.perf_counter()
     subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=1800, check=False)
@@ -46,15 +56,23 @@ def check(root: Path, reference: str, out: Path) -> tuple[float, dict[str, str]]
     return seconds, {v["spec"]: v["status"] for v in results.get("results", []) if isinstance(v, dict)}
 
 
+def _round(i: int) -> str:
+    """The suffix of round ``i``'s results file: none for the first."""
+    return f"-{i + 1}" if i else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout to time alternately")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    parser.add_argument("--keep", type=Path, help="a folder to keep each run's results JSON in")
     args = parser.parse_args()
-    print(f"{'target':8} {'wall s':>7} {'specs':>5}", end="")
+    print(f"{'target':11} {'wall s':>7} {'specs':>5}", end="")
     print(f" {'baseline s':>10} {'specs':>5} {'ratio':>6}  statuses changed" if args.baseline else "")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or Path(scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
         for name in args.targets:
             now: list[float] = []
             base: list[float] = []
@@ -62,12 +80,14 @@ def main() -> None:
             before: dict[str, str] = {}
             for i in range(args.repeats):
                 if args.baseline:
-                    seconds, before = check(args.baseline.resolve(), TARGETS[name], Path(tmp) / f"b{name}{i}.json")
+                    seconds, before = check(
+                        args.baseline.resolve(), TARGETS[name], tmp / f"baseline-{name}{_round(i)}.json"
+                    )
                     base.append(seconds)
-                seconds, statuses = check(ROOT, TARGETS[name], Path(tmp) / f"n{name}{i}.json")
+                seconds, statuses = check(ROOT, TARGETS[name], tmp / f"now-{name}{_round(i)}.json")
                 now.append(seconds)
                 print(f"  {name} round {i + 1}: {seconds:.1f} s", file=sys.stderr)
-            line = f"{name:8} {statistics.median(now):7.1f} {len(statuses):5}"
+            line = f"{name:11} {statistics.median(now):7.1f} {len(statuses):5}"
             if args.baseline:
                 changed = [f"{k}: {before.get(k)} -> {v}" for k, v in sorted(statuses.items()) if before.get(k) != v]
                 ratio = statistics.median(now) / statistics.median(base)

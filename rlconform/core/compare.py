@@ -86,6 +86,8 @@ def _array_difference(
             if diff:
                 return diff
         return None
+    if a_arr.dtype == b_arr.dtype and np.array_equal(a_arr, b_arr, equal_nan=a_arr.dtype.kind in "fc"):
+        return None  # equal arrays are equal within any tolerance (the common case, and fast)
     if a_arr.dtype.kind in "fc" or b_arr.dtype.kind in "fc":
         same = np.isclose(a_arr.astype(np.float64), b_arr.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
     else:

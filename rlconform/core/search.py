@@ -34,7 +34,7 @@ from rlconform.core.reproducer import reproducer_source
 from rlconform.core.runner import RUN_CACHE, RunCache
 from rlconform.core.shrink_budget import Failures
 from rlconform.core.signature import signature
-from rlconform.core.spec import COUNTED, Spec, Violation, documented_approximation
+from rlconform.core.spec import COUNTED, REQUIRED, Spec, Violation, documented_approximation
 from rlconform.core.system import System
 from rlconform.core.verdict import Verdict, internal_error_message, skip_status
 
@@ -74,6 +74,9 @@ class _Tally:
     notes: list[str] = field(default_factory=list)
     #: the specs' tallies (Checker.count), summed over the examples
     counts: dict[str, int] = field(default_factory=dict)
+    #: the specs' requirements (Checker.requires): None once an example met one, else why the
+    #: first example that was told of it did not
+    required: dict[str, str | None] = field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # the property of check_spec sets build_error on every example that was not built; the
@@ -96,6 +99,12 @@ class _Tally:
                 # a tally (Checker.count): summed over the examples, reported once
                 label, _, value = note[len(COUNTED) :].partition(COUNTED)
                 self.counts[label] = self.counts.get(label, 0) + int(value)
+            elif note.startswith(REQUIRED):
+                what, _, why_not = note[len(REQUIRED) :].partition(REQUIRED)
+                if not why_not:
+                    self.required[what] = None
+                elif what not in self.required:
+                    self.required[what] = why_not
             elif note not in self.notes:
                 self.notes.append(note)
 
@@ -119,6 +128,13 @@ class _Tally:
             f"{self.refusals} of the {self.examples} examples were refused by the library, so left out "
             f"(first: {_quoted(self.first_refusal)})"
         )
+
+    def unmet(self) -> str | None:
+        """The first requirement no example met, with why (None: every one was met)."""
+        for what, why_not in self.required.items():
+            if why_not is not None:
+                return f"{what} in none of them: {why_not}"
+        return None
 
     def with_notes(self, message: str) -> str:
         tallies = [f"{label}: {total}" for label, total in self.counts.items()]
@@ -200,9 +216,24 @@ def check_spec(
     except Exception:  # a family whose library is missing: the search gives its skip, nothing runs
         loggers, libraries = (), ()
     with captured(loggers, libraries) as said:
-        verdict = _search(system, spec, profile, cache, on_example)
+        try:
+            verdict = _search(system, spec, profile, cache, on_example)
+        finally:
+            _end_search(system)
     verdict.library_messages = dict(sorted(said.items()))
     return verdict
+
+
+def _end_search(system: System) -> None:
+    """Tell the system's family that a search of it ended: a family that keeps what it built
+    across the examples of a search (env-author mode's stacks) closes it then. The hook is
+    optional (``end_search(system)``), so that a family without such state has nothing to write."""
+    try:
+        end = getattr(get_family(system.family), "end_search", None)
+    except Exception:  # a family whose library is missing built nothing
+        return
+    if callable(end):
+        end(system)
 
 
 def _search(
@@ -328,6 +359,11 @@ def _search(
             "verdict (fewer than half were built)"
         )
         return Verdict(status="not_exercised", message=tally.with_notes(message), **common)
+    unmet = tally.unmet()
+    if tally.checked > 0 and unmet is not None:
+        # what the spec exists for was never seen: the facts around it are no verdict on it
+        message = f"not exercised: {tally.checked} facts checked over {tally.examples} examples, but {unmet}"
+        return Verdict(status="not_exercised", message=tally.with_notes(message), **common)
     if tally.checked > 0:
         message = f"{tally.checked} facts checked over {tally.examples} examples"
         return Verdict(status="pass", message=tally.with_notes(message), **common)
@@ -347,7 +383,10 @@ def _search(
         return Verdict(status="not_exercised", message=tally.with_notes(f"nothing checked: {refused}"), **common)
     return Verdict(
         status="not_exercised",
-        message=tally.with_notes(f"no example exercised this spec ({tally.examples} examples drawn)"),
+        message=tally.with_notes(
+            f"no example exercised this spec ({tally.examples} examples drawn"
+            + (f"; {unmet})" if unmet is not None else ")")
+        ),
         **common,
     )
 

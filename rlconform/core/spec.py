@@ -26,6 +26,9 @@ Scenario = Literal["standard", "robustness", "reseed"]
 
 #: marks a note that is a tally (:meth:`Checker.count`): ``COUNTED label COUNTED n``
 COUNTED = "\x00tally\x00"
+#: marks a note that is a requirement (:meth:`Checker.requires`): ``REQUIRED what REQUIRED why``,
+#: ``why`` empty where the example met it
+REQUIRED = "\x00required\x00"
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,14 @@ class Checker:
         """Add ``n`` to a tally the verdict reports summed over the search's examples ("episode ends
         crossed through X: 37"), carried in the notes (:data:`COUNTED`) and summed by the search."""
         self.outcome.notes.append(f"{COUNTED}{label}{COUNTED}{int(n)}")
+
+    def requires(self, what: str, met: bool, why_not: str = "") -> None:
+        """Say that the spec is exercised only by an example in which ``what`` happened (an
+        episode end crossed), and whether this one did (``why_not``: why not, with what would let
+        it). A search in which no example met a requirement it was told of is "not exercised",
+        saying ``what`` and the first ``why_not``, however many other facts it checked: the facts
+        the spec exists for were never seen."""
+        self.outcome.notes.append(f"{REQUIRED}{what}{REQUIRED}{'' if met else why_not or 'not seen'}")
 
     def not_applicable(self, reason: str) -> Outcome:
         self.outcome.not_applicable = reason

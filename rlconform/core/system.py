@@ -8,6 +8,7 @@ planted systems are models with one deliberate bug, used by the suite's own test
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -172,13 +173,7 @@ class System:
         return None
 
     def missing_requirements(self) -> list[str]:
-        missing = []
-        for dist in self.requires:
-            try:
-                importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                missing.append(dist)
-        return missing
+        return [dist for dist in self.requires if not _installed(dist, importlib.metadata.version)]
 
     def skip_reason(self) -> str | None:
         """Why this system cannot be checked here ("not installed: ..." or the release's reason);
@@ -187,6 +182,19 @@ class System:
         if missing:
             return f"not installed: {', '.join(missing)}"
         return self.availability() if self.availability is not None else None
+
+
+@functools.cache
+def _installed(dist: str, version: Callable[[str], str]) -> bool:
+    """Whether distribution ``dist`` is installed, as ``version`` (``importlib.metadata.version``)
+    finds it. Asked once per distribution: reading a distribution's metadata takes milliseconds,
+    and env-author mode asks for every stack of every example. The lookup is part of the key, so
+    that a test replacing ``importlib.metadata.version`` is asked afresh."""
+    try:
+        version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

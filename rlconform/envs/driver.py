@@ -511,9 +511,17 @@ class LiveRun:
         env_fns: Sequence[Callable[[], Any]] | None = None,
         codec: ActionCodec | None = None,
         family: ReferenceEnvFamily | None = None,
+        built: Any = None,
+        keep_open: bool = False,
     ) -> None:
         """``env_fns``/``codec`` replace the reference envs and their actions (to drive a user's
-        own env through a library stack); no ground truth is then recorded."""
+        own env through a library stack); no ground truth is then recorded.
+
+        ``built``: an object this system built for an earlier run with the same ``env_fns``,
+        driven again instead of a fresh build; ``keep_open``: ``finish`` leaves the object open
+        (and its worker processes running) for a later run, unless a call hung. Both are for env-author
+        mode's stack pool (rlconform.libraries.envauthor.stack_pool), which owns the object and
+        confirms every failure on a fresh build."""
         self.system = system
         self.family = family if family is not None else reference_family(system.family)
         self.run = Run(system=system, case=case)
@@ -523,13 +531,16 @@ class LiveRun:
         self._children = child_processes()
         self.driver = Driver(system, case, self.family, codec, user_envs=env_fns is not None)
         self._finished = False
+        self._keep_open = keep_open
         self._ops: list[Op] = []
         reference_envs = env_fns is None
         if env_fns is None:
             env_fns = env_fns_for(case, self._sinks)
         announce(f"building {system.id}")
         try:
-            if self._log_dir is not None:
+            if built is not None:
+                self.obj = built
+            elif self._log_dir is not None:
                 # worker processes inherit fd 2: their dying words go to a file, not the report
                 with stderr_to(str(self._log_dir / "workers.stderr")):
                     self.obj = system.build(env_fns)
@@ -562,6 +573,9 @@ class LiveRun:
             self.run.tap = SubEnvTap.attach(self.obj, case.script.max_episode_steps)
         self.family.begin(self.driver, self.obj)
 
+    #: ``finish`` left the object open (``keep_open``, and no call hung)
+    kept_open = False
+
     @property
     def built(self) -> bool:
         return self.run.build_error is None
@@ -591,8 +605,11 @@ class LiveRun:
             # driven op by op (state machines): the case is what was actually applied
             run.case = Case(run.case.script, run.case.num_envs, tuple(self._ops))
         try:
-            self._close(run)
-            run.orphans = reap(self._children)
+            if self._keep_open and not self.driver.aborted:
+                self.kept_open = True  # its owner closes it, and reaps its workers then
+            else:
+                self._close(run)
+                run.orphans = reap(self._children)
             run.calls = self.driver.calls
             run.truth = build_truth(run.case.script, [sink.read() for sink in self._sinks]) if self._sinks else None
             run.slots = self.family.recipe(run.calls, run.case.num_envs, run.semantics)

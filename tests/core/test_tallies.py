@@ -33,3 +33,36 @@ def test_env_author_mode_says_how_many_episode_ends_each_stack_saw() -> None:
     assert all(int(n) > 0 for n in counts.values()), counts
     bare = check_spec(system, get_spec("env.api_shape"), profile).message
     assert re.search(r"episode ends the bare env crossed: [1-9]\d*", bare), bare
+
+
+def test_a_requirement_no_example_met_makes_the_verdict_not_exercised_and_one_met_makes_it_count() -> None:
+    """Issue 39: a spec that never saw what it exists for (an episode end) passed with "not
+    exercised" inside its message. A requirement (``Checker.requires``) no example met turns the
+    search's verdict into "not exercised", with why; one example that met it is enough."""
+    unmet = _Tally()
+    for _ in range(2):
+        ck = Checker()
+        ck.expect(True, "")
+        ck.requires("an episode end", False, "no episode ended within 5 s (RLCONFORM_EPISODE_SECONDS=9 would let one)")
+        unmet.note(ck.outcome.notes)
+    assert (
+        unmet.unmet()
+        == "an episode end in none of them: no episode ended within 5 s (RLCONFORM_EPISODE_SECONDS=9 would let one)"
+    )
+    assert unmet.with_notes("2 facts") == "2 facts"  # the requirement is no note of its own
+    met = _Tally()
+    for seen in (False, True, False):
+        ck = Checker()
+        ck.requires("an episode end", seen, "" if seen else "not this time")
+        met.note(ck.outcome.notes)
+    assert met.unmet() is None
+
+
+def test_no_time_limit_and_a_time_limit_each_say_what_budget_would_let_an_episode_end() -> None:
+    from rlconform.core.config import no_end_reason
+
+    assert no_end_reason(5.0, 1000, 1000) == (
+        "no episode ended within 5 s of random actions (1000 steps); its time limit ends an episode at step 1000: "
+        "RLCONFORM_EPISODE_SECONDS=8 would let one end"
+    )
+    assert "declares no time limit (env.spec.max_episode_steps)" in no_end_reason(5.0, 300, None)

@@ -160,7 +160,8 @@ def test_long_episodes_reach_their_end_and_step_after_end_is_checked(env_id: str
     # never reached an end and the spec was not exercised (exit 1 for a conforming env)
     verdict = check_spec(_gymnasium_env(env_id), get_spec("env.step_after_end"), SMALL, cache=RunCache())
     assert verdict.status == "pass", verdict.message
-    assert verdict.checked == verdict.examples == SMALL.max_examples, verdict.message
+    # the drawn examples and the episode-end case every search tries first
+    assert verdict.checked == verdict.examples == SMALL.max_examples + 1, verdict.message
 
 
 def test_an_env_whose_episodes_never_end_is_not_exercised_naming_the_time_budget(

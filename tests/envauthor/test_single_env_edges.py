@@ -18,7 +18,7 @@ from gymnasium import spaces
 
 from rlconform.core.profiles import get_profile
 from rlconform.core.runner import RunCache
-from rlconform.core.search import Verdict, check_spec
+from rlconform.core.search import Verdict, check_spec, edge_cases_for
 from rlconform.core.spec import get_spec
 from rlconform.core.user import user_system
 from rlconform.libraries.envauthor import harness
@@ -46,14 +46,25 @@ def test_an_observation_out_of_space_on_the_last_of_200_steps_fails() -> None:
     assert "is outside Box(-1.0, 1.0, (3,), float32)" in verdict.message
 
 
-def test_a_short_case_is_driven_past_every_copy_s_first_episode_end() -> None:
+def test_the_episode_end_case_is_driven_past_every_copy_s_first_episode_end() -> None:
     system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
-    run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2))
+    run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2, to_end=True))
     assert run.first_ends == [200, 200]
     assert run.horizon == 200 + 1 + harness.PAST_THE_END
     assert len(run.actions[0]) == run.horizon
     assert harness.episode_ends(run.first) == 2  # each of the two seeded runs ends once
     assert run.second is not None and harness.episode_ends(run.second) == 1
+
+
+def test_a_drawn_case_keeps_its_own_steps_and_every_search_tries_the_episode_end_case_first() -> None:
+    """Driving every drawn example to its ends cost an episode per copy through every stack (issue
+    39): one case per search, tried first, crosses them."""
+    system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
+    run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2))
+    assert run.horizon == 5 and run.first_ends == [] and harness.episode_ends(run.first) == 0
+    assert run.after_end["ended"]  # the step past the end is still probed in every example
+    (first,) = edge_cases_for(system, get_spec("env.stack_equivalence"))
+    assert first == EnvCase(0, 0, 40, system.capabilities.max_envs, to_end=True)
 
 
 def test_every_stack_crosses_the_episode_end_of_a_long_episode(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,17 +80,26 @@ def test_episodes_that_never_end_are_named_not_exercised_in_the_stacks(monkeypat
     monkeypatch.setattr(harness, "_NO_END", {})
     monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS[:1])
     verdict = _verdict("endless", "env.stack_equivalence")
-    assert verdict.status == "pass", verdict.message
-    assert "not exercised: no episode end crossed a copy of gymnasium.SyncVectorEnv.NextStep" in verdict.message
+    assert verdict.status == "not_exercised", verdict.message
+    assert "but an episode end crossed through every stack in none of them" in verdict.message
+    assert "no episode end crossed a copy of gymnasium.SyncVectorEnv.NextStep" in verdict.message
     assert "no episode ended within 0.25 s of random actions" in verdict.message
+    assert "declares no time limit" in verdict.message
     bare = _verdict("endless", "env.observations_in_space")
-    assert "episode ends not exercised in an example: no episode ended within 0.25 s" in bare.message
+    assert bare.status == "pass" and "not exercised" not in bare.message, bare.message
+    assert (
+        "no episode end in the bare env's runs, so no step around one was checked: no episode ended within 0.25 s"
+        in (bare.message)
+    )
+    after = _verdict("endless", "env.step_after_end")
+    assert after.status == "not_exercised", after.message
+    assert "an episode end in none of them: no episode ended within 0.25 s" in after.message
 
 
 def test_an_example_of_images_records_a_bounded_number_of_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(harness, "MAX_RECORDED_BYTES", 12 * 150)  # 150 observations of 3 float32
     system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
-    run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=1))
+    run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=1, to_end=True))
     assert run.horizon == 5
     assert run.ends_missed is not None and "past the 150 steps an example records" in run.ends_missed
 

@@ -540,5 +540,5 @@ def test_stacks_option_reaches_env_author_mode(downstream: pytest.Pytester) -> N
     (verdict,) = json.loads((downstream.path / "out.json").read_text())["results"]
     assert "; the same transitions as the bare env through gymnasium.SyncVectorEnv.NextStep;" in verdict["message"]
     # the tally of episode ends names the chosen stack only
-    assert verdict["message"].endswith("episode ends crossed through gymnasium.SyncVectorEnv.NextStep: 114")
+    assert verdict["message"].endswith("episode ends crossed through gymnasium.SyncVectorEnv.NextStep: 99")
     assert "not chosen (--stacks), not run: gymnasium.SyncVectorEnv.SameStep," in verdict["message"]

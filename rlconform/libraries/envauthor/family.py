@@ -33,7 +33,7 @@ from rlconform.core.user import BadInput
 from rlconform.envs.plan import Reset, reset_options
 from rlconform.envs.reproducer import print_run
 from rlconform.envs.whole_run import WholeRunFamily
-from rlconform.libraries.envauthor.case import EnvCase, env_cases
+from rlconform.libraries.envauthor.case import EnvCase, env_cases, episode_end_case
 from rlconform.libraries.envauthor.harness import (
     MAX_HORIZON,
     MAX_RECORDED_BYTES,
@@ -43,6 +43,7 @@ from rlconform.libraries.envauthor.harness import (
     execute_user_env,
 )
 from rlconform.libraries.envauthor.options import ENV_AUTHOR_OPTIONS, STACKS_OPTION
+from rlconform.libraries.envauthor.stack_pool import close_pool
 from rlconform.libraries.envauthor.stacks import (
     STACKS,
     StackResult,
@@ -50,6 +51,7 @@ from rlconform.libraries.envauthor.stacks import (
     chosen_stacks,
     stack_skip_reason,
     stacks_not_run,
+    start_fork_server,
 )
 from rlconform.specs.families import GYMNASIUM_ENV, USER_ENV
 
@@ -149,10 +151,19 @@ class EnvAuthorFamily(WholeRunFamily):
     required_attributes = ("reset", "step", "observation_space", "action_space")
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> EnvRun:
+        start_fork_server(system)
         return execute_user_env(system, case)
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
         return env_cases(system)
+
+    def end_search(self, system: System) -> None:
+        """Close the stacks the search kept built across its examples (stack_pool)."""
+        close_pool(system.id)
+
+    def boundary_cases(self, system: System, scenario: str) -> list[Any]:
+        """The case driven past the episode ends, tried first by every search (see EnvCase)."""
+        return [episode_end_case(system)]
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
         return env_reproducer(system, spec, case, run)

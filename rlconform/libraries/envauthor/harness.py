@@ -6,6 +6,7 @@ layers and the edge and seed-stream probes only when a spec asks."""
 from __future__ import annotations
 
 import functools
+import pickle
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlconform.core.compare import first_difference
-from rlconform.core.config import episode_seconds
+from rlconform.core.config import episode_seconds, no_end_reason, time_limit_of
 from rlconform.core.hangs import hung_call
 from rlconform.core.system import Capabilities, System
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
@@ -59,6 +60,27 @@ class EnvRun(WholeRunRecord):
     observation_bytes: int = 0
     _edges: dict[str, Any] | None = None
     _stream: dict[str, Any] | None = None
+    #: the bare env's replays of this example, by the resets and actions replayed (see replay)
+    _replays: dict[bytes, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def replay(
+        self,
+        make: Callable[[tuple[int | None, ...], list[Any]], list[dict[str, Any]]],
+        resets: tuple[int | None, ...],
+        actions: list[Any],
+    ) -> list[dict[str, Any]]:
+        """The bare env's transitions after ``resets`` under ``actions`` (``make`` replays them),
+        replayed once per example: Gymnasium's and SB3's stacks seed copy i alike and deliver the
+        same actions, so eight of the eleven stacks ask for the same replays, and for a slow env
+        (CarRacing: 13 ms a step) the replays were half of the stacks' time. The transitions are
+        only read."""
+        try:
+            key = pickle.dumps((resets, actions))
+        except Exception:  # actions that do not pickle: replayed every time
+            return make(resets, actions)
+        if key not in self._replays:
+            self._replays[key] = make(resets, actions)
+        return self._replays[key]
 
     @property
     def usable(self) -> bool:
@@ -177,7 +199,8 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
         return run  # the env hung: driving it again would only wait for the deadline again
     actions = (to_env_action(a, device) for a in _action_stream(run.action_space, case.action_seed))
     run.after_end = _probe_after_end(system.id, factory, case.seed, actions, episode_seconds())
-    horizon = _horizon(run, factory)
+    # only the episode-end case is driven past the ends (EnvCase): the others keep their own steps
+    horizon = _horizon(run, factory) if case.to_end else case.steps
     if horizon > case.steps:
         drive_bare(horizon)  # the same actions, continued: every copy reaches its episode end
         if hung_call(run.first) is not None:
@@ -211,9 +234,7 @@ def _horizon(run: EnvRun, factory: Callable[[], Any]) -> int:
     after_end = run.after_end
     if not after_end.get("ended"):
         if "no_end" in after_end:
-            run.ends_missed = (
-                f"no episode ended within {after_end['no_end']:g} s of random actions (RLCONFORM_EPISODE_SECONDS)"
-            )
+            run.ends_missed = after_end["no_end"]
         elif "error" in after_end:
             run.ends_missed = f"driving an episode to its end failed ({after_end['error']})"
         return case.steps
@@ -283,9 +304,10 @@ def _returns_tensors_on(env: Any, seed: int) -> tuple[str | None, int]:
     return torch_device(obs), leaf_bytes(obs)
 
 
-#: systems whose probe already ran a whole budget without an episode end: later examples do not
-#: spend it again (an env that does not end in one budget is not expected to in the next)
-_NO_END: dict[str, float] = {}
+#: systems whose probe already ran a whole budget without an episode end, with why no end was seen
+#: (:func:`rlconform.core.config.no_end_reason`): later examples do not spend it again (an env that
+#: does not end in one budget is not expected to in the next)
+_NO_END: dict[str, str] = {}
 
 
 def _probe_after_end(
@@ -325,7 +347,7 @@ def _probe_after_end(
                 got, _ = env.reset(seed=seed)
                 out["difference"] = first_difference(got, expected)
             else:
-                out["no_end"] = _NO_END[system_id] = budget
+                out["no_end"] = _NO_END[system_id] = no_end_reason(budget, steps, time_limit_of(env))
             env.close()
     except (Exception, CallTimeout) as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"

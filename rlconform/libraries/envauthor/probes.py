@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from rlconform.core.compare import first_difference
+from rlconform.core.config import EPISODE_SECONDS_VARIABLE
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.libraries.envauthor.torch_envs import to_env_action
 
@@ -202,7 +203,10 @@ def probe_stream(
                 try:
                     first = _episode(env, s, actions(), start, budget, to_end=True)
                     if first is None:
-                        out["no_end"] = budget
+                        out["no_end"] = (
+                            f"the first episodes of {STREAM_SEEDS + 1} fresh envs did not all end within {budget:g} s "
+                            f"of random actions (twice {EPISODE_SECONDS_VARIABLE})"
+                        )
                         return out
                     second = _episode(env, None, actions(), start, budget, to_end=False)
                 finally:

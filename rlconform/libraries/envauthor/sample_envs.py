@@ -141,6 +141,31 @@ class SharedStateEnv(CounterEnv):
         return obs, reward + 0.25 * previous, terminated, truncated, info
 
 
+class CurriculumEnv(CounterEnv):
+    """A correct env with state kept across episodes on purpose: a curriculum that lets each
+    episode run one step longer than the one before (from 8 steps, up to 20). A stack that was
+    driven before (env-author mode's pooled stacks) gives other transitions than a fresh one, so
+    its examples are confirmed on fresh builds: innocent, it must pass the stacks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._episodes = 0
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        self._episodes += 1
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, _, info = super().step(action)
+        return obs, reward, terminated, self._steps >= min(20, 7 + self._episodes), info
+
+
+def curriculum() -> gymnasium.Env[Any, Any]:
+    return CurriculumEnv()
+
+
 def global_random() -> gymnasium.Env[Any, Any]:
     return GlobalRandomEnv()
 

@@ -15,7 +15,7 @@ from rlconform.envs.trace import CallRecord
 from rlconform.libraries.envauthor.harness import EnvRun, episode_ends
 from rlconform.libraries.envauthor.layers import layer_problems
 from rlconform.libraries.envauthor.probes import STREAM_PREFIX, STREAM_SEEDS, distinct
-from rlconform.libraries.envauthor.stacks import StackResult, stacks_not_run
+from rlconform.libraries.envauthor.stacks import StackResult, stack_difference, stacks_not_run
 from rlconform.libraries.envauthor.torch_envs import (
     is_scalar_tensor,
     is_tensor,
@@ -42,14 +42,15 @@ def _outputs(call: CallRecord) -> tuple[Any, ...]:
 
 
 def _note_ends(ck: Checker, run: EnvRun) -> None:
-    """Say whether the bare env's run crossed episode ends: each example drives the env one step
-    past the first episode end (within the time budget), so a defect of the last step is seen."""
+    """Say whether the bare env's run crossed episode ends: the episode-end example drives the env
+    one step past the first episode end (within the time budget), so a defect of the last step is
+    seen; where it could not, say why (these specs check every step, so they still pass)."""
     assert run.first is not None
     ck.count("episode ends the bare env crossed", episode_ends(run.first))
     if episode_ends(run.first):
         ck.note("the bare env's runs crossed episode ends (driven one step past the first end, and on)")
-    elif run.ends_missed is not None:
-        ck.note(f"episode ends not exercised in an example: {run.ends_missed}")
+    elif run.case.to_end and run.ends_missed is not None:
+        ck.note(f"no episode end in the bare env's runs, so no step around one was checked: {run.ends_missed}")
 
 
 def _segments(run: Run) -> list[list[CallRecord]]:
@@ -257,9 +258,9 @@ def env_step_after_end(run: EnvRun) -> Outcome:
         ck.fail(f"probing a step past the end failed: {info['error']}")
         return ck.done()
     if not info.get("ended"):
-        if "no_end" in info:
-            ck.note(f"no episode ended within {info['no_end']:g} s of random actions (RLCONFORM_EPISODE_SECONDS)")
+        ck.requires("an episode end", False, info.get("no_end", "no episode ended"))
         return ck.done()
+    ck.requires("an episode end", True)
     ck.expect(
         info.get("difference") is None,
         f"after a step past the end ({info.get('step_after_end')}), reset(seed={run.case.seed}) returned something else "
@@ -304,14 +305,18 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
                 no_end.append(result.stack)
     for line in not_exercised:
         ck.note(line)
-    if no_end:
+    if no_end and run.case.to_end:
+        # the example driven to the ends did not cross one: the ends are what this spec is for
         why = f" ({run.ends_missed})" if run.ends_missed else ""
-        ck.note(
-            f"not exercised: no episode end crossed a copy of {', '.join(no_end)} in an example of "
-            f"{run.horizon} steps{why}"
+        ck.requires(
+            "an episode end crossed through every stack",
+            False,
+            f"no episode end crossed a copy of {', '.join(no_end)} in the example driven {run.horizon} steps to "
+            f"the ends{why}",
         )
-    elif agreed:
+    elif agreed and not no_end:
         ck.note("each copy crossed an episode end through every stack that agreed")
+        ck.requires("an episode end crossed through every stack", True)
     if disagreed:
         exercised = len(agreed) + len(disagreed)
         others = [f"agree: {', '.join(agreed)}" if agreed else "", *not_exercised]
@@ -332,30 +337,9 @@ def _ends(slots: list[Any]) -> int:
 def _stack_difference(ck: Checker, result: StackResult) -> str | None:
     """The first transition where the stack's differs from the bare env's, as one line naming
     the stack; every compared transition counts as a checked fact."""
-    assert result.run is not None
-    contract = reference_family(result.run.system.family).contract
-    precision = 2e-7 if contract.reward_precision == "float32" else 1e-12
-    for env, (slots, bare) in enumerate(result.pairs):
-        ck.outcome.checked += 1  # the number of transitions
-        if len(slots) != len(bare):
-            return f"{result.stack}: {len(slots)} transitions extracted, the bare env made {len(bare)} (env {env})"
-        for slot, expected in zip(slots, bare, strict=True):
-            ck.outcome.checked += 1  # one transition: observations, reward and flags
-            problems = []
-            for name in ("obs", "next_obs"):
-                diff = first_difference(getattr(slot, name), expected[name])
-                if diff is not None:
-                    problems.append(f"{name} differs ({diff}; stack vs bare)")
-            if slot.reward is None or not np.isclose(slot.reward, expected["reward"], rtol=precision, atol=1e-9):
-                problems.append(f"reward {slot.reward!r} vs {expected['reward']!r}")
-            if slot.terminated != expected["terminated"]:
-                problems.append(f"terminated {slot.terminated} vs {expected['terminated']}")
-            want = contract.expected_truncated(expected["terminated"], expected["truncated"])
-            if slot.truncated != want:
-                problems.append(f"truncated {slot.truncated} vs {want}")
-            if problems:
-                return f"{result.stack}: " + "; ".join(problems) + f" (env {env}, agent step {slot.agent_step})"
-    return None
+    problem, checked = stack_difference(result)
+    ck.outcome.checked += checked
+    return problem
 
 
 @spec(
@@ -430,10 +414,9 @@ def env_seed_stream(run: EnvRun) -> Outcome:
         ck.note(f"seed stream not exercised in an example: driving the env failed ({probe['error']})")
         return ck.done()
     if "no_end" in probe:
-        ck.note(
-            f"not exercised: no episode ended within {probe['no_end']:g} s of random actions (RLCONFORM_EPISODE_SECONDS)"
-        )
+        ck.requires("an episode end", False, probe["no_end"])
         return ck.done()
+    ck.requires("an episode end", True)
     firsts, seconds = probe["firsts"], probe["seconds"]
     seeds = probe["seeds"]
     again_first, again_second = probe["again"]

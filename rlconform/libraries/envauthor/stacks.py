@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlconform.core.compare import first_difference
 from rlconform.core.hangs import hung_call
 from rlconform.core.system import System, get_system
-from rlconform.envs.driver import ActionCodec, Run
+from rlconform.envs.driver import ActionCodec, Run, reference_family
 from rlconform.envs.plan import Case, Reset, Step
 from rlconform.envs.script import EnvScript
 from rlconform.envs.trace import Slot
+from rlconform.libraries.envauthor import stack_pool
 from rlconform.libraries.envauthor.case import _batch, _drive, _factory
 from rlconform.libraries.envauthor.options import STACKS_OPTION
 from rlconform.libraries.envauthor.torch_envs import to_env_action
@@ -91,6 +94,32 @@ def _matches_any(pattern: str) -> bool:
     return any(_matches(stack_id, (pattern,)) for stack_id in STACKS)
 
 
+#: stacks whose workers a fork server starts (TorchRL's ParallelEnv, SB3's SubprocVecEnv)
+FORKSERVER_STACKS = ("torchrl.ParallelEnv.GymWrapper", "sb3.SubprocVecEnv")
+
+
+def start_fork_server(system: System) -> None:
+    """Start this process's fork server now, where a chosen stack's workers will come from it: it
+    imports torch and TorchRL before it serves its first worker (seconds), and started at the
+    check's first example it does so while the bare env is driven, instead of while the first such
+    stack waits for its workers. Its preload list is TorchRL's, which serves SB3's workers too
+    (rlconform.libraries.torchrl.env_systems.FORKSERVER_PRELOAD), as when TorchRL's stack starts it."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    chosen = [s for s in chosen_stacks(system) if s in FORKSERVER_STACKS and not stack_skip_reason(s)]
+    if not chosen:
+        return
+    from multiprocessing import forkserver
+
+    from rlconform.core.forkserver import preload
+    from rlconform.libraries.torchrl.env_systems import FORKSERVER_PRELOAD
+
+    preload(FORKSERVER_PRELOAD)
+    forkserver.ensure_running()
+
+
 def stack_skip_reason(stack_id: str) -> str | None:
     """Why a stack cannot run here: its library is not installed, or its release lacks it."""
     return get_system(stack_id).skip_reason()
@@ -124,15 +153,44 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     n = min(run.case.num_envs, stack.capabilities.max_envs)
     codec = ActionCodec(single=lambda value: value, batch=functools.partial(_batch, run.action_space))
     steps = [Step(tuple(run.actions[i][t] for i in range(n))) for t in range(run.horizon)]
+    case = Case(EnvScript(), n, (Reset(seed=run.case.seed), *steps))
+    owner = run.system.id
+    # the stack kept from an earlier example (stack_pool): only a run that agrees with the bare env
+    # in every way counts; anything else is run again on a fresh build, which is what the spec reads
+    try:
+        pooled_run, reused = stack_pool.drive_pooled(owner, stack, case, [factory] * n, codec)
+    except Exception:
+        pass  # the fresh build below meets the same error, and says what it was
+    else:
+        result = _read_stack_run(run, stack_id, pooled_run, factory, n)
+        if agrees(result):
+            return result
+        stack_pool.discard(owner, stack, n)
+        if not reused:
+            return result  # that was a fresh build: its run is the verdict's
     result = StackResult(stack_id)
     try:
-        stack_run = _drive(stack, Case(EnvScript(), n, (Reset(seed=run.case.seed), *steps)), [factory] * n, codec)
+        stack_run = _drive(stack, case, [factory] * n, codec)
     except UnsupportedSpaceError as exc:
         result.unreadable = str(exc)
         return result
     except Exception as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         return result
+    return _read_stack_run(run, stack_id, stack_run, factory, n)
+
+
+def agrees(result: StackResult) -> bool:
+    """Whether a stack's run agrees with the bare env in every way the spec reads: it took the
+    env, raised nothing, did not hang, and gave the bare env's transitions."""
+    clean = result.error is None and result.cannot_wrap is None and result.unreadable is None
+    return clean and result.run is not None and hung_call(result.run) is None and stack_difference(result)[0] is None
+
+
+def _read_stack_run(run: EnvRun, stack_id: str, stack_run: Run, factory: Callable[[], Any], n: int) -> StackResult:
+    """What the spec reads of one run of the env through a stack: why it could not take the env,
+    or its transitions beside the bare env's replay of the same seeds and actions."""
+    result = StackResult(stack_id)
     result.run = stack_run
     if stack_run.build_error:
         result.cannot_wrap = _library_error(stack_run.build_error)
@@ -158,8 +216,52 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     for env in range(n):
         slots = [s for s in stack_run.slots if s.env == env and s.kind == "transition"]
         actions = [to_env_action(s.action, run.torch_device) for s in slots]
-        result.pairs.append((slots, _replay(factory, resets[env], actions)))
+        result.pairs.append((slots, run.replay(functools.partial(_replay, factory), resets[env], actions)))
     return result
+
+
+def stack_difference(result: StackResult) -> tuple[str | None, int]:
+    """The first transition where the stack's differs from the bare env's, as one line naming the
+    stack (None: none differs), and how many facts were compared (each copy's count of
+    transitions, and each transition's observations, reward and flags)."""
+    assert result.run is not None
+    contract = reference_family(result.run.system.family).contract
+    precision = 2e-7 if contract.reward_precision == "float32" else 1e-12
+    checked = 0
+    for env, (slots, bare) in enumerate(result.pairs):
+        checked += 1  # the number of transitions
+        if len(slots) != len(bare):
+            return (
+                f"{result.stack}: {len(slots)} transitions extracted, the bare env made {len(bare)} (env {env})",
+                checked,
+            )
+        for slot, expected in zip(slots, bare, strict=True):
+            checked += 1  # one transition: observations, reward and flags
+            problems = []
+            for name in ("obs", "next_obs"):
+                diff = first_difference(getattr(slot, name), expected[name])
+                if diff is not None:
+                    problems.append(f"{name} differs ({diff}; stack vs bare)")
+            if slot.reward is None or not _close(float(slot.reward), expected["reward"], precision):
+                problems.append(f"reward {slot.reward!r} vs {expected['reward']!r}")
+            if slot.terminated != expected["terminated"]:
+                problems.append(f"terminated {slot.terminated} vs {expected['terminated']}")
+            want = contract.expected_truncated(expected["terminated"], expected["truncated"])
+            if slot.truncated != want:
+                problems.append(f"truncated {slot.truncated} vs {want}")
+            if problems:
+                return f"{result.stack}: " + "; ".join(
+                    problems
+                ) + f" (env {env}, agent step {slot.agent_step})", checked
+    return None, checked
+
+
+def _close(got: float, expected: float, rtol: float) -> bool:
+    """``np.isclose(got, expected, rtol=rtol, atol=1e-9)`` for two floats (NaN never close, equal
+    infinities close), at a fraction of its cost: it is asked once per transition of every stack."""
+    if got == expected:
+        return True
+    return math.isfinite(got) and math.isfinite(expected) and abs(got - expected) <= 1e-9 + rtol * abs(expected)
 
 
 def _known_limit(stack_id: str, observation_space: Any, action_space: Any) -> str | None:

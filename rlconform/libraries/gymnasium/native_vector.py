@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
-from rlconform.core.config import episode_seconds
+from rlconform.core.config import episode_seconds, no_end_reason, time_limit_of
 from rlconform.core.family import FactoryShape
 from rlconform.core.hangs import calls_hang
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
@@ -270,7 +270,7 @@ def horizon(system: System, env: Any, case: NativeCase, single_space: Any) -> Ho
         )
     if steps >= limit:
         return Horizon(case.steps, ends_missed=f"no episode ended within {limit} steps (the most a case records)")
-    _NO_END[system.id] = f"no episode ended within {budget:g} s of random actions (RLCONFORM_EPISODE_SECONDS)"
+    _NO_END[system.id] = no_end_reason(budget, steps, time_limit_of(env))
     return Horizon(case.steps, ends_missed=_NO_END[system.id])
 
 

@@ -1,0 +1,100 @@
+"""Env-author mode keeps the stacks it built across the examples of a search (issue 39), and no
+verdict rests on that: a run on a reused stack counts only where it agrees with the bare env in
+every way; anything else is run again on a fresh build, which is what the spec reads.
+
+Before, every example built and closed eleven stacks around the env: a TorchRL ParallelEnv's
+workers and Gymnasium's and SB3's worker processes were most of a small env's check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("gymnasium")
+
+from rlconform.core.profiles import Profile
+from rlconform.core.runner import RunCache
+from rlconform.core.search import check_spec
+from rlconform.core.spec import get_spec
+from rlconform.core.user import user_system
+from rlconform.libraries.envauthor import stack_pool
+from rlconform.libraries.envauthor import stacks as envstacks
+from rlconform.libraries.envauthor.case import EnvCase
+from rlconform.libraries.envauthor.harness import execute_user_env
+
+#: in-process stacks, and one whose workers are processes (its pooled workers must be closed)
+STACKS = ("gymnasium.SyncVectorEnv.NextStep", "sb3.DummyVecEnv", "gymnasium.AsyncVectorEnv.SameStep")
+SMALL = Profile("pool", 6, 6, True, "six derandomized examples", 20, 5, 10.0)
+
+
+@pytest.fixture
+def drives(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """Which runs were on a reused stack and which were fresh builds confirming a pooled one."""
+    seen: dict[str, list[Any]] = {"pooled": [], "fresh": []}
+    monkeypatch.setattr(envstacks, "STACKS", STACKS)
+    pooled, fresh = stack_pool.drive_pooled, envstacks._drive
+
+    def drive_pooled(owner: str, stack: Any, *args: Any) -> Any:
+        run, reused = pooled(owner, stack, *args)
+        seen["pooled"].append((stack.id, reused))
+        return run, reused
+
+    def drive(stack: Any, *args: Any) -> Any:
+        seen["fresh"].append(stack.id)
+        return fresh(stack, *args)
+
+    monkeypatch.setattr(stack_pool, "drive_pooled", drive_pooled)
+    monkeypatch.setattr(envstacks, "_drive", drive)
+    return seen
+
+
+def _examples(name: str, count: int) -> list[Any]:
+    system = user_system(f"rlconform.libraries.envauthor.sample_envs:{name}", "gymnasium.Env")
+    results = [
+        execute_user_env(system, EnvCase(seed=i, action_seed=i, steps=12, num_envs=2)).stacks() for i in range(count)
+    ]
+    return [system, *results]
+
+
+def test_a_correct_env_s_stacks_are_built_once_and_driven_again(drives: dict[str, list[Any]]) -> None:
+    system, *examples = _examples("counter", 3)
+    try:
+        assert all(envstacks.agrees(result) for results in examples for result in results)
+        assert [reused for _, reused in drives["pooled"]] == [False] * 3 + [True] * 6
+        assert drives["fresh"] == []  # every reused run agreed: nothing to confirm
+        assert stack_pool.pooled_count(system.id) == len(STACKS)
+    finally:
+        stack_pool.close_pool(system.id)
+    assert stack_pool.pooled_count(system.id) == 0
+
+
+def test_an_env_that_keeps_state_across_episodes_is_confirmed_on_fresh_builds_and_passes(
+    drives: dict[str, list[Any]],
+) -> None:
+    system, *examples = _examples("curriculum", 2)
+    try:
+        # the second example's reused stacks ran episodes longer than a fresh env's: each was run
+        # again on a fresh build, and that run, which agrees, is what the spec reads
+        assert sorted(drives["fresh"]) == sorted(STACKS)
+        assert all(envstacks.agrees(result) for results in examples for result in results)
+    finally:
+        stack_pool.close_pool(system.id)
+    verdict = check_spec(system, get_spec("env.stack_equivalence"), SMALL, cache=RunCache())
+    assert verdict.status == "pass", verdict.message
+    assert stack_pool.pooled_count(system.id) == 0  # the search closed what it kept
+
+
+def test_a_stack_that_disagrees_is_read_from_a_fresh_build_and_still_fails(drives: dict[str, list[Any]]) -> None:
+    """SharedStateEnv's copies share class state: the in-process stacks differ from the bare env.
+    The failure stands on fresh builds only: a disagreeing pooled stack is closed, never reused."""
+    system = user_system("rlconform.libraries.envauthor.sample_envs:shared_state", "gymnasium.Env")
+    verdict = check_spec(system, get_spec("env.stack_equivalence"), SMALL, cache=RunCache())
+    assert verdict.status == "fail", verdict.message
+    assert "gymnasium.SyncVectorEnv.NextStep: reward" in verdict.message, verdict.message
+    # the in-process stacks disagreed in every example, so each of their runs was on a stack built
+    # for it (the failing episode-end case, tried first, ends the search)
+    in_process = [reused for stack, reused in drives["pooled"] if stack != "gymnasium.AsyncVectorEnv.SameStep"]
+    assert in_process and not any(in_process)
+    assert stack_pool.pooled_count(system.id) == 0
