@@ -25,7 +25,7 @@ from rlconform.core.catalog import current
 from rlconform.core.hypothesis_isolation import without_local_constants
 from rlconform.core.profiles import PROFILES, Profile
 from rlconform.core.runner import RunCache
-from rlconform.core.search import strategy_for
+from rlconform.core.search import edge_cases_for, strategy_for
 from rlconform.core.spec import Spec, all_specs, get_spec
 from rlconform.core.system import System, all_systems, get_system
 
@@ -81,7 +81,9 @@ def failing_specs(
             continue
         key = (spec.scenario, spec.expensive)
         if key not in cases:
-            cases[key] = draw_cases(system, spec, budget)
+            # the family's edge cases first, as every search tries them (env-author mode's
+            # episode-end case is the only one driven past the episode ends)
+            cases[key] = [*edge_cases_for(system, spec), *draw_cases(system, spec, budget)]
         for case in cases[key]:
             run = cache.get(system, case)
             if run.build_error is not None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlconform.core.compare import first_difference
+from rlconform.core.forkserver import preload
 from rlconform.core.hangs import hung_call
 from rlconform.core.system import System, get_system
 from rlconform.envs.driver import ActionCodec, Run, reference_family
@@ -32,7 +33,7 @@ from rlconform.libraries.envauthor.case import _batch, _drive, _factory
 from rlconform.libraries.envauthor.options import STACKS_OPTION
 from rlconform.libraries.envauthor.torch_envs import to_env_action
 from rlconform.libraries.torchrl.env_objects import SUB_ENV_RESETS
-from rlconform.libraries.torchrl.env_systems import torch_native_stack
+from rlconform.libraries.torchrl.env_systems import FORKSERVER_PRELOAD, torch_native_stack
 from rlconform.libraries.torchrl.tensordicts import UnsupportedSpaceError
 
 if TYPE_CHECKING:
@@ -112,9 +113,6 @@ def start_fork_server(system: System) -> None:
     if not chosen:
         return
     from multiprocessing import forkserver
-
-    from rlconform.core.forkserver import preload
-    from rlconform.libraries.torchrl.env_systems import FORKSERVER_PRELOAD
 
     preload(FORKSERVER_PRELOAD)
     forkserver.ensure_running()
