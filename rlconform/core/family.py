@@ -138,6 +138,11 @@ class Family(Protocol):
         """The strategy of cases a search draws for ``system`` (``scenario``: the spec's)."""
         ...
 
+    def end_search(self, system: System) -> None:
+        """A search of ``system`` ended (passed, failed or raised): close what the family kept
+        built across its examples (env-author mode's stack pool); nothing for most families."""
+        ...
+
     def boundary_cases(self, system: System, scenario: str) -> list[Any]:
         """The cases every search tries before it draws any, under every profile (none for a
         family without edge cases of its own)."""

@@ -225,15 +225,13 @@ def check_spec(
 
 
 def _end_search(system: System) -> None:
-    """Tell the system's family that a search of it ended: a family that keeps what it built
-    across the examples of a search (env-author mode's stacks) closes it then. The hook is
-    optional (``end_search(system)``), so that a family without such state has nothing to write."""
+    """Tell the system's family that a search of it ended (``Family.end_search``): a family that
+    keeps what it built across the examples of a search (env-author mode's stacks) closes it then."""
     try:
-        end = getattr(get_family(system.family), "end_search", None)
+        family = get_family(system.family)
     except Exception:  # a family whose library is missing built nothing
         return
-    if callable(end):
-        end(system)
+    family.end_search(system)
 
 
 def _search(

@@ -116,6 +116,11 @@ class WholeRunFamily(ABC):
         """The edge cases every search tries first; none unless the family has some."""
         return []
 
+    def end_search(self, system: System) -> None:
+        """A search of ``system`` ended; nothing to do unless the family keeps what it built
+        across a search's examples (env-author mode's stacks)."""
+        return None
+
     def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
         """What ``run`` did, for a person reading a replay: the system, the case and whether it
         could be built; a family with more to show overrides it."""
