@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
 
 PROFILE = "RLCONFORM_PROFILE"
 SEED = "RLCONFORM_SEED"
@@ -28,30 +27,6 @@ EPISODE_SECONDS = 5.0
 def episode_seconds() -> float:
     """The episode budget of the probes that drive an env to an episode end."""
     return float(os.environ.get(EPISODE_SECONDS_VARIABLE, EPISODE_SECONDS))
-
-
-def no_end_reason(budget: float, steps: int, time_limit: int | None) -> str:
-    """Why no episode end was seen in ``budget`` seconds (``steps`` steps of random actions), with
-    the budget that would let one be seen where the env's time limit (``env.spec.max_episode_steps``)
-    bounds its episodes: that many steps at the rate seen, with half as much again for a loaded
-    machine."""
-    said = f"no episode ended within {budget:g} s of random actions ({steps} steps)"
-    if time_limit and steps:
-        needed = math.ceil(1.5 * budget / steps * (time_limit + 1))
-        return (
-            f"{said}; its time limit ends an episode at step {time_limit}: "
-            f"{EPISODE_SECONDS_VARIABLE}={needed} would let one end"
-        )
-    return (
-        f"{said}, and it declares no time limit (env.spec.max_episode_steps): "
-        f"{EPISODE_SECONDS_VARIABLE} sets how long to wait for one"
-    )
-
-
-def time_limit_of(env: Any) -> int | None:
-    """The step count at which the env's registered time limit ends an episode (None: none declared)."""
-    limit = getattr(getattr(env, "spec", None), "max_episode_steps", None)
-    return limit if isinstance(limit, int) and limit > 0 else None
 
 
 class ConfigError(ValueError):

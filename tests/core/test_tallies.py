@@ -59,7 +59,7 @@ def test_a_requirement_no_example_met_makes_the_verdict_not_exercised_and_one_me
 
 
 def test_no_time_limit_and_a_time_limit_each_say_what_budget_would_let_an_episode_end() -> None:
-    from rlconform.core.config import no_end_reason
+    from rlconform.envs.time_limits import no_end_reason
 
     assert no_end_reason(5.0, 1000, 1000) == (
         "no episode ended within 5 s of random actions (1000 steps); its time limit ends an episode at step 1000: "

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlconform.core.compare import first_difference
-from rlconform.core.config import episode_seconds, no_end_reason, time_limit_of
+from rlconform.core.config import episode_seconds
 from rlconform.core.hangs import hung_call
 from rlconform.core.system import Capabilities, System
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
@@ -22,6 +22,7 @@ from rlconform.envs.batching import leaf_bytes
 from rlconform.envs.driver import ActionCodec, Run
 from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.script import EnvScript
+from rlconform.envs.time_limits import declared_time_limit, no_end_reason
 from rlconform.envs.whole_run import WholeRunRecord
 from rlconform.libraries.envauthor import stacks
 from rlconform.libraries.envauthor.case import EnvCase, _action_stream, _batch, _drive, _factory, _sampled
@@ -305,7 +306,7 @@ def _returns_tensors_on(env: Any, seed: int) -> tuple[str | None, int]:
 
 
 #: systems whose probe already ran a whole budget without an episode end, with why no end was seen
-#: (:func:`rlconform.core.config.no_end_reason`): later examples do not spend it again (an env that
+#: (:func:`rlconform.envs.time_limits.no_end_reason`): later examples do not spend it again (an env that
 #: does not end in one budget is not expected to in the next)
 _NO_END: dict[str, str] = {}
 
@@ -347,7 +348,9 @@ def _probe_after_end(
                 got, _ = env.reset(seed=seed)
                 out["difference"] = first_difference(got, expected)
             else:
-                out["no_end"] = _NO_END[system_id] = no_end_reason(budget, steps, time_limit_of(env))
+                out["no_end"] = _NO_END[system_id] = no_end_reason(
+                    budget, steps, declared_time_limit(getattr(env, "spec", None))
+                )
             env.close()
     except (Exception, CallTimeout) as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from rlconform.core.compare import first_difference
-from rlconform.core.config import episode_seconds, no_end_reason, time_limit_of
+from rlconform.core.config import episode_seconds
 from rlconform.core.family import FactoryShape
 from rlconform.core.hangs import calls_hang
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
@@ -42,6 +42,7 @@ from rlconform.core.system import Capabilities, System
 from rlconform.core.user import close_within_limit, load_callable
 from rlconform.core.watchdog import CallTimeout, call_timeout, child_processes, deadline, reap
 from rlconform.envs.batching import leaf_bytes
+from rlconform.envs.time_limits import declared_time_limit, no_end_reason, positive_limit
 from rlconform.envs.whole_run import WholeRunFamily, WholeRunRecord
 from rlconform.libraries.gymnasium.options import (
     AUTORESET_OPTION,
@@ -169,29 +170,6 @@ def _mode_of(env: Any) -> str | None:
     return names.get(value.lower(), value)
 
 
-def _positive(limit: Any) -> int | None:
-    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
-
-
-def declared_time_limit(spec: Any) -> int | None:
-    """The time limit the sub-envs of an env with this ``spec`` enforce: the ``max_episode_steps``
-    they were built with where the spec keeps it (``spec.kwargs``: ``gymnasium.make_vec(id,
-    max_episode_steps=k)`` builds every sub-env with ``k`` but leaves the registered limit in
-    ``spec.max_episode_steps``, FINDINGS.md G10), else ``spec.max_episode_steps`` (Gymnasium's
-    EnvSpec), else ``spec.config.max_episode_steps``: envpool's EnvSpec keeps the options it was
-    built with, its documented ``max_episode_steps`` among them, in ``config``, and has no attribute
-    of that name (without this, an envpool env was told it "declares no time limit")."""
-    kwargs = getattr(spec, "kwargs", None)
-    if isinstance(kwargs, dict) and "max_episode_steps" in kwargs:
-        # built with it: a non-positive one (make's -1) is no time limit at all
-        return _positive(kwargs["max_episode_steps"])
-    for holder in (spec, getattr(spec, "config", None)):
-        limit = _positive(getattr(holder, "max_episode_steps", None) if holder is not None else None)
-        if limit is not None:
-            return limit
-    return None
-
-
 def stale_time_limit(spec: Any) -> str | None:
     """Where ``spec.max_episode_steps`` is not the limit the sub-envs were built with
     (``spec.kwargs["max_episode_steps"]``), a sentence that says so (FINDINGS.md G10)."""
@@ -203,7 +181,7 @@ def stale_time_limit(spec: Any) -> str | None:
     return (
         f"env.spec.max_episode_steps is {stated!r}, but the sub-envs were built with max_episode_steps={built!r} "
         "(env.spec.kwargs; gymnasium.make_vec leaves the registered limit in the spec, FINDINGS.md G10): "
-        + (f"checked against {built}" if _positive(built) else "no time limit is enforced")
+        + (f"checked against {built}" if positive_limit(built) else "no time limit is enforced")
     )
 
 
@@ -270,7 +248,7 @@ def horizon(system: System, env: Any, case: NativeCase, single_space: Any) -> Ho
         )
     if steps >= limit:
         return Horizon(case.steps, ends_missed=f"no episode ended within {limit} steps (the most a case records)")
-    _NO_END[system.id] = no_end_reason(budget, steps, time_limit_of(env))
+    _NO_END[system.id] = no_end_reason(budget, steps, declared_time_limit(getattr(env, "spec", None)))
     return Horizon(case.steps, ends_missed=_NO_END[system.id])
 
 
