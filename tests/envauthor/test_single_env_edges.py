@@ -81,7 +81,7 @@ def test_episodes_that_never_end_are_named_not_exercised_in_the_stacks(monkeypat
     monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS[:1])
     verdict = _verdict("endless", "env.stack_equivalence")
     assert verdict.status == "not_exercised", verdict.message
-    assert "but an episode end crossed through every stack in none of them" in verdict.message
+    assert "but an episode end crossed through a stack in none of them" in verdict.message
     assert "no episode end crossed a copy of gymnasium.SyncVectorEnv.NextStep" in verdict.message
     assert "no episode ended within 0.25 s of random actions" in verdict.message
     assert "declares no time limit" in verdict.message

@@ -305,18 +305,17 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
                 no_end.append(result.stack)
     for line in not_exercised:
         ck.note(line)
-    if no_end and run.case.to_end:
-        # the example driven to the ends did not cross one: the ends are what this spec is for
+    if run.case.to_end and agreed:
+        # the example driven to the ends: the ends are what this spec is for. It saw them where a
+        # stack's copies crossed one; a stack that seeds its copies otherwise than the bare env
+        # (TorchRL's chained seeds) may end them later than the steps driven, and is named
         why = f" ({run.ends_missed})" if run.ends_missed else ""
-        ck.requires(
-            "an episode end crossed through every stack",
-            False,
-            f"no episode end crossed a copy of {', '.join(no_end)} in the example driven {run.horizon} steps to "
-            f"the ends{why}",
-        )
-    elif agreed and not no_end:
+        missed = f"no episode end crossed a copy of {', '.join(no_end)} in the example driven {run.horizon} steps to the ends{why}"
+        if no_end and len(no_end) < len(agreed):
+            ck.note(missed)
+        ck.requires("an episode end crossed through a stack", len(no_end) < len(agreed), missed)
+    if agreed and not no_end:
         ck.note("each copy crossed an episode end through every stack that agreed")
-        ck.requires("an episode end crossed through every stack", True)
     if disagreed:
         exercised = len(agreed) + len(disagreed)
         others = [f"agree: {', '.join(agreed)}" if agreed else "", *not_exercised]
