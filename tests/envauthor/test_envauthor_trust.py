@@ -2,7 +2,7 @@
 
 Three ways it used to blame correct code, each shown with a real env and the real libraries:
 - a stack that cannot take the env at all (TorchRL's GymWrapper and a Tuple of Discretes,
-  AsyncVectorEnv's shared memory and SB3 with a custom space) is "not exercised", named with the
+  AsyncVectorEnv's shared memory and SB3 with a custom space) is named as not run, with the
   library's own error, never a failure, while a stack that raises *while stepping* an env it
   took still fails it; every stack's outcome is in the message;
 - long episodes (MountainCar's 200 steps) reach their end, so ``env.step_after_end`` is checked;
@@ -90,7 +90,7 @@ def test_torchrl_cannot_wrap_a_tuple_of_discretes_and_the_other_stacks_still_com
     monkeypatch.setattr(envstacks, "STACKS", IN_PROCESS)
     verdict = _check(_fixture("tuple_discrete"), "env.stack_equivalence")
     assert verdict.status == "pass", verdict.message
-    assert "torchrl.GymWrapper not exercised: it cannot wrap this env (its first reset raised NotImplementedError" in (
+    assert "torchrl.GymWrapper not run: it cannot wrap this env (its first reset raised NotImplementedError" in (
         verdict.message
     )
     assert "the same transitions as the bare env through gymnasium.SyncVectorEnv.SameStep, sb3.DummyVecEnv" in (
@@ -107,14 +107,14 @@ def test_no_stack_able_to_take_a_custom_space_is_not_exercised_with_each_library
     assert verdict.status == "not_exercised", verdict.message
     message = verdict.message
     assert (
-        "gymnasium.AsyncVectorEnv.SameStep not exercised: it cannot wrap this env (ValueError: Using `AsyncVector(..., shared_memory=True)` caused an error"
+        "gymnasium.AsyncVectorEnv.SameStep not run: it cannot wrap this env (ValueError: Using `AsyncVector(..., shared_memory=True)` caused an error"
         in message
     )
     assert (
-        'torchrl.GymWrapper not exercised: it cannot wrap this env (KeyError: "No conversion tool could be found'
+        'torchrl.GymWrapper not run: it cannot wrap this env (KeyError: "No conversion tool could be found'
         in message
     )
-    assert "sb3.DummyVecEnv not exercised: it cannot wrap this env (TypeError" in message
+    assert "sb3.DummyVecEnv not run: it cannot wrap this env (TypeError" in message
     assert " at 0x" not in message  # no object address: the same message on every run
 
 
@@ -148,7 +148,7 @@ def test_a_transition_mismatch_names_the_stacks_that_agree_and_those_not_exercis
     assert message.startswith("2 of 3 stacks that ran the env differ from the bare env"), message
     assert "gymnasium.SyncVectorEnv.SameStep: reward" in message and "sb3.DummyVecEnv: reward" in message
     assert "| agree: torchrl.GymWrapper" in message
-    assert "| torchrl.SerialEnv.GymWrapper not exercised (not installed: torchrl)" in message
+    assert "| torchrl.SerialEnv.GymWrapper not run (not installed: torchrl)" in message
 
 
 # ------------------------------------------------------------------------------ episodes that are long
@@ -188,7 +188,7 @@ def test_correct_torch_native_env_gets_only_pass_verdicts_through_the_tensor_sta
     stacks = verdicts["env.stack_equivalence"].message
     assert f"the same transitions as the bare env through {', '.join(TORCHRL_STACKS)}" in stacks, stacks
     for stack_id in ("gymnasium.SyncVectorEnv.NextStep", "gymnasium.AsyncVectorEnv.Disabled", "sb3.DummyVecEnv"):
-        assert f"{stack_id} not exercised: it needs NumPy (this env returns torch tensors on cpu)" in stacks
+        assert f"{stack_id} not run: it needs NumPy (this env returns torch tensors on cpu)" in stacks
 
 
 def test_torch_native_stacks_hand_the_env_tensor_actions() -> None:
@@ -247,7 +247,7 @@ def test_correct_unusual_env_gets_no_failure(name: str) -> None:
 
 def test_a_text_leaf_is_compared_through_the_gymnasium_vectorizers() -> None:
     """SyncVectorEnv batches a Text leaf as a tuple with one string per sub-env (MiniGrid's mission):
-    it is read per sub-env, so the stack is compared, not "not exercised"."""
+    it is read per sub-env, so the stack is compared, not "not run"."""
     message = _stack_outcome(_fixture("mission"))
     agreeing = next(line for line in message.splitlines() if line.startswith("the same transitions as the bare env"))
     for stack in ("gymnasium.SyncVectorEnv.SameStep", "torchrl.GymWrapper", "torchrl.SerialEnv.GymWrapper"):
@@ -255,7 +255,7 @@ def test_a_text_leaf_is_compared_through_the_gymnasium_vectorizers() -> None:
     assert "cannot split" not in message, message
     # Gymnasium's own defect (FINDINGS G9) is named, not blamed on the env
     assert (
-        "gymnasium.AsyncVectorEnv.SameStep not exercised: Gymnasium's AsyncVectorEnv with shared memory returns a "
+        "gymnasium.AsyncVectorEnv.SameStep not run: Gymnasium's AsyncVectorEnv with shared memory returns a "
         "Text observation leaf as it read it at construction, never the env's (FINDINGS G9)"
     ) in message, message
 
@@ -283,7 +283,7 @@ def test_async_vector_env_returns_a_text_leaf_read_at_construction() -> None:
 def test_torchrl_ignoring_a_discrete_start_is_named_not_a_failure() -> None:
     message = _stack_outcome(_fixture("offset_discrete"))
     assert (
-        "torchrl.GymWrapper not exercised: TorchRL's GymWrapper ignores the start of the env's "
+        "torchrl.GymWrapper not run: TorchRL's GymWrapper ignores the start of the env's "
         "Discrete/MultiDiscrete action and observation space"
     ) in message, message
 

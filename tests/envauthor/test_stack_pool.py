@@ -98,3 +98,36 @@ def test_a_stack_that_disagrees_is_read_from_a_fresh_build_and_still_fails(drive
     in_process = [reused for stack, reused in drives["pooled"] if stack != "gymnasium.AsyncVectorEnv.SameStep"]
     assert in_process and not any(in_process)
     assert stack_pool.pooled_count(system.id) == 0
+
+
+def test_a_search_drives_the_stacks_on_its_first_examples_only(drives: dict[str, list[Any]]) -> None:
+    """Twelve examples: the episode-end case and the next four drive the stacks, the other seven
+    do not, and the pass says so (with the count of examples driven through them)."""
+    system = user_system("rlconform.libraries.envauthor.sample_envs:counter", "gymnasium.Env")
+    profile = Profile("twelve", 12, 12, True, "twelve derandomized examples", 20, 5, 10.0)
+    verdict = check_spec(system, get_spec("env.stack_equivalence"), profile, cache=RunCache())
+    assert verdict.status == "pass", verdict.message
+    assert verdict.examples is not None and verdict.examples > stack_pool.STACK_EXAMPLES
+    assert len(drives["pooled"]) == stack_pool.STACK_EXAMPLES * len(STACKS)
+    assert f"examples driven through the stacks: {stack_pool.STACK_EXAMPLES}" in verdict.message, verdict.message
+    assert f"the stacks were driven on the search's first {stack_pool.STACK_EXAMPLES} examples" in verdict.message
+    assert "not exercised" not in verdict.message
+    # the next search starts its count afresh
+    verdict = check_spec(system, get_spec("env.stack_equivalence"), profile, cache=RunCache())
+    assert len(drives["pooled"]) == 2 * stack_pool.STACK_EXAMPLES * len(STACKS)
+
+
+def test_after_a_disagreement_every_example_of_the_search_drives_the_stacks() -> None:
+    """A failure found on one of the first examples is shrunk through the stacks: every later
+    candidate of that search drives them; the next search counts from zero again."""
+    owner = "user:test-budget"
+    try:
+        assert [stack_pool.take_stack_example(owner) for _ in range(stack_pool.STACK_EXAMPLES + 2)] == [True] * (
+            stack_pool.STACK_EXAMPLES
+        ) + [False] * 2
+        stack_pool.saw_disagreement(owner)
+        assert all(stack_pool.take_stack_example(owner) for _ in range(3))
+    finally:
+        stack_pool.close_pool(owner)
+    assert stack_pool.take_stack_example(owner)
+    stack_pool.close_pool(owner)

@@ -137,7 +137,7 @@ def test_stacks_of_a_missing_library_are_named_in_the_verdict(monkeypatch: pytes
     verdict = check_spec(system, get_spec("env.stack_equivalence"), SMALL, cache=RunCache())
     assert verdict.status == "pass", verdict.message
     for stack_id in IN_PROCESS_TORCHRL:
-        assert f"{stack_id} not exercised (not installed: torchrl)" in verdict.message, verdict.message
+        assert f"{stack_id} not run (not installed: torchrl)" in verdict.message, verdict.message
 
 
 #: episodes that end by termination, by truncation, and by the TimeLimit (a "never" episode and a

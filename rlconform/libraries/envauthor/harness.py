@@ -24,7 +24,7 @@ from rlconform.envs.plan import Case, Op, Reset, Step
 from rlconform.envs.script import EnvScript
 from rlconform.envs.time_limits import declared_time_limit, no_end_reason
 from rlconform.envs.whole_run import WholeRunRecord
-from rlconform.libraries.envauthor import stacks
+from rlconform.libraries.envauthor import stack_pool, stacks
 from rlconform.libraries.envauthor.case import EnvCase, _action_stream, _batch, _drive, _factory, _sampled
 from rlconform.libraries.envauthor.layers import LayerRun, drive_layers
 from rlconform.libraries.envauthor.probes import edge_actions, probe_edges, probe_stream
@@ -44,6 +44,8 @@ class EnvRun(WholeRunRecord):
     second: Run | None = None
     after_end: dict[str, Any] = field(default_factory=dict)
     _stacks: list[StackResult] | None = None
+    #: the search had driven the stacks on its first examples: this one was not run through them
+    stacks_left_out: bool = False
     _layers: tuple[LayerRun | None] | None = None
     actions: list[list[Any]] = field(default_factory=list)
     observation_space: Any = None
@@ -138,8 +140,14 @@ class EnvRun(WholeRunRecord):
         return self._layers[0]
 
     def stacks(self) -> list[StackResult]:
+        """The env run through each chosen stack that can run here; none where the bare env hung,
+        and none where the search already drove the stacks on its first examples
+        (``stacks_left_out``; :func:`rlconform.libraries.envauthor.stack_pool.take_stack_example`)."""
         if self._stacks is None and hung_call(self) is not None:
             self._stacks = []  # an env that hung bare is not put into stacks to hang again
+        if self._stacks is None and not stack_pool.take_stack_example(self.system.id):
+            self._stacks = []
+            self.stacks_left_out = True
         if self._stacks is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -149,6 +157,8 @@ class EnvRun(WholeRunRecord):
                     for stack_id in stacks.chosen_stacks(self.system)
                     if not stacks.stack_skip_reason(stack_id)
                 ]
+            if any(stacks.disagrees(result) for result in self._stacks):
+                stack_pool.saw_disagreement(self.system.id)
         return self._stacks
 
 

@@ -13,6 +13,13 @@ the fresh run is what the spec reads; the pooled stack is then closed. An env th
 episodes (an episode counter, a curriculum) behaves otherwise in a stack driven before; each of its
 examples then costs a pooled run and a fresh one, and its verdicts are those of the fresh ones.
 
+A search drives the stacks on its first :data:`STACK_EXAMPLES` examples only (the episode-end case,
+tried first, and the next drawn ones), and on every later example once a stack disagreed with the
+bare env (Hypothesis then shrinks that failure). The property is about the env's episodes through
+each stack, which the episode-end case drives past their ends in three copies; a further drawn case
+costs eleven stack runs and their bare replays, and for an env of 13-ms steps (CarRacing) the
+stacks were three quarters of a check (:func:`take_stack_example`).
+
 A stack is pooled per user system, stack and number of copies. The search that drove them ends by
 closing them (:func:`close_pool`, from the family's ``end_search``), each under the close deadline of
 a user's stack, and the worker processes still alive after that are terminated; an interpreter that
@@ -48,6 +55,31 @@ _POOL: dict[tuple[str, str, int], _Pooled] = {}
 #: closing its pool leaves alive
 _BEFORE: dict[str, set[Any]] = {}
 
+#: the examples of a search that drive the stacks: the episode-end case and the next four drawn
+#: (1-3 copies, 1-40 steps, other seeds); every later example too once one of them disagreed
+STACK_EXAMPLES = 5
+#: per user system, the examples of the running search that drove the stacks
+_EXAMPLES: dict[str, int] = {}
+#: user systems whose running search saw a stack disagree with the bare env
+_DISAGREED: set[str] = set()
+
+
+def take_stack_example(owner: str) -> bool:
+    """Whether this example of ``owner``'s search drives the stacks (counted when it does): the
+    search's first :data:`STACK_EXAMPLES` do, and every one after a disagreement (the shrink of a
+    failure needs its candidates run through the stacks)."""
+    taken = _EXAMPLES.get(owner, 0)
+    if taken >= STACK_EXAMPLES and owner not in _DISAGREED:
+        return False
+    _EXAMPLES[owner] = taken + 1
+    return True
+
+
+def saw_disagreement(owner: str) -> None:
+    """A stack disagreed with ``owner``'s bare env in this search: the rest of it drives the stacks
+    on every example."""
+    _DISAGREED.add(owner)
+
 
 def drive_pooled(
     owner: str, stack: System, case: Case, env_fns: Sequence[Callable[[], Any]], codec: ActionCodec
@@ -76,8 +108,12 @@ def discard(owner: str, stack: System, num_envs: int) -> None:
 
 
 def close_pool(owner: str | None = None) -> int:
-    """Close ``owner``'s pooled stacks (every owner's: None), then terminate the worker processes
-    their closes left; how many stacks were closed."""
+    """End ``owner``'s search (every owner's: None): close its pooled stacks, terminate the worker
+    processes their closes left, and start its count of examples through the stacks afresh; how
+    many stacks were closed."""
+    for name in [name for name in _EXAMPLES if owner is None or name == owner]:
+        del _EXAMPLES[name]
+    _DISAGREED.difference_update([name for name in _DISAGREED if owner is None or name == owner])
     keys = [key for key in _POOL if owner is None or key[0] == owner]
     for key in keys:
         _close(_POOL.pop(key))

@@ -67,12 +67,12 @@ class StackResult:
     error: str | None = None
     #: the stack could not be built around this env, or rejected it at its first reset (a space it
     #: does not support, a custom space, an env its worker processes cannot import): the library's
-    #: limit, not the env's fault, so the stack is named as not exercised
+    #: limit, not the env's fault, so the stack is named as not run
     cannot_wrap: str | None = None
     #: why the stack is not run at all on this kind of env (a NumPy-only stack, a torch-native env)
     incompatible: str | None = None
     #: why the stack's output could not be read back into the env's own values (an rlconform
-    #: limit, not the env's fault): the stack is named as not exercised
+    #: limit, not the env's fault): the stack is named as not run
     unreadable: str | None = None
     #: per sub-env: (extracted slots, transitions of the bare env replaying the same actions)
     pairs: list[tuple[list[Slot], list[dict[str, Any]]]] = field(default_factory=list)
@@ -127,7 +127,7 @@ def stacks_not_run(system: System) -> list[str]:
     """One line per chosen stack of STACKS that cannot run here, with the reason (library missing,
     release lacks it), and one naming the stacks the user did not choose (``--stacks``)."""
     chosen = chosen_stacks(system)
-    lines = [f"{stack_id} not exercised ({reason})" for stack_id in chosen if (reason := stack_skip_reason(stack_id))]
+    lines = [f"{stack_id} not run ({reason})" for stack_id in chosen if (reason := stack_skip_reason(stack_id))]
     left_out = [stack_id for stack_id in STACKS if stack_id not in chosen]
     if left_out:
         lines.append(f"not chosen (--stacks), not run: {', '.join(left_out)}")
@@ -183,6 +183,17 @@ def agrees(result: StackResult) -> bool:
     env, raised nothing, did not hang, and gave the bare env's transitions."""
     clean = result.error is None and result.cannot_wrap is None and result.unreadable is None
     return clean and result.run is not None and hung_call(result.run) is None and stack_difference(result)[0] is None
+
+
+def disagrees(result: StackResult) -> bool:
+    """Whether a stack that took the env disagreed with the bare env: it raised, or gave other
+    transitions (what ``env.stack_equivalence`` fails on; a stack that could not take the env or
+    whose output rlconform cannot read is not a disagreement)."""
+    if result.error is not None:
+        return True
+    if result.incompatible is not None or result.cannot_wrap is not None or result.unreadable is not None:
+        return False
+    return result.run is not None and stack_difference(result)[0] is not None
 
 
 def _read_stack_run(run: EnvRun, stack_id: str, stack_run: Run, factory: Callable[[], Any], n: int) -> StackResult:
