@@ -49,6 +49,7 @@ from typing import Any
 import gymnasium as gym
 
 from rlconform.libraries.isaaclab.assets import CARTPOLE_USD, prepare_assets
+from rlconform.libraries.isaaclab.warp_init import init_warp_quietly
 
 #: the registered Isaac Lab task ids
 DIRECT_TASK = "Isaac-Cartpole-Direct"
@@ -113,6 +114,7 @@ def make_cartpole(
     if episode_steps is not None and episode_steps < 1:
         raise ValueError(f"episode_steps must be positive, got {episode_steps}")
     prepare_environment()
+    init_warp_quietly()  # before Isaac Lab's own wp.init() (after WARP_CACHE_PATH is set)
     import isaaclab_tasks  # noqa: F401  (registers the tasks)
     from isaaclab.app import launch_simulation
     from isaaclab.sim import SimulationContext

@@ -48,6 +48,7 @@ import numpy as np
 import torch
 
 from rlconform.libraries.isaaclab.probe import ActionReceipt, receipt_of
+from rlconform.libraries.isaaclab.warp_init import init_warp_quietly
 
 #: the isaaclab release whose DirectRLEnv internals this env replicates
 SUPPORTED_ISAACLAB = "3.0.0"
@@ -75,6 +76,7 @@ def check_isaaclab() -> None:
             f"rlconform's Isaac Lab reference env replicates DirectRLEnv internals of isaaclab=={SUPPORTED_ISAACLAB}; "
             f"isaaclab {version} is installed"
         )
+    init_warp_quietly()  # before Isaac Lab's own wp.init(): no C-level line per worker without a GPU
     from isaaclab.envs import DirectRLEnv
 
     missing = [name for name in _REQUIRED_MEMBERS if not hasattr(DirectRLEnv, name)]

@@ -162,9 +162,21 @@ class SkrlDriver(Driver):
     requires = ("skrl",)
 
     def build(self, env: Any) -> Any:
+        import logging
+
+        import skrl  # noqa: F401  (imported here: SkrlVecEnvWrapper imports it on its first call)
         from isaaclab_rl.skrl import SkrlVecEnvWrapper
 
-        return SkrlVecEnvWrapper(env, ml_framework="torch")
+        # skrl sets its logger to DEBUG when imported, which is after rlconform quieted the
+        # libraries' loggers: its INFO line per wrapper ("Environment wrapper: Isaac Lab") would
+        # land on the run's screen once per example. Its warnings still show.
+        logger = logging.getLogger("skrl")
+        level = logger.level
+        logger.setLevel(max(level, logging.WARNING))
+        try:
+            return SkrlVecEnvWrapper(env, ml_framework="torch")
+        finally:
+            logger.setLevel(level)
 
     def reset(self, wrapped: Any, seed: int | None) -> None:
         wrapped.reset()  # skrl resets the env on its first reset only
