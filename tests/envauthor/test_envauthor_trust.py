@@ -111,8 +111,7 @@ def test_no_stack_able_to_take_a_custom_space_is_not_exercised_with_each_library
         in message
     )
     assert (
-        'torchrl.GymWrapper not run: it cannot wrap this env (KeyError: "No conversion tool could be found'
-        in message
+        'torchrl.GymWrapper not run: it cannot wrap this env (KeyError: "No conversion tool could be found' in message
     )
     assert "sb3.DummyVecEnv not run: it cannot wrap this env (TypeError" in message
     assert " at 0x" not in message  # no object address: the same message on every run

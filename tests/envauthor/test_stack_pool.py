@@ -131,3 +131,50 @@ def test_after_a_disagreement_every_example_of_the_search_drives_the_stacks() ->
         stack_pool.close_pool(owner)
     assert stack_pool.take_stack_example(owner)
     stack_pool.close_pool(owner)
+
+
+HANG_STACKS = ("gymnasium.SyncVectorEnv.NextStep", "gymnasium.AsyncVectorEnv.SameStep")
+#: two examples: the episode-end case and one drawn
+TWO = Profile("two", 1, 1, True, "one drawn example", 20, 5, 10.0)
+
+
+@pytest.fixture
+def short_deadlines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls time out after 2 s and a user stack's close after 3 s (instead of 30)."""
+    from rlconform.core import watchdog
+
+    monkeypatch.setenv("RLCONFORM_CALL_TIMEOUT", "2")
+    monkeypatch.setattr(watchdog, "CLOSE_TIMEOUT", 3.0)
+    monkeypatch.setattr(envstacks, "STACKS", HANG_STACKS)
+
+
+@pytest.mark.usefixtures("short_deadlines")
+def test_a_stack_whose_step_hangs_is_named_not_compared_and_blames_no_one() -> None:
+    """The env answers every call bare; in an AsyncVectorEnv worker its step never returns. Before,
+    the timed-out step was the stack's "error" and the env failed: a FAIL that may be the stack's."""
+    system = user_system("rlconform.libraries.envauthor.sample_envs:async_step_hang", "gymnasium.Env")
+    verdict = check_spec(system, get_spec("env.stack_equivalence"), TWO, cache=RunCache())
+    assert verdict.status == "pass", verdict.message
+    assert "gymnasium.AsyncVectorEnv.SameStep not compared: " in verdict.message, verdict.message
+    assert "did not answer" in verdict.message and "the env answered every call bare" in verdict.message
+    assert "the same transitions as the bare env through gymnasium.SyncVectorEnv.NextStep" in verdict.message
+    assert "through gymnasium.SyncVectorEnv.NextStep, gymnasium.AsyncVectorEnv" not in verdict.message
+
+
+@pytest.mark.usefixtures("short_deadlines")
+def test_a_stack_whose_close_hangs_is_still_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every step answered, then close() hung: the transitions are whole and compared (before, a
+    hung run gave no pairs and the stack counted as agreeing on nothing). A pooled stack is closed
+    when the search ends, unread; the runs on fresh builds (here every run: the pool refuses) close
+    their stack, and that close is what hangs."""
+
+    def no_pool(*args: Any) -> Any:
+        raise RuntimeError("no pool in this test")
+
+    monkeypatch.setattr(stack_pool, "drive_pooled", no_pool)
+    system = user_system("rlconform.libraries.envauthor.sample_envs:async_close_hang", "gymnasium.Env")
+    verdict = check_spec(system, get_spec("env.stack_equivalence"), TWO, cache=RunCache())
+    assert verdict.status == "pass", verdict.message
+    assert "gymnasium.AsyncVectorEnv.SameStep: close() " in verdict.message, verdict.message
+    assert "episode ends crossed through gymnasium.AsyncVectorEnv.SameStep" in verdict.message, verdict.message
+    assert "the same transitions as the bare env through gymnasium.SyncVectorEnv.NextStep, " in verdict.message

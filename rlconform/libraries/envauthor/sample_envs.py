@@ -6,6 +6,7 @@ They are module-level factories so that ``rlconform check rlconform.libraries.en
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import gymnasium
@@ -532,3 +533,40 @@ def stream_reseed() -> gymnasium.Env[Any, Any]:
 
 def clockwork() -> gymnasium.Env[Any, Any]:
     return ClockworkEnv()
+
+
+def _in_async_worker() -> bool:
+    """Whether this is a worker process of Gymnasium's AsyncVectorEnv (its processes' names)."""
+    import multiprocessing
+
+    return multiprocessing.current_process().name.startswith("Worker<AsyncVectorEnv>")
+
+
+class AsyncStepHangEnv(CounterEnv):
+    """Answers every call bare and in every other stack; in an AsyncVectorEnv worker its first
+    step never returns. Whose hang that is cannot be told from outside (a fork-unsafe lock in
+    the env, or the stack's), so env.stack_equivalence names that stack as not compared and
+    blames no one (it passes on the stacks that answered)."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if _in_async_worker():
+            time.sleep(3600)
+        return super().step(action)
+
+
+class AsyncCloseHangEnv(CounterEnv):
+    """Correct, but its close() never returns in an AsyncVectorEnv worker: the stack's close()
+    hangs after every step answered, and the transitions are compared all the same."""
+
+    def close(self) -> None:
+        if _in_async_worker():
+            time.sleep(3600)
+        super().close()
+
+
+def async_step_hang() -> gymnasium.Env[Any, Any]:
+    return AsyncStepHangEnv()
+
+
+def async_close_hang() -> gymnasium.Env[Any, Any]:
+    return AsyncCloseHangEnv()

@@ -302,10 +302,14 @@ def env_stack_equivalence(run: EnvRun) -> Outcome:
             not_run.append(f"{result.stack} not run (rlconform cannot read its output: {result.unreadable})")
         elif result.cannot_wrap is not None:
             not_run.append(f"{result.stack} not run: it cannot wrap this env ({result.cannot_wrap})")
+        elif result.hung is not None:
+            not_run.append(f"{result.stack} not compared: {result.hung} (the env answered every call bare)")
         elif result.error is not None:
             ck.outcome.checked += 1
             disagreed.append(f"{result.stack}: {result.error}")
         else:
+            if result.close_hung is not None:
+                ck.note(f"{result.stack}: {result.close_hung}, after every call had answered")
             problem = _stack_difference(ck, result)
             (agreed if problem is None else disagreed).append(problem or result.stack)
             ck.count(f"episode ends crossed through {result.stack}", sum(_ends(slots) for slots, _ in result.pairs))

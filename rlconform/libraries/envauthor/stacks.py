@@ -22,7 +22,7 @@ import numpy as np
 
 from rlconform.core.compare import first_difference
 from rlconform.core.forkserver import preload
-from rlconform.core.hangs import hung_call
+from rlconform.core.hangs import TIMEOUT_ERROR, hung_call
 from rlconform.core.system import System, get_system
 from rlconform.envs.driver import ActionCodec, Run, reference_family
 from rlconform.envs.plan import Case, Reset, Step
@@ -74,6 +74,11 @@ class StackResult:
     #: why the stack's output could not be read back into the env's own values (an rlconform
     #: limit, not the env's fault): the stack is named as not run
     unreadable: str | None = None
+    #: a call through the stack did not answer (whose hang it is cannot be told: the env answered
+    #: every call bare): the stack is named as not compared
+    hung: str | None = None
+    #: the stack's close() did not answer after every call had: the transitions are compared
+    close_hung: str | None = None
     #: per sub-env: (extracted slots, transitions of the bare env replaying the same actions)
     pairs: list[tuple[list[Slot], list[dict[str, Any]]]] = field(default_factory=list)
 
@@ -193,6 +198,8 @@ def disagrees(result: StackResult) -> bool:
         return True
     if result.incompatible is not None or result.cannot_wrap is not None or result.unreadable is not None:
         return False
+    if result.hung is not None:
+        return False
     return result.run is not None and stack_difference(result)[0] is not None
 
 
@@ -205,6 +212,13 @@ def _read_stack_run(run: EnvRun, stack_id: str, stack_run: Run, factory: Callabl
         result.cannot_wrap = _library_error(stack_run.build_error)
         return result
     failed = [c for c in stack_run.calls if c.failed]
+    hang = hung_call(stack_run)
+    if hang is not None and any(call.error_type == TIMEOUT_ERROR for call in failed):
+        # a call through the stack did not answer: what came before it is not the whole run, and
+        # replaying the env bare (no deadline there) could hang as well. The env answered every
+        # call bare, so whose hang it is cannot be told: the stack is not compared, and named
+        result.hung = hang
+        return result
     if failed and failed[0].position == 0:
         # the seeded reset is the stack's first contact with the env's observations: a stack
         # that allocates its buffers from the space rejects an unsupported one here
@@ -219,8 +233,9 @@ def _read_stack_run(run: EnvRun, stack_id: str, stack_run: Run, factory: Callabl
         return result
     if failed:
         result.error = f"{failed[0].source} raised {failed[0].error_type}: {failed[0].error_message}"
-    if hung_call(stack_run) is not None:
-        return result  # replaying the env bare (no deadline there) would hang as well
+    # a close() that hung after every call answered (Gymnasium's AsyncVectorEnv, FINDINGS G3):
+    # the transitions are whole and are compared; the spec names the hang
+    result.close_hung = hang
     resets = _resets_made(stack_run, run.case.seed, n)
     for env in range(n):
         slots = [s for s in stack_run.slots if s.env == env and s.kind == "transition"]
