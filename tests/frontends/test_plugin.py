@@ -539,6 +539,8 @@ def test_stacks_option_reaches_env_author_mode(downstream: pytest.Pytester) -> N
     result.assert_outcomes(passed=1)
     (verdict,) = json.loads((downstream.path / "out.json").read_text())["results"]
     assert "; the same transitions as the bare env through gymnasium.SyncVectorEnv.NextStep;" in verdict["message"]
-    # the tally of episode ends names the chosen stack only
-    assert verdict["message"].endswith("episode ends crossed through gymnasium.SyncVectorEnv.NextStep: 99")
+    # the tally of episode ends names the chosen stack only (over the five examples the stacks drove)
+    assert verdict["message"].endswith(
+        "examples driven through the stacks: 5; episode ends crossed through gymnasium.SyncVectorEnv.NextStep: 32"
+    ), verdict["message"]
     assert "not chosen (--stacks), not run: gymnasium.SyncVectorEnv.SameStep," in verdict["message"]
