@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
+
+from rlconform.core.watchdog import stderr_to
 
 #: the line Warp's native library writes when it finds no CUDA driver
 NO_DRIVER_LINE = (
@@ -41,20 +42,19 @@ def init_warp_quietly() -> None:
 
 @contextlib.contextmanager
 def stderr_without(line: bytes) -> Iterator[None]:
-    """Collect what is written to file descriptor 2 (C code included) while the block runs, then
-    write it back without the lines equal to ``line``."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as collected:
-        os.dup2(collected.fileno(), 2)
+    """Collect what is written to file descriptor 2 (C code included) while the block runs
+    (:func:`rlconform.core.watchdog.stderr_to`), then write it back without the lines equal to
+    ``line``."""
+    with tempfile.TemporaryDirectory(prefix="rlconform-stderr-") as folder:
+        path = os.path.join(folder, "stderr")
         try:
-            yield
+            with stderr_to(path):
+                yield
         finally:
-            with contextlib.suppress(Exception):
-                sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            collected.seek(0)
-            kept = [text for text in collected.read().splitlines(keepends=True) if text.rstrip(b"\r\n") != line]
+            written = b""
+            if os.path.exists(path):
+                with open(path, "rb") as collected:
+                    written = collected.read()
+            kept = [text for text in written.splitlines(keepends=True) if text.rstrip(b"\r\n") != line]
             if kept:
                 os.write(2, b"".join(kept))
