@@ -81,6 +81,8 @@ class StackResult:
     close_hung: str | None = None
     #: per sub-env: (extracted slots, transitions of the bare env replaying the same actions)
     pairs: list[tuple[list[Slot], list[dict[str, Any]]]] = field(default_factory=list)
+    #: what :func:`stack_difference` found (the pairs do not change once read)
+    compared: tuple[str | None, int] | None = field(default=None, repr=False)
 
 
 def chosen_stacks(system: System) -> tuple[str, ...]:
@@ -247,7 +249,14 @@ def _read_stack_run(run: EnvRun, stack_id: str, stack_run: Run, factory: Callabl
 def stack_difference(result: StackResult) -> tuple[str | None, int]:
     """The first transition where the stack's differs from the bare env's, as one line naming the
     stack (None: none differs), and how many facts were compared (each copy's count of
-    transitions, and each transition's observations, reward and flags)."""
+    transitions, and each transition's observations, reward and flags). Compared once per result:
+    the pool (:func:`agrees`), the search's budget (:func:`disagrees`) and the spec all ask."""
+    if result.compared is None:
+        result.compared = _compare(result)
+    return result.compared
+
+
+def _compare(result: StackResult) -> tuple[str | None, int]:
     assert result.run is not None
     contract = reference_family(result.run.system.family).contract
     precision = 2e-7 if contract.reward_precision == "float32" else 1e-12
