@@ -34,7 +34,7 @@ from rlconform.core.reproducer import reproducer_source
 from rlconform.core.runner import RUN_CACHE, RunCache
 from rlconform.core.shrink_budget import Failures
 from rlconform.core.signature import signature
-from rlconform.core.spec import COUNTED, REQUIRED, Spec, Violation, documented_approximation
+from rlconform.core.spec import COUNTED, NO_OCCASION, REQUIRED, Spec, Violation, documented_approximation
 from rlconform.core.system import System
 from rlconform.core.verdict import Verdict, internal_error_message, skip_status
 
@@ -101,8 +101,11 @@ class _Tally:
                 self.counts[label] = self.counts.get(label, 0) + int(value)
             elif note.startswith(REQUIRED):
                 what, _, why_not = note[len(REQUIRED) :].partition(REQUIRED)
+                known = self.required.get(what, NO_OCCASION)
                 if not why_not:
                     self.required[what] = None
+                elif known is not None and known.startswith(NO_OCCASION) and not why_not.startswith(NO_OCCASION):
+                    self.required[what] = why_not  # a reason from an example that had the occasion says more
                 elif what not in self.required:
                     self.required[what] = why_not
             elif note not in self.notes:
@@ -133,7 +136,7 @@ class _Tally:
         """The first requirement no example met, with why (None: every one was met)."""
         for what, why_not in self.required.items():
             if why_not is not None:
-                return f"{what} in none of them: {why_not}"
+                return f"{what} in none of them: {why_not.removeprefix(NO_OCCASION)}"
         return None
 
     def with_notes(self, message: str) -> str:

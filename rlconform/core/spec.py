@@ -29,6 +29,9 @@ COUNTED = "\x00tally\x00"
 #: marks a note that is a requirement (:meth:`Checker.requires`): ``REQUIRED what REQUIRED why``,
 #: ``why`` empty where the example met it
 REQUIRED = "\x00required\x00"
+#: starts the ``why`` of a requirement whose occasion did not arise in the example (no episode
+#: ended): a search reports another example's reason over it, which says more
+NO_OCCASION = "\x00no occasion\x00"
 
 
 @dataclass(frozen=True)
@@ -120,13 +123,17 @@ class Checker:
         crossed through X: 37"), carried in the notes (:data:`COUNTED`) and summed by the search."""
         self.outcome.notes.append(f"{COUNTED}{label}{COUNTED}{int(n)}")
 
-    def requires(self, what: str, met: bool, why_not: str = "") -> None:
+    def requires(self, what: str, met: bool, why_not: str = "", *, occasion: bool = True) -> None:
         """Say that the spec is exercised only by an example in which ``what`` happened (an
         episode end crossed), and whether this one did (``why_not``: why not, with what would let
         it). A search in which no example met a requirement it was told of is "not exercised",
         saying ``what`` and the first ``why_not``, however many other facts it checked: the facts
-        the spec exists for were never seen."""
-        self.outcome.notes.append(f"{REQUIRED}{what}{REQUIRED}{'' if met else why_not or 'not seen'}")
+        the spec exists for were never seen. ``occasion=False``: the example gave no occasion to
+        meet it (nothing ended); the search then prefers another example's ``why_not``."""
+        why = "" if met else why_not or "not seen"
+        if why and not occasion:
+            why = NO_OCCASION + why
+        self.outcome.notes.append(f"{REQUIRED}{what}{REQUIRED}{why}")
 
     def not_applicable(self, reason: str) -> Outcome:
         self.outcome.not_applicable = reason

@@ -13,6 +13,7 @@ Runs in the main venv (no Isaac Lab) and in ``.venv-isaaclab``.
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 
@@ -44,6 +45,19 @@ EXPECTED = {
     "walker_reward_after_reset": {mon.REWARD_ORDER},
     # issue 25: passed before (presence and freshness only were checked)
     "walker_final_obs_after_reset": {mon.FINAL_OBS},
+    # issue 38: Isaac Gym style envs (no DirectRLEnv hook names), judged by the replay
+    "gym_style_walker": set(),
+    "gym_style_walker_numpy_rng": set(),  # innocent: the reset draws from a NumPy generator the env holds
+    "gym_style_walker_fixed_reset": set(),  # innocent: its observations' order cannot be judged (below)
+    "gym_style_walker_noisy_steps": set(),  # innocent: nothing can be judged (below)
+    "gym_style_walker_stale_reset_obs": {mon.AUTORESET},
+    "gym_style_walker_deferred_reset": {mon.AUTORESET},
+    "gym_style_walker_reward_after_reset": {mon.REWARD_ORDER},
+}
+#: factory -> the monitor specs it cannot exercise (said so, never a pass)
+NOT_EXERCISED = {
+    "gym_style_walker_fixed_reset": {mon.AUTORESET},
+    "gym_style_walker_noisy_steps": {mon.AUTORESET, mon.REWARD_ORDER},
 }
 
 
@@ -62,7 +76,9 @@ def test_a_user_env_fails_exactly_its_planted_bug(factory: str) -> None:
     statuses = {spec_id: check_spec(system, get_spec(spec_id), PROFILE) for spec_id in MONITOR}
     failed = {spec_id for spec_id, v in statuses.items() if v.status == "fail"}
     assert failed == EXPECTED[factory], {k: v.message for k, v in statuses.items() if v.status != "pass"}
-    assert all(v.status in ("pass", "fail") for v in statuses.values())
+    unexercised = {spec_id for spec_id, v in statuses.items() if v.status == "not_exercised"}
+    assert unexercised == NOT_EXERCISED.get(factory, set()), {k: v.message for k, v in statuses.items()}
+    assert all(v.status in ("pass", "fail", "not_exercised") for v in statuses.values())
     for spec_id in failed:  # the message names the sub-envs and the step
         assert "sub-envs" in statuses[spec_id].message and "env.step" in statuses[spec_id].message
 
@@ -76,6 +92,45 @@ def test_messages_say_what_went_wrong() -> None:
     assert "after _reset_idx" in reward.message
     final = check_spec(_system("walker_final_obs_after_reset"), get_spec(mon.FINAL_OBS), PROFILE)
     assert "computed after _reset_idx" in final.message and "next episode's first observation" in final.message
+
+
+def test_without_the_task_hooks_the_replay_names_what_it_saw() -> None:
+    """Issue 38: an env without DirectRLEnv's hook names was "not judged" on the order of an ending
+    step, and passed. The replay with another random state for the reset judges it."""
+    stale = check_spec(_system("gym_style_walker_deferred_reset"), get_spec(mon.AUTORESET), PROFILE)
+    assert "of a replay" in stale.message and "read before the reset" in stale.message, stale.message
+    reward = check_spec(_system("gym_style_walker_reward_after_reset"), get_spec(mon.REWARD_ORDER), PROFILE)
+    assert "another random state for its reset" in reward.message, reward.message
+    passed = check_spec(_system("gym_style_walker"), get_spec(mon.REWARD_ORDER), PROFILE)
+    assert re.search(r"judged by replaying the example with another random state: [1-9]", passed.message)
+    noisy = check_spec(_system("gym_style_walker_noisy_steps"), get_spec(mon.REWARD_ORDER), PROFILE)
+    assert "its steps draw from them" in noisy.message, noisy.message
+    fixed = check_spec(_system("gym_style_walker_fixed_reset"), get_spec(mon.AUTORESET), PROFILE)
+    assert "its reset draws nothing they show" in fixed.message, fixed.message
+
+
+def test_the_replay_puts_the_process_random_state_back() -> None:
+    import random
+
+    import numpy as np
+    import torch
+
+    from rlconform.libraries.isaaclab import order_probe
+    from rlconform.libraries.isaaclab.sample_user_envs import gym_style_walker
+    from rlconform.libraries.isaaclab.torch_run import TorchCase, actions
+
+    torch.manual_seed(11)
+    np.random.seed(11)
+    random.seed(11)
+    expected = (torch.rand(3), np.random.rand(3), random.random())
+    torch.manual_seed(11)
+    np.random.seed(11)
+    random.seed(11)
+    env = gym_style_walker(4, "cpu")
+    verdict = order_probe.judge(env, TorchCase(1, 2, 30, "push"), {"reward": "r", "obs": "o", "final": "f"}, actions)
+    assert verdict.judged.get("o", 0) > 0, verdict
+    assert torch.equal(torch.rand(3), expected[0]) and np.array_equal(np.random.rand(3), expected[1])
+    assert random.random() == expected[2]
 
 
 def test_without_isaaclab_the_exact_specs_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

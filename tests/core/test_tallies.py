@@ -66,3 +66,23 @@ def test_no_time_limit_and_a_time_limit_each_say_what_budget_would_let_an_episod
         "RLCONFORM_EPISODE_SECONDS=8 would let one end"
     )
     assert "declares no time limit (env.spec.max_episode_steps)" in no_end_reason(5.0, 300, None)
+
+
+def test_a_reason_from_an_example_that_had_the_occasion_wins_over_one_that_had_none() -> None:
+    """Issue 38: an example in which no sub-env ended says only that; a later one in which one
+    ended and its order could not be judged says why, and that is the reason the verdict gives."""
+    tally = _Tally()
+    for met, why, occasion in (
+        (False, "no sub-env ended", False),
+        (False, "its steps draw from the random state", True),
+        (False, "no sub-env ended", False),
+    ):
+        ck = Checker()
+        ck.requires("an ending sub-env judged", met, why, occasion=occasion)
+        tally.note(ck.outcome.notes)
+    assert tally.unmet() == "an ending sub-env judged in none of them: its steps draw from the random state"
+    only_none = _Tally()
+    ck = Checker()
+    ck.requires("an ending sub-env judged", False, "no sub-env ended", occasion=False)
+    only_none.note(ck.outcome.notes)
+    assert only_none.unmet() == "an ending sub-env judged in none of them: no sub-env ended"

@@ -28,7 +28,9 @@ to learn which checks failed:
   ``episode_length_buf`` is 0 after the step), one that does not end keeps counting, and the
   observation returned for an ending sub-env was computed after its reset, not before
   (:mod:`~rlconform.libraries.isaaclab.order`: read from the task hooks, so any env with
-  ``_reset_idx`` and ``_get_observations`` is judged, decodable or not).
+  ``_reset_idx`` and ``_get_observations`` is judged, decodable or not; where they do not show
+  it, :mod:`~rlconform.libraries.isaaclab.order_probe` replays the example, see
+  :func:`rlconform.libraries.isaaclab.torch_run.judge_order`).
 * ``isaaclab.reward_before_reset``: the reward returned for an ending sub-env was computed (by
   ``_get_rewards``) before its reset, from the state its last step reached.
 * ``isaaclab.final_obs``: a step in which some sub-env ends returns its terminal observation in
@@ -208,20 +210,6 @@ class ContractMonitor:
         self.notes: list[str] = []
         #: notes that concern one spec only
         self.spec_notes: dict[str, list[str]] = {}
-        if not self.order.has_reset:
-            for spec_id in (AUTORESET, REWARD_ORDER):
-                self.spec_notes.setdefault(spec_id, []).append(
-                    "the env has no _reset_idx: whether its rewards and observations were computed before or "
-                    "after an ending sub-env's reset was not seen"
-                )
-        if self.order.has_reset and not self.order.has_rewards:
-            self.spec_notes.setdefault(REWARD_ORDER, []).append(
-                "the env has no _get_rewards: when its rewards were computed was not seen"
-            )
-        if self.order.has_reset and not self.order.has_observations:
-            self.spec_notes.setdefault(AUTORESET, []).append(
-                "the env has no _get_observations: when its observations were computed was not seen"
-            )
         if self.probe.where is None:
             self.notes.append(
                 "the env has neither _pre_physics_step nor action_manager.process_action: "
@@ -483,11 +471,12 @@ class ContractMonitor:
         return torch.as_tensor(ids, device=self.device, dtype=torch.long)
 
     # ------------------------------------------------------------------------------- reporting
-    def report(self, findings: list[Finding], source: str) -> None:
-        """Record findings made outside the monitor (a wrapper's, compared with the last step)."""
-        self._report(findings, source)
+    def report(self, findings: list[Finding], source: str, *, call: int | None = None) -> None:
+        """Record findings made outside the monitor (a wrapper's, compared with the last step; a
+        replay's, at the ``call`` of the replay that showed it)."""
+        self._report(findings, source, call=call)
 
-    def _report(self, findings: list[Finding], source: str) -> None:
+    def _report(self, findings: list[Finding], source: str, *, call: int | None = None) -> None:
         for finding in hits(findings + self._held_findings()):  # one host sync
             self.counts[finding.spec] = self.counts.get(finding.spec, 0) + 1
             if self.counts[finding.spec] > KEEP:
@@ -498,7 +487,8 @@ class ContractMonitor:
                 idx = finding.bad.nonzero().flatten()
                 count = int(idx.numel())
                 envs = tuple(int(i) for i in idx[:5].tolist())
-            self.violations.append(Violation(finding.spec, self.calls, source, finding.message, envs, count))
+            at = self.calls if call is None else call
+            self.violations.append(Violation(finding.spec, at, source, finding.message, envs, count))
 
     def detach(self) -> None:
         """Put the env's own reset/step and the tapped action method back."""

@@ -60,6 +60,11 @@ class StepOrder:
         self.has_reset = self._tap(RESET, self._on_reset)
         self.has_rewards = any([self._tap(name, self._on_reward) for name in REWARD_HOOKS])
         self.has_observations = any([self._tap(name, self._on_obs) for name in OBS_HOOKS])
+        #: per spec, how many ending sub-envs the hooks judged and how many they could not (no
+        #: hook recorded a value, or the sub-env was not reset within its ending step): device
+        #: tensors, read once after a run (:meth:`tally`) so that a step costs no host sync
+        self.judged: dict[str, torch.Tensor] = {}
+        self.blind: dict[str, torch.Tensor] = {}
 
     # ------------------------------------------------------------------------------- the taps
     def _tap(self, name: str, record: Callable[[tuple[Any, ...], Any], None]) -> bool:
@@ -116,6 +121,8 @@ class StepOrder:
         those whose returned observation was read only before it."""
         found: list[Finding] = []
         ended = done & self.reset_mask
+        self._count(reward_spec, done, bool(self.rewards) and tuple(reward.shape) == (self.num_envs,))
+        self._count(obs_spec, done, bool(self.observations) and obs.dtype != torch.bool)
         if self.rewards and tuple(reward.shape) == (self.num_envs,):
             after, before = self._matches(self.rewards, lambda v: reward == v)
             found.append(
@@ -153,7 +160,9 @@ class StepOrder:
         given as the ended episode's last. DirectRLEnv computes it before ``_reset_idx``; a value
         that equals one computed before the reset (a terminal state the reset does not change) is
         never blamed."""
-        if not self.observations or final.dtype == torch.bool or tuple(final.shape[:1]) != (self.num_envs,):
+        judged = bool(self.observations) and final.dtype != torch.bool and tuple(final.shape[:1]) == (self.num_envs,)
+        self._count(spec, done, judged)
+        if not judged:
             return []
         flat = final.reshape(self.num_envs, -1)
 
@@ -172,6 +181,23 @@ class StepOrder:
                 done & self.reset_mask & after & ~before,
             )
         ]
+
+    def _count(self, spec: str, done: torch.Tensor, recorded: bool) -> None:
+        """Tally the ending sub-envs whose order the hooks saw (a value recorded, and the sub-env
+        reset within the step) and those they did not."""
+        seen = done & self.reset_mask if recorded else torch.zeros_like(done)
+        zero = torch.zeros((), dtype=torch.long, device=self.device)
+        self.judged[spec] = self.judged.get(spec, zero) + seen.sum()
+        self.blind[spec] = self.blind.get(spec, zero) + (done & ~seen).sum()
+
+    def tally(self) -> dict[str, tuple[int, int]]:
+        """Per spec: (ending sub-envs the hooks judged, ending sub-envs they could not), read with
+        one host sync."""
+        specs = sorted(self.judged)
+        if not specs:
+            return {}
+        values = torch.stack([torch.stack((self.judged[s], self.blind[s])) for s in specs]).tolist()
+        return {s: (int(j), int(b)) for s, (j, b) in zip(specs, values, strict=True)}
 
     def _matches(
         self, events: list[_Event], equal: Callable[[torch.Tensor], torch.Tensor]

@@ -19,6 +19,9 @@ from typing import Any
 import torch
 
 from rlconform.envs.whole_run import WholeRunRecord
+from rlconform.libraries.isaaclab import monitor as mon
+from rlconform.libraries.isaaclab import order_probe
+from rlconform.libraries.isaaclab.findings import Finding, hits
 from rlconform.libraries.isaaclab.monitor import ContractMonitor, ExactModel, Violation
 from rlconform.libraries.isaaclab.wrappers import compare, driver_for
 from rlconform.specs.families import ISAACLAB_TORCH
@@ -64,6 +67,11 @@ class TorchRun(WholeRunRecord):
     notes: list[str] = field(default_factory=list)
     #: notes that concern one spec only
     spec_notes: dict[str, list[str]] = field(default_factory=dict)
+    #: spec -> (what it needs to have seen, whether this run saw it, why not, whether the run had
+    #: the occasion: a sub-env ended): Checker.requires
+    requirements: dict[str, tuple[str, bool, str, bool]] = field(default_factory=dict)
+    #: spec -> tallies summed over the search (Checker.count)
+    tallies: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     #: the system the case ran on (the core's RunRecord; set by the family's ``run_case``)
     system: Any = None
 
@@ -149,10 +157,78 @@ def drive(target: Target, case: TorchCase) -> TorchRun:
                 driver.release(wrapped)
     finally:
         monitor.detach()
+    order_notes = judge_order(env, case, monitor, run)
     run.violations = list(monitor.violations)
     run.counts = dict(monitor.counts)
     run.env_steps = monitor.env_steps_checked
     run.steps = monitor.steps_checked
     run.notes = list(monitor.notes)
     run.spec_notes = {spec_id: list(notes) for spec_id, notes in monitor.spec_notes.items()}
+    for spec_id, notes in order_notes.items():
+        run.spec_notes.setdefault(spec_id, []).extend(notes)
     return run
+
+
+#: the specs whose facts are the order of an ending step, and what each judges
+_ORDER = {"reward": mon.REWARD_ORDER, "obs": mon.AUTORESET, "final": mon.FINAL_OBS}
+_WHAT = {
+    mon.REWARD_ORDER: "an ending sub-env whose reward was judged computed before or after its reset",
+    mon.AUTORESET: "an ending sub-env whose returned observation was judged read before or after its reset",
+}
+
+
+def judge_order(env: Any, case: TorchCase, monitor: ContractMonitor, run: TorchRun) -> dict[str, list[str]]:
+    """Where the task hooks did not show the order of an ending step (an env without them, hooks
+    that return nothing, a sub-env not reset within the step that ended it), replay the example
+    (:mod:`~rlconform.libraries.isaaclab.order_probe`) and add what it found to the monitor's
+    violations; record per spec how many ending sub-envs were judged, and how. Returns the notes
+    of the specs that only note it."""
+    notes: dict[str, list[str]] = {}
+    tally = monitor.order.tally()
+    ended = sum(tally.get(mon.REWARD_ORDER, (0, 0)))
+    blind = {spec_id for spec_id, (_judged, unseen) in tally.items() if unseen}
+    verdict = order_probe.judge(env, case, _ORDER, actions) if blind else None
+    if verdict is not None:
+        found = [
+            Finding(spec_id, message, bad) for spec_id, message, bad, _step in verdict.findings if spec_id in blind
+        ]
+        steps = {spec_id: step for spec_id, _m, _b, step in verdict.findings}
+        for finding in hits(found):
+            step = steps[finding.spec]
+            # the replay's calls: reset(seed) is the first, step t the (t + 1)-th
+            monitor.report([finding], f"env.step(actions #{step}) of a replay", call=step + 1)
+    for spec_id in (mon.REWARD_ORDER, mon.AUTORESET, mon.FINAL_OBS):
+        hooked = tally.get(spec_id, (0, 0))[0]
+        replayed = verdict.judged.get(spec_id, 0) if verdict is not None and spec_id in blind else 0
+        if hooked:
+            run.tallies.setdefault(spec_id, []).append(("ending sub-envs judged from the task hooks", hooked))
+        if replayed:
+            run.tallies.setdefault(spec_id, []).append(
+                ("ending sub-envs judged by replaying the example with another random state", replayed)
+            )
+        why = why_not_judged(monitor, ended, verdict)
+        if spec_id in _WHAT:
+            run.requirements[spec_id] = (_WHAT[spec_id], bool(hooked or replayed), why, bool(ended))
+        elif ended and not (hooked or replayed):
+            notes.setdefault(spec_id, []).append(
+                f"whether the terminal observation was computed before the reset: not judged ({why})"
+            )
+    return notes
+
+
+def why_not_judged(monitor: ContractMonitor, ended: int, verdict: order_probe.OrderVerdict | None) -> str:
+    if not ended:
+        return f"no sub-env ended within the example's steps (max_episode_length={monitor.max_episode_length})"
+    hooks = monitor.order
+    missing = [
+        name
+        for name, present in (
+            ("_reset_idx", hooks.has_reset),
+            ("_get_rewards", hooks.has_rewards),
+            ("_get_observations", hooks.has_observations),
+        )
+        if not present
+    ]
+    said = f"the env has no {', '.join(missing)}" if missing else "its task hooks did not show it"
+    replay = verdict.not_judged if verdict is not None and verdict.not_judged else "the replay did not show it"
+    return f"{said}, and replaying the example could not tell: {replay}"

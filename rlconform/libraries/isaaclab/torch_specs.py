@@ -72,6 +72,11 @@ def outcome(spec_id: str, run: TorchRun) -> Outcome:
             ck.note(note)
     for note in run.spec_notes.get(spec_id, ()):
         ck.note(note)
+    if spec_id in run.requirements:
+        what, met, why_not, occasion = run.requirements[spec_id]
+        ck.requires(what, met, why_not, occasion=occasion)
+    for label, n in run.tallies.get(spec_id, ()):
+        ck.count(label, n)
     ck.outcome.checked += run.env_steps
     for violation in run.violations:
         if violation.spec == spec_id:
