@@ -33,7 +33,13 @@ TARGETS = {
     "sb3-buffer": ("mypkg.agents:make", "sb3.Algorithm"),
     "gae": ("mypkg.returns:make", "torchrl.ValueEstimator"),
     "multistep": ("mypkg.buffers:make", "torchrl.ReplayBuffer"),
+    # issue 38: RSL-RL's runner, where RSL-RL is installed (the Isaac Lab environment: run this
+    # script with .venv-isaaclab/bin/python --targets rsl-rl-ppo rsl-rl-planted)
+    "rsl-rl-ppo": ("rlconform.libraries.rsl_rl.runner_planted:ppo", "rsl_rl.Runner"),
+    "rsl-rl-planted": ("rlconform.libraries.rsl_rl.runner_planted:ppo_time_outs_for_terminations", "rsl_rl.Runner"),
 }
+#: the targets every run takes unless told (the RSL-RL ones need the Isaac Lab environment)
+DEFAULT = ("sb3-dqn", "sb3-buffer", "gae", "multistep")
 #: SB3's own DQN as a user's factory would build it
 DQN_FACTORY = """from stable_baselines3 import DQN
 
@@ -61,9 +67,9 @@ def check(folder: Path, reference: str, api: str, out: Path) -> tuple[float, dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    parser.add_argument("--targets", nargs="+", default=list(DEFAULT), choices=list(TARGETS))
     args = parser.parse_args()
-    print(f"{'target':10} {'api':24} {'wall s':>7} {'specs':>5}  statuses")
+    print(f"{'target':14} {'api':24} {'wall s':>7} {'specs':>5}  statuses")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "work"
         folder.mkdir()
@@ -77,7 +83,7 @@ def main() -> None:
                 seconds, statuses = check(folder, reference, api, Path(tmp) / f"{name}-{k}.json")
                 times.append(seconds)
             counted = ", ".join(f"{n} {s}" for s, n in sorted(Counter(statuses.values()).items()))
-            print(f"{name:10} {api:24} {statistics.median(times):7.1f} {len(statuses):5}  {counted}", flush=True)
+            print(f"{name:14} {api:24} {statistics.median(times):7.1f} {len(statuses):5}  {counted}", flush=True)
 
 
 if __name__ == "__main__":

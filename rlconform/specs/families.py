@@ -33,6 +33,9 @@ ISAACLAB_DIRECT = "isaaclab.DirectRLEnv"
 ISAACLAB_RSL_RL = "isaaclab.rsl_rl"
 #: Isaac Lab envs and wrappers checked vectorized, in torch, at scale (the torch tier)
 ISAACLAB_TORCH = "isaaclab"
+#: an RSL-RL runner: what its own collection stores and the returns and advantages it computes
+#: (rlconform.libraries.rsl_rl)
+RSL_RL_RUNNER = "rsl_rl.Runner"
 #: a user's own env in env-author mode (its observations are not decodable; ``--api gymnasium.Env``)
 USER_ENV = "gymnasium.Env"
 #: a ready-made vector env, vectorized natively (rlconform.libraries.gymnasium.native_vector)

@@ -126,6 +126,8 @@ from typing import TYPE_CHECKING
 import gymnasium
 
 if TYPE_CHECKING:
+    from rsl_rl.env import VecEnv as RslRlVecEnv
+    from rsl_rl.runners import OnPolicyRunner
     from stable_baselines3.common.vec_env import VecEnv
 
 
@@ -195,6 +197,13 @@ def torch_batched(num_envs, device):
     from rlconform.libraries.isaaclab.sample_user_envs import walker
 
     return walker(num_envs, device)
+
+
+def runner(env: RslRlVecEnv) -> OnPolicyRunner:
+    _ran("runner")
+    from rlconform.libraries.rsl_rl.runner_planted import ppo
+
+    return ppo(env)
 """
 SAMPLES = "wrong_api_samples"
 
@@ -212,6 +221,8 @@ SAMPLE_OF: dict[str, tuple[str, tuple[str, ...]]] = {
     # the torch tier checks a duck-typed torch env without Isaac Lab: the sample needs torch only
     # (a factory of Isaac Lab's own classes: test_an_isaac_lab_annotation_names_its_api)
     "isaaclab": ("torch_batched", ("torch",)),
+    # RSL-RL's runner imports GitPython: both are in the Isaac Lab environment
+    "rsl_rl.Runner": ("runner", ("rsl_rl", "git")),
 }
 #: (the sample's --api, the --api it is given) where neither its signature nor its annotations
 #: tell the two apart, so that it is built, and what it returns decides: an unannotated

@@ -30,6 +30,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -56,6 +57,8 @@ import gymnasium
 if TYPE_CHECKING:  # annotated as users annotate: the names are never imported at run time
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecEnv
+    from rsl_rl.env import VecEnv as RslRlVecEnv
+    from rsl_rl.runners import OnPolicyRunner
     from torchrl.data import ReplayBuffer
 
 
@@ -205,6 +208,19 @@ def bad_torch_batched(num_envs, device):
     from rlconform.libraries.isaaclab.sample_user_envs import walker_time_out_as_termination
 
     return walker_time_out_as_termination(num_envs, device)
+
+
+# rsl_rl.Runner (the Isaac Lab environment has RSL-RL)
+def good_runner(env: RslRlVecEnv) -> OnPolicyRunner:
+    from rlconform.libraries.rsl_rl.runner_planted import ppo
+
+    return ppo(env)
+
+
+def bad_runner(env: RslRlVecEnv) -> OnPolicyRunner:
+    from rlconform.libraries.rsl_rl.runner_planted import ppo_post_step_obs
+
+    return ppo_post_step_obs(env)
 """
 
 
@@ -300,8 +316,13 @@ SAMPLES = [
         ("torch",),
         options={"num_envs": 4, "device": "cpu"},
     ),
+    # RSL-RL's runner imports GitPython (its logger): installed in the Isaac Lab environment
+    Sample("rsl_rl.Runner", "runner", ("learner.storage", "learner.returns"), "sb3.Algorithm", ("rsl_rl", "git")),
 ]
-PARAMS = [pytest.param(sample, id=sample.api) for sample in SAMPLES]
+#: RLCONFORM_EVERY_API=api[,api...]: the --apis this run takes (tests/isaaclab runs rsl_rl.Runner's in
+#: the Isaac Lab environment, the only one with RSL-RL); default every one
+ONLY = [api for api in os.environ.get("RLCONFORM_EVERY_API", "").split(",") if api]
+PARAMS = [pytest.param(sample, id=sample.api) for sample in SAMPLES if not ONLY or sample.api in ONLY]
 
 
 def test_every_api_has_samples() -> None:
@@ -420,7 +441,7 @@ def test_{name}(rlconform_check):
 
 @pytest.fixture(scope="module")
 def runs(folder: Path, run_python: Callable[..., subprocess.CompletedProcess[str]]) -> Iterator[Runs]:
-    installed = [sample for sample in SAMPLES if sample.installed()]
+    installed = [sample for sample in SAMPLES if sample.installed() and (not ONLY or sample.api in ONLY)]
     tests = "".join(
         COLLECTED_TEST.format(factories=[s.good, s.bad], api=s.api, specs=list(s.specs), options=s.options, name=s.name)
         for s in installed

@@ -1,0 +1,359 @@
+"""The specs of what an on-policy learner stores and computes from rlconform's torch env
+(``--api rsl_rl.Runner``): its storage, its returns and advantages, and how its time-out bootstrap
+departs from the exact one.
+
+The truth is the env's log (:class:`~rlconform.libraries.rsl_rl.stamp_env.StepLog`): the
+observation each step started from, the action sent, the reward, whether it terminated or timed
+out, and the row it reached. The references are rlconform's own float64 code over that log and
+the learner's own values (``storage.values``, V(s_t) as its critic computed them while
+collecting):
+
+* :func:`recipe_returns`: GAE with the learner's gamma and lambda over each sub-env's episodes,
+  with RSL-RL's documented time-out bootstrap ``r + gamma * V(s_t)`` (``algorithms/ppo.py:155-160``:
+  ``rewards += gamma * values * time_outs``) and nothing carried across an episode end or between
+  sub-envs;
+* :func:`exact_returns`: the same with the exact bootstrap ``r + gamma * V(terminal observation)``.
+
+``learner.returns`` holds a learner to the recipe; ``learner.exact_targets`` names the departure of
+the recipe from the exact targets as the documented approximation it is ("known", with its bias
+measured on the run), and fails anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from rlconform.core.spec import Checker, Outcome, spec
+from rlconform.libraries.rsl_rl.runner_run import RunnerRun, StorageFacts
+from rlconform.specs.families import RSL_RL_RUNNER
+
+STORAGE = "learner.storage"
+RETURNS = "learner.returns"
+EXACT = "learner.exact_targets"
+FAMILIES = frozenset({RSL_RL_RUNNER})
+#: failures shown per spec and example (the count of all of them is noted)
+SHOW = 3
+#: where RSL-RL documents its time-out bootstrap
+RSL_RL_BOOTSTRAP = (
+    "rsl-rl-lib 5.5.1 algorithms/ppo.py:155-160 (process_env_step: rewards += gamma * values * time_outs, "
+    "the value of the step's own observation V(s_t) standing in for V(terminal observation))"
+)
+
+
+# --------------------------------------------------------------------------------- the truth
+class Truth:
+    """The env log's last ``steps`` steps as float64 ``[steps, num_envs]`` tensors."""
+
+    def __init__(self, run: RunnerRun, facts: StorageFacts) -> None:
+        steps = facts.returns.shape[0]
+        log = run.log
+        self.steps = steps
+        self.obs_before = log.stacked("obs_before")[-steps:].to("cpu")
+        self.actions = log.stacked("actions")[-steps:].to("cpu")
+        self.rewards = log.stacked("rewards")[-steps:].to("cpu", torch.float64)
+        self.terminated = log.stacked("terminated")[-steps:].to("cpu")
+        self.truncated = log.stacked("truncated")[-steps:].to("cpu")
+        self.done = self.terminated | self.truncated
+
+    def where(self, t: int, e: int) -> str:
+        _env, episode, step = (int(v) for v in self.obs_before[t, e, :3].tolist())
+        return f"row {t} of sub-env {e} (episode {episode}, step {step} -> {step + 1})"
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values_at_end: torch.Tensor,
+    done: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """Returns ``A + V`` of GAE over ``[steps, num_envs]`` (float64): nothing crosses an episode end
+    (``done``) or a sub-env."""
+    steps = rewards.shape[0]
+    returns = torch.zeros_like(rewards)
+    advantage = torch.zeros_like(rewards[0])
+    for t in reversed(range(steps)):
+        next_values = next_values_at_end if t == steps - 1 else values[t + 1]
+        going = (~done[t]).to(torch.float64)
+        delta = rewards[t] + going * gamma * next_values - values[t]
+        advantage = delta + going * gamma * lam * advantage
+        returns[t] = advantage + values[t]
+    return returns
+
+
+def recipe_rewards(truth: Truth, facts: StorageFacts) -> torch.Tensor:
+    """The rewards RSL-RL stores: the env's, plus ``gamma * V(s_t)`` at a time-out."""
+    return truth.rewards + facts.gamma * facts.values * truth.truncated.to(torch.float64)
+
+
+def recipe_returns(truth: Truth, facts: StorageFacts) -> torch.Tensor:
+    return gae(recipe_rewards(truth, facts), facts.values, facts.v_last, truth.done, facts.gamma, facts.lam)
+
+
+def exact_returns(truth: Truth, facts: StorageFacts) -> torch.Tensor:
+    bootstrap = facts.gamma * facts.v_reached * truth.truncated.to(torch.float64)
+    return gae(truth.rewards + bootstrap, facts.values, facts.v_last, truth.done, facts.gamma, facts.lam)
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """Equal within float32 arithmetic over a rollout (the learner computes in float32)."""
+    return (actual - expected).abs() <= 1e-4 * scale * (1.0 + expected.abs())
+
+
+def standardized(advantages: torch.Tensor) -> torch.Tensor:
+    """RSL-RL's standardization over the rollout (``compute_returns``): unbiased std, plus 1e-8."""
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
+# --------------------------------------------------------------------------------- helpers
+def _start(run: RunnerRun, spec_id: str) -> tuple[Checker, StorageFacts | None]:
+    ck = Checker(spec_id)
+    for name in ("learn_error", "read_error"):
+        said = getattr(run, name)
+        if said:
+            ck.fail(f"{'learn' if name == 'learn_error' else 'reading the storage'} raised {said}")
+    return ck, run.storage
+
+
+def _each_bad(ck: Checker, good: torch.Tensor, message: Callable[[int, int], str], *, what: str = "rows") -> None:
+    """One fact per (row, sub-env); the first :data:`SHOW` that do not hold are failures."""
+    ck.outcome.checked += int(good.numel())
+    bad = (~good).nonzero().tolist()
+    for t, e in bad[:SHOW]:
+        ck.fail(message(t, e), env=e)
+    if len(bad) > SHOW:
+        ck.note(f"{len(bad) - SHOW} more {what} broke it (the first {SHOW} are shown)")
+
+
+def _decoded(row: torch.Tensor) -> str:
+    i, episode, step, echo, _salt = row.tolist()
+    return f"(env {int(i)}, episode {int(episode)}, step {int(step)}, echo {echo:.4g})"
+
+
+# --------------------------------------------------------------------------------- the specs
+@spec(
+    STORAGE,
+    statement=(
+        "Row t of sub-env e of the learner's storage is that sub-env's t-th step of the rollout: the observation "
+        "the step started from, the action the env was sent, done exactly where the episode ended (terminated or "
+        "timed out), and the env's reward (plus the learner's documented time-out bootstrap, only at a time-out)."
+    ),
+    rationale=(
+        "Every update reads these rows: a storage that keeps the observation after the step, a done one step "
+        "late, or a bootstrap added at a termination trains on transitions that never happened, with no error."
+    ),
+    impact="training-data",
+    families=FAMILIES,
+    needs=("usable",),
+)
+def check_storage(run: RunnerRun) -> Outcome:
+    ck, facts = _start(run, STORAGE)
+    if facts is None:
+        return ck.done()
+    truth = Truth(run, facts)
+    if tuple(facts.observations.shape[:2]) != tuple(truth.obs_before.shape[:2]):
+        ck.fail(
+            f"the storage holds {tuple(facts.observations.shape[:2])} (steps, sub-envs) of observations; the "
+            f"rollout was {tuple(truth.obs_before.shape[:2])}"
+        )
+        return ck.done()
+    same_obs = (facts.observations == truth.obs_before).all(dim=-1)
+    _each_bad(
+        ck,
+        same_obs,
+        lambda t, e: (
+            f"{truth.where(t, e)}: the stored observation decodes to {_decoded(facts.observations[t, e])}, "
+            f"but the step started from {_decoded(truth.obs_before[t, e])}"
+        ),
+    )
+    if facts.actions.shape == truth.actions.shape:
+        _each_bad(
+            ck,
+            (facts.actions == truth.actions).all(dim=-1),
+            lambda t, e: (
+                f"{truth.where(t, e)}: the stored action is {facts.actions[t, e].tolist()}, the env was sent "
+                f"{truth.actions[t, e].tolist()}"
+            ),
+        )
+    else:
+        ck.fail(f"the stored actions have shape {tuple(facts.actions.shape)}; sent: {tuple(truth.actions.shape)}")
+    _each_bad(
+        ck,
+        facts.dones == truth.done,
+        lambda t, e: (
+            f"{truth.where(t, e)}: stored done={bool(facts.dones[t, e])}, but the episode "
+            + ("terminated" if truth.terminated[t, e] else "timed out" if truth.truncated[t, e] else "went on")
+            + " on that step"
+        ),
+    )
+    expected = recipe_rewards(truth, facts)
+
+    def reward_message(t: int, e: int) -> str:
+        kind = "terminated" if truth.terminated[t, e] else "timed out" if truth.truncated[t, e] else "went on"
+        bootstrapped = truth.rewards[t, e] + facts.gamma * facts.values[t, e]
+        why = ""
+        if not truth.truncated[t, e] and bool(close(facts.rewards[t, e], bootstrapped)):
+            why = ": it holds the time-out bootstrap gamma * V(s_t) where the episode " + (
+                "terminated (a termination bootstrapped as a time-out)" if kind == "terminated" else "went on"
+            )
+        elif truth.truncated[t, e] and bool(close(facts.rewards[t, e], truth.rewards[t, e])):
+            why = ": the time-out was not bootstrapped"
+        return (
+            f"{truth.where(t, e)} ({kind}): the stored reward is {float(facts.rewards[t, e]):.6g}, expected "
+            f"{float(expected[t, e]):.6g} (the env's {float(truth.rewards[t, e]):.6g}"
+            + (
+                f" + gamma * V(s_t) = {facts.gamma:g} * {float(facts.values[t, e]):.6g}"
+                if truth.truncated[t, e]
+                else ""
+            )
+            + f"){why}"
+        )
+
+    _each_bad(ck, close(facts.rewards, expected), reward_message)
+    return ck.done()
+
+
+def _end_to_end(rewards: torch.Tensor, facts: StorageFacts, done: torch.Tensor) -> torch.Tensor:
+    """GAE over the columns laid end to end: sub-env e's last row bootstraps from sub-env e+1's
+    first value, and the recursion runs on across them."""
+    steps, n = rewards.shape
+    flat_r, flat_v, flat_d = rewards.T.reshape(-1), facts.values.T.reshape(-1), done.T.reshape(-1)
+    # gae() reads values[t + 1] as row t's next value: laid end to end, that is the next sub-env's first
+    returns = gae(flat_r[:, None], flat_v[:, None], facts.v_last[-1:], flat_d[:, None], facts.gamma, facts.lam)
+    return returns.reshape(n, steps).T
+
+
+def _returns_diagnosis(truth: Truth, facts: StorageFacts) -> str:
+    """Which wrong computation the stored returns are, where one fits them all."""
+    rewards = recipe_rewards(truth, facts)
+    never = torch.zeros_like(truth.done)
+    candidates = {
+        "GAE carried across episode ends (dones ignored in the recursion)": gae(
+            rewards, facts.values, facts.v_last, never, facts.gamma, facts.lam
+        ),
+        "GAE with gamma and lambda swapped": gae(
+            rewards, facts.values, facts.v_last, truth.done, facts.lam, facts.gamma
+        ),
+        "GAE with the dones one step late": gae(
+            rewards,
+            facts.values,
+            facts.v_last,
+            torch.cat([never[:1], truth.done[:-1]]),
+            facts.gamma,
+            facts.lam,
+        ),
+        "one GAE recursion over the sub-envs' rows laid end to end (a sub-env's last row bootstrapped from the "
+        "next sub-env's first)": _end_to_end(rewards, facts, truth.done),
+    }
+    for name, candidate in candidates.items():
+        if bool(close(facts.returns, candidate, scale=10.0).all()):
+            return f"; they are {name}"
+    return ""
+
+
+@spec(
+    RETURNS,
+    statement=(
+        "The learner's returns are GAE with its own gamma and lambda over each sub-env's episodes, from the env's "
+        "rewards and the values it stored, with nothing carried across an episode end or between sub-envs, and "
+        "its documented time-out bootstrap; its advantages are those returns minus the values (standardized over "
+        "the rollout or not)."
+    ),
+    rationale=(
+        "The returns are the critic's targets and the advantages the policy gradient's weights: a return that "
+        "accumulates the next episode's rewards, or another sub-env's, corrupts every update silently."
+    ),
+    impact="training-data",
+    families=FAMILIES,
+    needs=("usable",),
+)
+def check_returns(run: RunnerRun) -> Outcome:
+    ck, facts = _start(run, RETURNS)
+    if facts is None:
+        return ck.done()
+    truth = Truth(run, facts)
+    if facts.returns.shape != truth.rewards.shape:
+        ck.fail(
+            f"the storage holds returns of shape {tuple(facts.returns.shape)}; the rollout was {tuple(truth.rewards.shape)}"
+        )
+        return ck.done()
+    expected = recipe_returns(truth, facts)
+    good = close(facts.returns, expected, scale=10.0)
+    diagnosis = "" if bool(good.all()) else _returns_diagnosis(truth, facts)
+    _each_bad(
+        ck,
+        good,
+        lambda t, e: (
+            f"{truth.where(t, e)}: the stored return is {float(facts.returns[t, e]):.6g}, GAE (gamma="
+            f"{facts.gamma:g}, lambda={facts.lam:g}) over the episode gives {float(expected[t, e]):.6g}{diagnosis}"
+        ),
+    )
+    raw = expected - facts.values
+    forms = {"minus the values": raw, "minus the values, standardized over the rollout": standardized(raw)}
+    fits = [name for name, form in forms.items() if bool(close(facts.advantages, form, scale=10.0).all())]
+    ck.outcome.checked += int(raw.numel())
+    if not fits:
+        t, e = (~close(facts.advantages, forms["minus the values"], scale=10.0)).nonzero()[0].tolist()
+        ck.fail(
+            f"{truth.where(t, e)}: the stored advantage is {float(facts.advantages[t, e]):.6g}; the return minus the "
+            f"value is {float(raw[t, e]):.6g} ({float(standardized(raw)[t, e]):.6g} standardized over the rollout)",
+            env=e,
+        )
+    return ck.done()
+
+
+@spec(
+    EXACT,
+    statement=(
+        "The learner's returns are the exact GAE targets, a time-out bootstrapped from the value of the observation "
+        "the episode ended on; a departure the learner's library documents is 'known', with its bias measured."
+    ),
+    rationale=(
+        "RSL-RL has no terminal observation and bootstraps a time-out from V(s_t), the step's own observation: a "
+        "documented approximation whose bias is measured on the run, never a silent pass; any other departure is a "
+        "defect."
+    ),
+    impact="training-data",
+    families=FAMILIES,
+    needs=("usable",),
+)
+def check_exact_targets(run: RunnerRun) -> Outcome:
+    ck, facts = _start(run, EXACT)
+    if facts is None:
+        return ck.done()
+    truth = Truth(run, facts)
+    if facts.returns.shape != truth.rewards.shape:
+        return ck.done()  # learner.returns says it
+    time_outs = int(truth.truncated.sum())
+    ck.requires(
+        "an episode that timed out within the rollout",
+        time_outs > 0,
+        f"no episode timed out within the rollout's {truth.steps} steps (time limit {run.case.max_episode_length})",
+    )
+    exact = exact_returns(truth, facts)
+    recipe = recipe_returns(truth, facts)
+    exact_ok = close(facts.returns, exact, scale=10.0)
+    recipe_ok = close(facts.returns, recipe, scale=10.0)
+    ck.outcome.checked += int(exact.numel())
+    if bool(exact_ok.all()):
+        return ck.done()
+    if bool(recipe_ok.all()):
+        off = ~exact_ok
+        bias = (facts.returns - exact)[off]
+        ck.approximation(
+            RSL_RL_BOOTSTRAP,
+            f"{int(off.sum())} of {off.numel()} returns depart from the exact targets, downstream of {time_outs} "
+            f"time-out(s) bootstrapped from V(s_t) instead of V(terminal observation): bias mean "
+            f"{float(bias.mean()):+.4g}, max |bias| {float(bias.abs().max()):.4g} (return units)",
+        )
+        return ck.done()
+    t, e = (~(exact_ok | recipe_ok)).nonzero()[0].tolist()
+    ck.fail(
+        f"{truth.where(t, e)}: the stored return {float(facts.returns[t, e]):.6g} is neither the exact target "
+        f"{float(exact[t, e]):.6g} nor RSL-RL's documented recipe {float(recipe[t, e]):.6g}",
+        env=e,
+    )
+    return ck.done()

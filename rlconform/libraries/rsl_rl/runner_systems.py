@@ -1,0 +1,126 @@
+"""The bundled systems of family ``rsl_rl.Runner``: RSL-RL's own PPO over rlconform's torch env,
+innocent variants of it (other horizons, lambda 1, observation normalization, per-mini-batch
+advantages), and planted bugs of the kinds a fork of RSL-RL's storage or GAE, or a wrapper between
+the env and the runner, makes (:mod:`~rlconform.libraries.rsl_rl.runner_planted`).
+
+Loaded where RSL-RL is importable (``rlconform.libraries.rsl_rl.LIBRARY``): its learners' specs and
+systems mean nothing without it. Nothing here imports torch or RSL-RL at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rlconform.core.system import System, SystemTable
+from rlconform.libraries.rsl_rl.runner_family import CAPS, runner_importable
+from rlconform.specs.families import RSL_RL_RUNNER
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
+#: what the bundled systems need installed
+REQUIRES = ("rsl-rl-lib", "tensordict", "torch")
+
+
+EXACT = "learner.exact_targets"
+#: where RSL-RL documents its time-out bootstrap (learner.exact_targets is "known" for its PPO)
+RSL_RL_BOOTSTRAP_KNOWN = (
+    EXACT,
+    "documented (rsl-rl-lib 5.5.1 algorithms/ppo.py:155-160): a time-out is bootstrapped from V(s_t), the step's "
+    "own observation, instead of V(terminal observation), which RSL-RL does not keep",
+)
+
+
+def _register(system_id: str, title: str, build: Callable[[Any], Any], **kwargs: Any) -> None:
+    SYSTEMS.add(
+        System(
+            id=system_id,
+            family=RSL_RL_RUNNER,
+            title=title,
+            build=build,
+            source=title,
+            requires=REQUIRES,
+            capabilities=CAPS,
+            availability=runner_importable,
+            **kwargs,
+        )
+    )
+
+
+def _ppo(**overrides: Any) -> Callable[[Any], Any]:
+    def make(env: Any) -> Any:
+        from rlconform.libraries.rsl_rl.runner_planted import make_runner
+
+        return make_runner(env, **overrides)
+
+    return make
+
+
+#: innocent variants of RSL-RL's PPO: (id suffix, what differs, overrides of runner_planted.make_runner)
+VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("", "RSL-RL's PPO, 8 steps per env, gamma 0.99, lambda 0.95", {}),
+    (".horizon_3", "a 3-step rollout", {"num_steps_per_env": 3}),
+    (".horizon_24", "a 24-step rollout", {"num_steps_per_env": 24}),
+    (".lambda_1", "lambda 1 (Monte Carlo returns bootstrapped at the rollout's end)", {"lam": 1.0}),
+    (".obs_normalization", "observation normalization in the actor and critic", {"obs_normalization": True}),
+    (
+        ".per_mini_batch_advantages",
+        "advantages standardized per mini-batch (stored raw)",
+        {"normalize_advantage_per_mini_batch": True},
+    ),
+)
+for _suffix, _what, _overrides in VARIANTS:
+    _register(
+        f"rsl_rl.Runner.PPO{_suffix}",
+        f"OnPolicyRunner(env, train_cfg, log_dir=None): {_what}",
+        _ppo(**_overrides),
+        known_violations=(RSL_RL_BOOTSTRAP_KNOWN,),
+    )
+
+
+def _planted(defect: str) -> Callable[[Any], Any]:
+    def make(env: Any) -> Any:
+        from rlconform.libraries.rsl_rl.runner_planted import make_runner
+
+        return make_runner(env, defect=defect)
+
+    return make
+
+
+#: planted bug -> (what it does, the specs it must fail: a wrong return is neither the exact target
+#: nor RSL-RL's documented recipe, so learner.exact_targets fails with learner.returns)
+PLANTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gae_across_episodes": (
+        "a PPO whose GAE ignores the dones (carries the next episode's rewards back)",
+        ("learner.returns", EXACT),
+    ),
+    "gae_lambda_as_gamma": ("a PPO whose GAE discounts by lambda where gamma is due", ("learner.returns", EXACT)),
+    "gae_across_envs": (
+        "a PPO whose GAE runs one recursion over the sub-envs' rows laid end to end",
+        ("learner.returns", EXACT),
+    ),
+    "post_step_obs": (
+        "a PPO that stores the observation after the step as the step's own",
+        ("learner.storage",),
+    ),
+    "late_dones": (
+        "a storage that keeps each step's dones one step late",
+        ("learner.storage", "learner.returns", EXACT),
+    ),
+    "time_outs_for_terminations": (
+        "a wrapper that hands RSL-RL every done as a time-out (terminations bootstrapped)",
+        ("learner.storage", "learner.returns", EXACT),
+    ),
+    "no_time_outs": (
+        "a wrapper that drops extras['time_outs'] (time-outs not bootstrapped)",
+        ("learner.storage", "learner.returns", EXACT),
+    ),
+}
+for _defect, (_what, _fails) in PLANTS.items():
+    _register(
+        f"planted.rsl_rl.Runner.{''.join(p.title() for p in _defect.split('_'))}",
+        f"planted bug: {_what}",
+        _planted(_defect),
+        kind="planted",
+        plants=_fails,
+    )
