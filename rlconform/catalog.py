@@ -23,6 +23,7 @@ LIBRARIES: tuple[Library, ...] = (
 #: the cross-family specs (rlconform/specs/): each applies to every family whose runs it can read
 SPEC_MODULES: tuple[str, ...] = (
     "rlconform.specs.dtypes",
+    "rlconform.specs.learner",
     "rlconform.specs.aliasing",
     "rlconform.specs.api",
     "rlconform.specs.lifecycle",

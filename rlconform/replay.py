@@ -3,7 +3,7 @@
 A reproducer imports only from here: :func:`replay` and the names its case is written with (plan
 operations, env scripts and spaces, and the case type of every family that draws its own:
 ``AlgorithmCase``, ``NativeCase``, ``EstimatorCase``, ``ReplayCase``, ``CollectorCase``,
-``TorchCase``, ``EnvCase``, ``RunnerCase``). The modules behind them may move; these names stay. The case types
+``TorchCase``, ``EnvCase``, ``LearnerCase``). The modules behind them may move; these names stay. The case types
 live in their libraries' packages and are imported only when a reproducer asks for them, so that
 importing this module needs no optional library.
 
@@ -51,7 +51,7 @@ _LAZY = {
     "EstimatorCase": "rlconform.libraries.torchrl.value_case",
     "NativeCase": "rlconform.libraries.gymnasium.native_vector",
     "ReplayCase": "rlconform.libraries.torchrl.replay_case",
-    "RunnerCase": "rlconform.libraries.rsl_rl.runner_run",
+    "LearnerCase": "rlconform.envs.learner_run",
     "TorchCase": "rlconform.libraries.isaaclab.torch_run",
     # the reference env is a gymnasium.Env: imported only when a reproducer builds one
     "make_reference_env": "rlconform.envs.reference_env",

@@ -36,6 +36,8 @@ ISAACLAB_TORCH = "isaaclab"
 #: an RSL-RL runner: what its own collection stores and the returns and advantages it computes
 #: (rlconform.libraries.rsl_rl)
 RSL_RL_RUNNER = "rsl_rl.Runner"
+#: a skrl agent: what it stores in its memory and the returns it computes (rlconform.libraries.skrl)
+SKRL_AGENT = "skrl.Agent"
 #: a user's own env in env-author mode (its observations are not decodable; ``--api gymnasium.Env``)
 USER_ENV = "gymnasium.Env"
 #: a ready-made vector env, vectorized natively (rlconform.libraries.gymnasium.native_vector)

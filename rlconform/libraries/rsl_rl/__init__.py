@@ -12,9 +12,8 @@ LIBRARY = Library(
     name="rsl_rl",
     title="RSL-RL's on-policy runner: what it stores and the returns it computes",
     modules=("rlconform.libraries.rsl_rl.runner_family",),
-    # its specs and systems need RSL-RL (and the torch it brings): without it the family is listed
+    # its systems need RSL-RL (and the torch it brings): without it the family is listed
     # and the catalog names the modules it did not load
-    modules_when_importable={
-        "rsl_rl": ("rlconform.libraries.rsl_rl.learner_specs", "rlconform.libraries.rsl_rl.runner_systems")
-    },
+    # (the learner specs are rlconform.specs.learner, shared with skrl's agents)
+    modules_when_importable={"rsl_rl": ("rlconform.libraries.rsl_rl.runner_systems",)},
 )

@@ -3,9 +3,9 @@
 A user's factory ``make(env: rsl_rl.env.VecEnv) -> rsl_rl.runners.OnPolicyRunner`` is built as an
 Isaac Lab user builds one (``OnPolicyRunner(env, train_cfg, log_dir=None, device=...)``) around
 rlconform's decodable env in RSL-RL's VecEnv protocol
-(:mod:`~rlconform.libraries.rsl_rl.stamp_env`); the runner's own ``learn`` collects one rollout,
-which is read at ``alg.update`` (:mod:`~rlconform.libraries.rsl_rl.runner_run`) and compared with
-the env's log (:mod:`~rlconform.libraries.rsl_rl.learner_specs`).
+(:mod:`rlconform.envs.torch_stamp`); the runner's own ``learn`` collects one rollout, which is read
+at ``alg.update`` (:mod:`~rlconform.libraries.rsl_rl.runner_run`) and compared with the env's log
+(:mod:`rlconform.specs.learner`).
 
 The bundled systems are :mod:`~rlconform.libraries.rsl_rl.runner_systems`. Nothing here imports
 torch or RSL-RL.
@@ -15,26 +15,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from rlconform.core.family import FactoryShape
-from rlconform.core.reproducer import ReproducerParts, case_lines, write
-from rlconform.core.system import Capabilities, System
+from rlconform.core.system import System
 from rlconform.core.user import BadInput
-from rlconform.envs.whole_run import WholeRunFamily
+from rlconform.envs.learner_family import CAPS, LearnerFamily
 from rlconform.specs.families import RSL_RL_RUNNER
 
 if TYPE_CHECKING:
-    from hypothesis.strategies import SearchStrategy
-
-    from rlconform.core.spec import Spec
-    from rlconform.libraries.rsl_rl.runner_run import RunnerCase, RunnerRun
-
-CAPS = Capabilities(
-    min_envs=1,
-    max_envs=4,
-    notes=("rlconform's decodable torch env in RSL-RL's VecEnv protocol: 5 float32 observation columns, 2 actions",),
-)
+    from rlconform.envs.learner_run import LearnerRun
 
 
 def runner_importable() -> str | None:
@@ -50,21 +40,14 @@ def runner_importable() -> str | None:
 EXACT = "learner.exact_targets"
 
 
-def runner_reproducer(system: System, spec: Spec, case: RunnerCase) -> str:
-    about = (
-        f"{system.title}: one learn() iteration over rlconform's torch env in RSL-RL's VecEnv protocol\n"
-        f"({case.num_envs} sub-envs, time limit {case.max_episode_length}), its storage read at alg.update."
-    )
-    return write(ReproducerParts(system, spec, case_lines(case), RunnerFamily.api, about))
-
-
-class RunnerFamily(WholeRunFamily):
+class RunnerFamily(LearnerFamily):
     """Family ``rsl_rl.Runner`` (``--api rsl_rl.Runner``)."""
 
     name = RSL_RL_RUNNER
     api = "rsl_rl.Runner"
     factory_signature = "(env: rsl_rl.env.VecEnv) -> rsl_rl.runners.OnPolicyRunner"
     factory_argument = "env"
+    drives = "one learn() iteration over rlconform's torch env in RSL-RL's VecEnv protocol"
     libraries = ("rsl-rl-lib", "torch", "tensordict")
     claimed_classes = ("rsl_rl.runners.on_policy_runner.OnPolicyRunner",)
     # no ``takes``: a parameter annotated ``VecEnv`` names SB3's as often as RSL-RL's, so only the
@@ -73,48 +56,10 @@ class RunnerFamily(WholeRunFamily):
     required_attributes = ("learn", "alg")
     findings = {("rsl_rl.Runner.PPO*", EXACT): "R1"}
 
-    def run_case(self, system: System, case: Any, *, with_model: bool) -> RunnerRun:
+    def run_case(self, system: System, case: Any, *, with_model: bool) -> LearnerRun:
         from rlconform.libraries.rsl_rl.runner_run import run_runner_case
 
         return run_runner_case(system, case)
-
-    def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
-        from hypothesis import strategies as st
-
-        from rlconform.libraries.rsl_rl.runner_run import RunnerCase
-
-        return st.builds(
-            RunnerCase,
-            num_envs=st.integers(system.capabilities.min_envs, system.capabilities.max_envs),
-            max_episode_length=st.integers(2, 12),
-            term_a=st.integers(0, 9),
-            term_b=st.integers(0, 9),
-            seed=st.integers(0, 999),
-        )
-
-    def boundary_cases(self, system: System, scenario: str) -> list[Any]:
-        """Three sub-envs whose first episodes end within two steps: sub-env 0 terminates at its first
-        step, sub-envs 1 and 2 time out at their second, so every rollout of two steps or more holds
-        both kinds of end."""
-        from rlconform.libraries.rsl_rl.runner_run import RunnerCase
-
-        return [RunnerCase(3, 2, 7, 3, 0)] if scenario == "standard" else []
-
-    def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
-        return runner_reproducer(system, spec, case)
-
-    def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
-        print(f"system: {run.system.id} ({run.system.title}), {case}", file=stream)
-        for name in ("build_error", "learn_error", "read_error"):
-            if getattr(run, name):
-                print(f"{name.replace('_', ' ')}: {getattr(run, name)}", file=stream)
-        facts = run.storage
-        if facts is not None:
-            print(
-                f"storage: {facts.class_name} of {facts.algorithm}, {facts.returns.shape[0]} steps x "
-                f"{facts.returns.shape[1]} sub-envs, gamma={facts.gamma:g}, lambda={facts.lam:g}",
-                file=stream,
-            )
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(object())
@@ -123,7 +68,7 @@ class RunnerFamily(WholeRunFamily):
         import contextlib
         import io
 
-        from rlconform.libraries.rsl_rl.stamp_env import StampScript, make_stamp_vec_env
+        from rlconform.envs.torch_stamp import StampScript, make_stamp_vec_env
 
         with contextlib.redirect_stdout(io.StringIO()):  # RSL-RL prints the actor and critic it builds
             return system.build(make_stamp_vec_env(StampScript(2, 4)))  # type: ignore[arg-type]  # takes the env

@@ -18,75 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import io
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from rlconform.envs.whole_run import WholeRunRecord
-from rlconform.libraries.rsl_rl.stamp_env import StampScript, StepLog, make_stamp_vec_env
+from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts
+from rlconform.envs.torch_stamp import make_stamp_vec_env
 from rlconform.specs.families import RSL_RL_RUNNER
 
-
-class Collected(Exception):
-    """Raised by the storage reader at ``alg.update``: the rollout is read, ``learn`` stops."""
-
-
-@dataclass(frozen=True)
-class RunnerCase:
-    """What one example draws: the env's size, time limit, termination pattern and seed."""
-
-    num_envs: int
-    max_episode_length: int
-    term_a: int = 7
-    term_b: int = 3
-    seed: int = 0
-
-    def script(self) -> StampScript:
-        return StampScript(self.num_envs, self.max_episode_length, self.term_a, self.term_b, self.seed)
-
-
-@dataclass
-class StorageFacts:
-    """The runner's storage at ``update`` (``[steps, num_envs]`` float64 unless said)."""
-
-    class_name: str
-    algorithm: str
-    gamma: float
-    lam: float
-    #: the advantages are standardized per mini-batch in ``update`` (stored raw) rather than over
-    #: the rollout in ``compute_returns``
-    per_mini_batch_advantages: bool
-    observations: torch.Tensor  # [steps, num_envs, obs_dim] float32, the "policy" group
-    actions: torch.Tensor  # [steps, num_envs, num_actions] float32
-    rewards: torch.Tensor
-    dones: torch.Tensor  # bool
-    values: torch.Tensor
-    returns: torch.Tensor
-    advantages: torch.Tensor
-    #: V(terminal observation) per logged step, ``[steps, num_envs]``; V(observation after the
-    #: rollout's last step), ``[num_envs]``
-    v_reached: torch.Tensor
-    v_last: torch.Tensor
-
-
-@dataclass
-class RunnerRun(WholeRunRecord):
-    """The outcome of one :class:`RunnerCase`."""
-
-    case: RunnerCase
-    family: str = RSL_RL_RUNNER
-    build_error: str | None = None
-    learn_error: str | None = None
-    read_error: str | None = None
-    storage: StorageFacts | None = None
-    log: StepLog = field(default_factory=StepLog)
-    #: the system the case ran on (set by the family's ``run_case``)
-    system: Any = None
-
-    @property
-    def usable(self) -> bool:
-        return self.build_error is None
+#: where RSL-RL documents its time-out bootstrap (learner.exact_targets is "known" for its PPO)
+RSL_RL_BOOTSTRAP = (
+    "rsl-rl-lib 5.5.1 algorithms/ppo.py:155-160 (process_env_step: rewards += gamma * values * time_outs, "
+    "the value of the step's own observation V(s_t) standing in for V(terminal observation))"
+)
 
 
 def _f64(t: torch.Tensor) -> torch.Tensor:
@@ -119,7 +63,8 @@ def read_storage(runner: Any, env: Any) -> StorageFacts:
         algorithm=type(alg).__name__,
         gamma=float(alg.gamma),
         lam=float(alg.lam),
-        per_mini_batch_advantages=bool(getattr(alg, "normalize_advantage_per_mini_batch", False)),
+        bootstrap="value_of_step",
+        documented=RSL_RL_BOOTSTRAP,
         observations=obs.detach().to("cpu").clone(),
         actions=st.actions.detach().to("cpu").float().clone(),
         rewards=_f64(st.rewards).reshape(steps, -1),
@@ -132,10 +77,10 @@ def read_storage(runner: Any, env: Any) -> StorageFacts:
     )
 
 
-def run_runner_case(system: Any, case: RunnerCase, device: str = "cpu") -> RunnerRun:
+def run_runner_case(system: Any, case: LearnerCase, device: str = "cpu") -> LearnerRun:
     """Build ``system``'s runner over the case's env, run one ``learn`` iteration up to its update,
     and read the storage."""
-    run = RunnerRun(case, system=system)
+    run = LearnerRun(case, RSL_RL_RUNNER, system=system)
     env = make_stamp_vec_env(case.script(), device)
     run.log = env.log
     # the networks' initial weights and the policy's action noise are drawn from torch's generator:
@@ -147,7 +92,7 @@ def run_runner_case(system: Any, case: RunnerCase, device: str = "cpu") -> Runne
     return run
 
 
-def _build_and_collect(system: Any, env: Any, run: RunnerRun) -> None:
+def _build_and_collect(system: Any, env: Any, run: LearnerRun) -> None:
     quiet = io.StringIO()
     try:
         with contextlib.redirect_stdout(quiet):  # RSL-RL prints the actor and critic it builds

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rlconform.core.system import System, SystemTable
-from rlconform.libraries.rsl_rl.runner_family import CAPS, runner_importable
+from rlconform.envs.learner_family import CAPS
+from rlconform.libraries.rsl_rl.runner_family import runner_importable
 from rlconform.specs.families import RSL_RL_RUNNER
 
 #: this module's systems, read by the catalog (rlconform.core.catalog)

@@ -66,9 +66,8 @@ def _obs_dict(rows: torch.Tensor) -> Any:
     return TensorDict({"policy": rows.clone()}, batch_size=[rows.shape[0]], device=rows.device)
 
 
-class StampVecEnv:
-    """The env (see the module docstring); a subclass of ``rsl_rl.env.VecEnv`` is made of it by
-    :func:`make_stamp_vec_env` where RSL-RL is installed."""
+class StampCore:
+    """The script's state and log (see the module docstring); the protocols are its subclasses."""
 
     def __init__(self, script: StampScript, device: str = "cpu") -> None:
         self.script = script
@@ -107,7 +106,9 @@ class StampVecEnv:
     def get_observations(self) -> Any:
         return _obs_dict(self._rows())
 
-    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    def advance(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of every sub-env, logged, with the ended ones reset: (reward, terminated,
+        truncated, the rows the step reached)."""
         actions = actions.to(self.device)
         self.log.obs_before.append(self._rows())
         self.log.actions.append(actions.detach().clone().float())
@@ -127,11 +128,51 @@ class StampVecEnv:
         self.episode = torch.where(done, self.episode + 1, self.episode)
         self.episode_length_buf = torch.where(done, torch.zeros_like(step), step)
         self.echo = torch.where(done, torch.zeros_like(self.echo), self.echo)
-        extras = {"time_outs": truncated.clone(), "log": {}}
-        return _obs_dict(self._rows()), reward.clone(), done.long(), extras
+        return reward, terminated, truncated, reached
 
     def close(self) -> None:
         pass
+
+
+class StampVecEnv(StampCore):
+    """The env in RSL-RL's VecEnv protocol; a subclass of ``rsl_rl.env.VecEnv`` is made of it by
+    :func:`make_stamp_vec_env` where RSL-RL is installed."""
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        reward, terminated, truncated, _reached = self.advance(actions)
+        extras = {"time_outs": truncated.clone(), "log": {}}
+        return _obs_dict(self._rows()), reward.clone(), (terminated | truncated).long(), extras
+
+
+class StampDirectEnv(StampCore):
+    """The env in Isaac Lab's ``DirectRLEnv`` step/reset protocol (what skrl's Isaac Lab wrapper
+    takes): ``reset(seed) -> ({"policy": rows}, extras)``, ``step(actions) -> ({"policy": rows},
+    reward, terminated, time_outs, extras)`` with the rows each ended episode reached in
+    ``extras["final_obs"]["policy"]`` (as ``compute_final_obs=True`` gives them)."""
+
+    def __init__(self, script: StampScript, device: str = "cpu") -> None:
+        from gymnasium import spaces
+
+        super().__init__(script, device)
+        self.single_observation_space = spaces.Dict(
+            {"policy": spaces.Box(-float("inf"), float("inf"), (OBS_DIM,), "float32")}
+        )
+        self.single_action_space = spaces.Box(-1.0, 1.0, (NUM_ACTIONS,), "float32")
+        self.observation_space = self.single_observation_space
+        self.action_space = self.single_action_space
+
+    @property
+    def unwrapped(self) -> StampDirectEnv:
+        return self
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset()
+        return {"policy": self._rows()}, {}
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        reward, terminated, truncated, reached = self.advance(actions)
+        extras = {"final_obs": {"policy": reached.clone()}, "log": {}}
+        return {"policy": self._rows()}, reward.clone(), terminated.clone(), truncated.clone(), extras
 
 
 def make_stamp_vec_env(script: StampScript, device: str = "cpu") -> StampVecEnv:

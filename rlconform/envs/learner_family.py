@@ -1,0 +1,77 @@
+"""The part of a learner family that does not depend on the learner's library: its cases, their
+edge case, the reproducer and what a replay prints (families ``rsl_rl.Runner`` and ``skrl.Agent``).
+
+A subclass says how its learner is built around rlconform's torch env and read
+(:meth:`~rlconform.envs.whole_run.WholeRunFamily.run_case`), and what a user's factory looks like.
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rlconform.core.reproducer import ReproducerParts, case_lines, write
+from rlconform.core.system import Capabilities, System
+from rlconform.envs.whole_run import WholeRunFamily
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+    from rlconform.core.spec import Spec
+
+#: what every learner family's cases draw
+CAPS = Capabilities(
+    min_envs=1,
+    max_envs=4,
+    notes=("rlconform's decodable torch env (rlconform.envs.torch_stamp): 5 float32 observation columns, 2 actions",),
+)
+
+
+class LearnerFamily(WholeRunFamily):
+    """Cases, reproducer and replay output shared by the learner families."""
+
+    #: what a reproducer says the case does, after the system's title
+    drives = "one rollout of its own collection over rlconform's torch env"
+
+    def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
+        from hypothesis import strategies as st
+
+        from rlconform.envs.learner_run import LearnerCase
+
+        return st.builds(
+            LearnerCase,
+            num_envs=st.integers(system.capabilities.min_envs, system.capabilities.max_envs),
+            max_episode_length=st.integers(2, 12),
+            term_a=st.integers(0, 9),
+            term_b=st.integers(0, 9),
+            seed=st.integers(0, 999),
+        )
+
+    def boundary_cases(self, system: System, scenario: str) -> list[Any]:
+        """Three sub-envs whose first episodes end within two steps: sub-env 0 terminates at its first
+        step, sub-envs 1 and 2 time out at their second, so every rollout of two steps or more holds
+        both kinds of end."""
+        from rlconform.envs.learner_run import LearnerCase
+
+        return [LearnerCase(3, 2, 7, 3, 0)] if scenario == "standard" else []
+
+    def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
+        about = (
+            f"{system.title}: {self.drives}\n"
+            f"({case.num_envs} sub-envs, time limit {case.max_episode_length}), read before its first update."
+        )
+        return write(ReproducerParts(system, spec, case_lines(case), self.api, about))
+
+    def print_run(self, run: Any, case: Any, stream: TextIO) -> None:
+        print(f"system: {run.system.id} ({run.system.title}), {case}", file=stream)
+        for name in ("build_error", "learn_error", "read_error"):
+            if getattr(run, name):
+                print(f"{name.replace('_', ' ')}: {getattr(run, name)}", file=stream)
+        facts = run.storage
+        if facts is not None:
+            print(
+                f"storage: {facts.class_name} of {facts.algorithm}, {facts.returns.shape[0]} steps x "
+                f"{facts.returns.shape[1]} sub-envs, gamma={facts.gamma:g}, lambda={facts.lam:g}, "
+                f"time-outs bootstrapped: {facts.bootstrap}",
+                file=stream,
+            )

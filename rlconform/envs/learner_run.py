@@ -1,0 +1,92 @@
+"""What a check of a learner over rlconform's torch env reads: the case, the learner's storage as it
+stood before its first gradient step, and the run record (families ``rsl_rl.Runner`` and
+``skrl.Agent``; the specs are :mod:`rlconform.specs.learner`).
+
+Why shared: RSL-RL and skrl store a rollout differently (RSL-RL's ``RolloutStorage`` keeps dones
+and folds its time-out bootstrap into the rewards, skrl's memory keeps terminated and truncated
+apart), but what they must hold is the same: each row the sub-env's step, the returns GAE over
+each sub-env's episodes. Each family reads its learner into :class:`StorageFacts`; the specs read
+only that and the env's log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rlconform.envs.whole_run import WholeRunRecord
+
+#: how a learner bootstraps a time-out: from V(s_t) of the step's own observation (RSL-RL), from
+#: V(terminal observation) (the exact target), or not at all
+Bootstrap = Literal["value_of_step", "terminal", "none"]
+
+
+class Collected(Exception):
+    """Raised by a storage reader before the learner's first gradient step: the rollout is read,
+    training stops."""
+
+
+@dataclass(frozen=True)
+class LearnerCase:
+    """What one example draws: the env's size, time limit, termination pattern and seed (which
+    also seeds the learner's networks and its action noise)."""
+
+    num_envs: int
+    max_episode_length: int
+    term_a: int = 7
+    term_b: int = 3
+    seed: int = 0
+
+    def script(self) -> Any:
+        from rlconform.envs.torch_stamp import StampScript
+
+        return StampScript(self.num_envs, self.max_episode_length, self.term_a, self.term_b, self.seed)
+
+
+@dataclass
+class StorageFacts:
+    """A learner's storage before its update (``[steps, num_envs]`` float64 tensors unless said)."""
+
+    class_name: str
+    algorithm: str
+    gamma: float
+    lam: float
+    #: how the learner documents its time-out bootstrap, and where (None: exactly, or not at all
+    #: without saying so)
+    bootstrap: Bootstrap
+    documented: str | None
+    observations: Any  # [steps, num_envs, obs_dim] float32
+    actions: Any  # [steps, num_envs, num_actions] float32
+    rewards: Any
+    #: the ends the learner stored: terminated or truncated (bool)
+    dones: Any
+    values: Any
+    returns: Any
+    advantages: Any
+    #: V(terminal observation) per logged step ``[steps, num_envs]``; V(observation after the
+    #: rollout's last step) ``[num_envs]``
+    v_reached: Any
+    v_last: Any
+    #: the flags stored apart, where the learner keeps them apart (skrl): bool ``[steps, num_envs]``
+    terminated: Any = None
+    truncated: Any = None
+
+
+@dataclass
+class LearnerRun(WholeRunRecord):
+    """The outcome of one :class:`LearnerCase`."""
+
+    case: LearnerCase
+    family: str
+    build_error: str | None = None
+    learn_error: str | None = None
+    read_error: str | None = None
+    storage: StorageFacts | None = None
+    #: the env's log (rlconform.envs.torch_stamp.StepLog)
+    log: Any = None
+    #: the system the case ran on
+    system: Any = field(default=None)
+
+    @property
+    def usable(self) -> bool:
+        return self.build_error is None
