@@ -33,10 +33,12 @@ TARGETS = {
     "sb3-buffer": ("mypkg.agents:make", "sb3.Algorithm"),
     "gae": ("mypkg.returns:make", "torchrl.ValueEstimator"),
     "multistep": ("mypkg.buffers:make", "torchrl.ReplayBuffer"),
-    # issue 38: RSL-RL's runner, where RSL-RL is installed (the Isaac Lab environment: run this
-    # script with .venv-isaaclab/bin/python --targets rsl-rl-ppo rsl-rl-planted)
+    # issue 38: RSL-RL's runner and skrl's agents, where they are installed (the Isaac Lab
+    # environment: .venv-isaaclab/bin/python benchmarks/training_data.py --targets rsl-rl-ppo ...)
     "rsl-rl-ppo": ("rlconform.libraries.rsl_rl.runner_planted:ppo", "rsl_rl.Runner"),
     "rsl-rl-planted": ("rlconform.libraries.rsl_rl.runner_planted:ppo_time_outs_for_terminations", "rsl_rl.Runner"),
+    "skrl-ppo": ("rlconform.libraries.skrl.agent_planted:ppo", "skrl.Agent"),
+    "skrl-fork": ("rlconform.libraries.skrl.agent_planted:forked_ppo", "skrl.Agent"),
 }
 #: the targets every run takes unless told (the RSL-RL ones need the Isaac Lab environment)
 DEFAULT = ("sb3-dqn", "sb3-buffer", "gae", "multistep")

@@ -8,7 +8,7 @@ only module that names every library package.
 from __future__ import annotations
 
 from rlconform.core.catalog import Catalog, Library
-from rlconform.libraries import envauthor, gymnasium, isaaclab, rsl_rl, sb3, torchrl
+from rlconform.libraries import envauthor, gymnasium, isaaclab, rsl_rl, sb3, skrl, torchrl
 
 #: every library package, in the order of ``rlconform list`` and of the results table
 LIBRARIES: tuple[Library, ...] = (
@@ -18,6 +18,7 @@ LIBRARIES: tuple[Library, ...] = (
     isaaclab.LIBRARY,
     rsl_rl.LIBRARY,
     sb3.LIBRARY,
+    skrl.LIBRARY,
 )
 
 #: the cross-family specs (rlconform/specs/): each applies to every family whose runs it can read

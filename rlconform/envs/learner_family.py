@@ -55,6 +55,14 @@ class LearnerFamily(WholeRunFamily):
 
         return [LearnerCase(3, 2, 7, 3, 0)] if scenario == "standard" else []
 
+    def library_systems(self, run: Any) -> list[str]:
+        """The bundled system whose algorithm class the user's learner is (read by the run)."""
+        found = getattr(run, "library_system", None)
+        return [found] if found else []
+
+    def built_from_library_classes(self, run: Any) -> bool:
+        return bool(getattr(run, "library_only", False))
+
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
         about = (
             f"{system.title}: {self.drives}\n"

@@ -70,6 +70,9 @@ class StorageFacts:
     #: the flags stored apart, where the learner keeps them apart (skrl): bool ``[steps, num_envs]``
     terminated: Any = None
     truncated: Any = None
+    #: the env's rewards as the learner's declared reward shaper makes them (skrl's
+    #: ``rewards_shaper``), ``[steps, num_envs]`` float64; None: stored as the env gave them
+    shaped_rewards: Any = None
 
 
 @dataclass
@@ -86,6 +89,11 @@ class LearnerRun(WholeRunRecord):
     log: Any = None
     #: the system the case ran on
     system: Any = field(default=None)
+    #: the bundled system the learner is built like (its library's own algorithm class), which a
+    #: user's failure may be inherited from (rlconform.core.inherited); whether it is made of the
+    #: library's own classes only (no subclass, layer or fork of the user's)
+    library_system: str | None = None
+    library_only: bool = False
 
     @property
     def usable(self) -> bool:

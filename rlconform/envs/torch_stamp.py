@@ -151,13 +151,12 @@ class StampDirectEnv(StampCore):
     ``extras["final_obs"]["policy"]`` (as ``compute_final_obs=True`` gives them)."""
 
     def __init__(self, script: StampScript, device: str = "cpu") -> None:
+        import numpy as np
         from gymnasium import spaces
 
         super().__init__(script, device)
-        self.single_observation_space = spaces.Dict(
-            {"policy": spaces.Box(-float("inf"), float("inf"), (OBS_DIM,), "float32")}
-        )
-        self.single_action_space = spaces.Box(-1.0, 1.0, (NUM_ACTIONS,), "float32")
+        self.single_observation_space = spaces.Dict({"policy": spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)})
+        self.single_action_space = spaces.Box(-1.0, 1.0, (NUM_ACTIONS,), np.float32)
         self.observation_space = self.single_observation_space
         self.action_space = self.single_action_space
 

@@ -8,15 +8,16 @@ reached. The references are rlconform's own float64 code over that log and the l
 values (V(s_t) as its critic computed them while collecting), with the time-out bootstrap the
 learner declares (:attr:`rlconform.envs.learner_run.StorageFacts.bootstrap`):
 
-* :func:`recipe_returns`: GAE with the learner's gamma and lambda over each sub-env's episodes,
-  nothing carried across an episode end or between sub-envs, a time-out bootstrapped as the
-  learner declares: from V(s_t) (RSL-RL, ``algorithms/ppo.py:155-160``), from V(terminal
-  observation), or not at all (skrl's ``time_limit_bootstrap=False``);
-* :func:`exact_returns`: the same with the exact bootstrap ``r + gamma * V(terminal observation)``.
-
-``learner.returns`` holds a learner to its recipe; ``learner.exact_targets`` names a documented
-departure of the recipe from the exact targets as the approximation it is ("known", with its bias
-measured on the run), and fails anything else. torch is imported by the functions that need it:
+* :func:`recipe_rewards`: the env's rewards with the time-out bootstrap the learner declares:
+  from V(s_t) (RSL-RL, ``algorithms/ppo.py:155-160``), from V(terminal observation), or none
+  (skrl's ``time_limit_bootstrap=False``): what ``learner.storage`` holds the stored rewards to;
+* :func:`stored_returns`: GAE with the learner's gamma and lambda over the rewards and values it
+  stored, nothing carried across an episode end or between sub-envs: ``learner.returns`` (a wrong
+  reward is the storage's failure, not the GAE's);
+* :func:`recipe_returns` and :func:`exact_returns`: GAE over the recipe's rewards, and over the
+  exact bootstrap ``r + gamma * V(terminal observation)``: ``learner.exact_targets`` names a
+  documented departure of the recipe from the exact targets as the approximation it is ("known",
+  with its bias measured on the run), and fails anything else. torch is imported by the functions that need it:
 this module is loaded with every catalog.
 """
 
@@ -52,6 +53,8 @@ class Truth:
         self.obs_before = log.stacked("obs_before")[-steps:].to("cpu")
         self.actions = log.stacked("actions")[-steps:].to("cpu")
         self.rewards = log.stacked("rewards")[-steps:].to("cpu", torch.float64)
+        if facts.shaped_rewards is not None:  # the learner's declared reward shaper (skrl's rewards_shaper)
+            self.rewards = facts.shaped_rewards.to("cpu", torch.float64)
         self.terminated = log.stacked("terminated")[-steps:].to("cpu")
         self.truncated = log.stacked("truncated")[-steps:].to("cpu")
         self.done = self.terminated | self.truncated
@@ -101,6 +104,13 @@ def recipe_rewards(truth: Truth, facts: StorageFacts) -> Any:
 
 def recipe_returns(truth: Truth, facts: StorageFacts) -> Any:
     return gae(recipe_rewards(truth, facts), facts.values, facts.v_last, truth.done, facts.gamma, facts.lam)
+
+
+def stored_returns(truth: Truth, facts: StorageFacts) -> Any:
+    """GAE over the rewards and values the learner stored, ending its recursion where the episodes
+    really ended: what its returns must be whatever its rewards hold (``learner.storage`` judges
+    those)."""
+    return gae(facts.rewards, facts.values, facts.v_last, truth.done, facts.gamma, facts.lam)
 
 
 def exact_returns(truth: Truth, facts: StorageFacts) -> Any:
@@ -233,7 +243,7 @@ def check_storage(run: LearnerRun) -> Outcome:
             f"{truth.where(t, e)} ({kind}): the stored reward is {float(stored):.6g}, expected "
             f"{float(expected[t, e]):.6g} (the env's {float(truth.rewards[t, e]):.6g}"
             + (
-                f" + the declared bootstrap from {facts.bootstrap.replace('_', ' ')}"
+                f" + gamma * {_BOOTSTRAP_NAMES[facts.bootstrap]}, the declared time-out bootstrap"
                 if truth.truncated[t, e] and facts.bootstrap != "none"
                 else ""
             )
@@ -254,11 +264,14 @@ def _end_to_end(rewards: Any, facts: StorageFacts, done: Any) -> Any:
     return returns.reshape(n, steps).T
 
 
+_BOOTSTRAP_NAMES = {"value_of_step": "V(s_t)", "terminal": "V(terminal observation)", "none": ""}
+
+
 def _returns_diagnosis(truth: Truth, facts: StorageFacts) -> str:
     """Which wrong computation the stored returns are, where one fits them all."""
     import torch
 
-    rewards = recipe_rewards(truth, facts)
+    rewards = facts.rewards
     never = torch.zeros_like(truth.done)
     candidates = {
         "GAE carried across episode ends (dones ignored in the recursion)": gae(
@@ -285,10 +298,10 @@ def _returns_diagnosis(truth: Truth, facts: StorageFacts) -> str:
 @spec(
     RETURNS,
     statement=(
-        "The learner's returns are GAE with its own gamma and lambda over each sub-env's episodes, from the env's "
-        "rewards and the values it stored, with nothing carried across an episode end (a time-out included) or "
-        "between sub-envs, and its declared time-out bootstrap; its advantages are those returns minus the values "
-        "(standardized over the rollout or not)."
+        "The learner's returns are GAE with its own gamma and lambda over each sub-env's episodes, from the rewards "
+        "and values it stored (learner.storage judges those), with nothing carried across an episode end (a "
+        "time-out included) or between sub-envs; its advantages are those returns minus the values (standardized "
+        "over the rollout or not)."
     ),
     rationale=(
         "The returns are the critic's targets and the advantages the policy gradient's weights: a return that "
@@ -309,7 +322,7 @@ def check_returns(run: LearnerRun) -> Outcome:
             f"{tuple(truth.rewards.shape)}"
         )
         return ck.done()
-    expected = recipe_returns(truth, facts)
+    expected = stored_returns(truth, facts)
     good = close(facts.returns, expected, scale=10.0)
     diagnosis = "" if bool(good.all()) else _returns_diagnosis(truth, facts)
     _each_bad(

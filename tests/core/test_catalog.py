@@ -34,7 +34,7 @@ def _library(name: str) -> Library:
 
 def test_the_list_names_each_library_package_once() -> None:
     names = [library.name for library in LIBRARIES]
-    assert sorted(names) == ["envauthor", "gymnasium", "isaaclab", "rsl_rl", "sb3", "torchrl"]
+    assert sorted(names) == ["envauthor", "gymnasium", "isaaclab", "rsl_rl", "sb3", "skrl", "torchrl"]
     for library in LIBRARIES:
         for module in library.modules:
             assert module.startswith(f"rlconform.libraries.{library.name}."), (library.name, module)
@@ -336,6 +336,7 @@ def test_every_family_implements_the_protocol_and_api_names_are_unique() -> None
         "rsl_rl.Runner",
         "sb3.Algorithm",
         "sb3.VecEnv",
+        "skrl.Agent",
         "torchrl.EnvBase",
         "torchrl.ReplayBuffer",
         "torchrl.ValueEstimator",

@@ -128,6 +128,8 @@ import gymnasium
 if TYPE_CHECKING:
     from rsl_rl.env import VecEnv as RslRlVecEnv
     from rsl_rl.runners import OnPolicyRunner
+    from skrl.agents.torch import Agent
+    from skrl.envs.wrappers.torch import Wrapper as SkrlWrapper
     from stable_baselines3.common.vec_env import VecEnv
 
 
@@ -204,6 +206,13 @@ def runner(env: RslRlVecEnv) -> OnPolicyRunner:
     from rlconform.libraries.rsl_rl.runner_planted import ppo
 
     return ppo(env)
+
+
+def agent(env: SkrlWrapper) -> Agent:
+    _ran("agent")
+    from rlconform.libraries.skrl.agent_planted import forked_ppo
+
+    return forked_ppo(env)
 """
 SAMPLES = "wrong_api_samples"
 
@@ -223,6 +232,7 @@ SAMPLE_OF: dict[str, tuple[str, tuple[str, ...]]] = {
     "isaaclab": ("torch_batched", ("torch",)),
     # RSL-RL's runner imports GitPython: both are in the Isaac Lab environment
     "rsl_rl.Runner": ("runner", ("rsl_rl", "git")),
+    "skrl.Agent": ("agent", ("skrl",)),
 }
 #: (the sample's --api, the --api it is given) where neither its signature nor its annotations
 #: tell the two apart, so that it is built, and what it returns decides: an unannotated

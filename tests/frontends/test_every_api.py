@@ -59,6 +59,8 @@ if TYPE_CHECKING:  # annotated as users annotate: the names are never imported a
     from stable_baselines3.common.vec_env import VecEnv
     from rsl_rl.env import VecEnv as RslRlVecEnv
     from rsl_rl.runners import OnPolicyRunner
+    from skrl.agents.torch import Agent
+    from skrl.envs.wrappers.torch import Wrapper as SkrlWrapper
     from torchrl.data import ReplayBuffer
 
 
@@ -221,6 +223,19 @@ def bad_runner(env: RslRlVecEnv) -> OnPolicyRunner:
     from rlconform.libraries.rsl_rl.runner_planted import ppo_post_step_obs
 
     return ppo_post_step_obs(env)
+
+
+# skrl.Agent (the Isaac Lab environment has skrl): a fork of skrl's PPO whose GAE ends at time-outs
+def good_agent(env: SkrlWrapper) -> Agent:
+    from rlconform.libraries.skrl.agent_planted import forked_ppo
+
+    return forked_ppo(env)
+
+
+def bad_agent(env: SkrlWrapper) -> Agent:
+    from rlconform.libraries.skrl.agent_planted import forked_ppo_post_step_obs
+
+    return forked_ppo_post_step_obs(env)
 """
 
 
@@ -318,6 +333,7 @@ SAMPLES = [
     ),
     # RSL-RL's runner imports GitPython (its logger): installed in the Isaac Lab environment
     Sample("rsl_rl.Runner", "runner", ("learner.storage", "learner.returns"), "sb3.Algorithm", ("rsl_rl", "git")),
+    Sample("skrl.Agent", "agent", ("learner.storage", "learner.returns"), "rsl_rl.Runner", ("skrl",)),
 ]
 #: RLCONFORM_EVERY_API=api[,api...]: the --apis this run takes (tests/isaaclab runs rsl_rl.Runner's in
 #: the Isaac Lab environment, the only one with RSL-RL); default every one

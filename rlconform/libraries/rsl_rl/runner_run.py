@@ -92,6 +92,25 @@ def run_runner_case(system: Any, case: LearnerCase, device: str = "cpu") -> Lear
     return run
 
 
+def _library_part(runner: Any, env: Any, run: LearnerRun) -> None:
+    """RSL-RL's own PPO (a subclass of it too) is built like ``rsl_rl.Runner.PPO``; made of RSL-RL's
+    classes only where the runner, its algorithm and its storage are RSL-RL's own, over the env
+    rlconform handed it."""
+    from rsl_rl.algorithms import PPO
+    from rsl_rl.runners import OnPolicyRunner
+    from rsl_rl.storage import RolloutStorage
+
+    alg = getattr(runner, "alg", None)
+    if isinstance(alg, PPO):
+        run.library_system = "rsl_rl.Runner.PPO"
+        run.library_only = (
+            type(runner) is OnPolicyRunner
+            and type(alg) is PPO
+            and type(getattr(alg, "storage", None)) is RolloutStorage
+            and getattr(runner, "env", None) is env
+        )
+
+
 def _build_and_collect(system: Any, env: Any, run: LearnerRun) -> None:
     quiet = io.StringIO()
     try:
@@ -104,6 +123,7 @@ def _build_and_collect(system: Any, env: Any, run: LearnerRun) -> None:
     if alg is None or not callable(getattr(alg, "update", None)):
         run.build_error = f"{type(runner).__name__} has no alg.update to read the storage at"
         return
+    _library_part(runner, env, run)
     sink: dict[str, Any] = {}
 
     def reader(*args: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,109 @@
+"""The bundled systems of family ``skrl.Agent``: skrl's PPO as Isaac Lab's skrl configs build it
+(``time_limit_bootstrap: False``), with ``time_limit_bootstrap=True``, innocent variants (a 3-step
+rollout, lambda 1, observation and value preprocessors, a reward shaper), and planted bugs
+(:mod:`~rlconform.libraries.skrl.agent_planted`). Loaded where skrl is importable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rlconform.core.system import System, SystemTable
+from rlconform.envs.learner_family import CAPS
+from rlconform.libraries.skrl.agent_family import skrl_importable
+from rlconform.specs.families import SKRL_AGENT
+
+#: this module's systems, read by the catalog (rlconform.core.catalog)
+SYSTEMS = SystemTable()
+REQUIRES = ("skrl", "torch", "gymnasium")
+
+
+def _register(system_id: str, title: str, build: Callable[[Any], Any], **kwargs: Any) -> None:
+    SYSTEMS.add(
+        System(
+            id=system_id,
+            family=SKRL_AGENT,
+            title=title,
+            build=build,
+            source=title,
+            requires=REQUIRES,
+            capabilities=CAPS,
+            availability=skrl_importable,
+            **kwargs,
+        )
+    )
+
+
+def _agent(**overrides: Any) -> Callable[[Any], Any]:
+    def make(env: Any) -> Any:
+        from rlconform.libraries.skrl.agent_planted import make_agent
+
+        return make_agent(env, **overrides)
+
+    return make
+
+
+#: skrl's PPO and variants: (id suffix, what differs, overrides of agent_planted.make_agent)
+VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("", "skrl's PPO as Isaac Lab's skrl configs build it (time_limit_bootstrap False), 8-step rollout", {}),
+    (".time_limit_bootstrap", "time_limit_bootstrap=True", {"time_limit_bootstrap": True}),
+    (".rollouts_3", "a 3-step rollout", {"rollouts": 3}),
+    (".lambda_1", "lambda 1", {"gae_lambda": 1.0}),
+    (
+        ".preprocessors",
+        "RunningStandardScaler for the observations and the values",
+        {"observation_preprocessor": True, "value_preprocessor": True},
+    ),
+    (".rewards_shaper", "a reward shaper scaling rewards by 0.1", {"rewards_shaper_scale": 0.1}),
+)
+for _suffix, _what, _overrides in VARIANTS:
+    _register(f"skrl.Agent.PPO{_suffix}", f"skrl PPO over skrl's Isaac Lab wrapper: {_what}", _agent(**_overrides))
+
+# (time_limit_bootstrap=False is skrl's documented "no bootstrap at a time-out": learner.exact_targets
+# reports the fork's departure as a documented approximation, known, citing skrl's config)
+# the control: a fork of skrl's PPO whose GAE ends at every episode end (the fix of K1), the base
+# of the planted bugs below
+_register(
+    "reference.skrl.Agent.ForkedPPO",
+    "a fork of skrl's PPO whose GAE ends at time-outs too (time_limit_bootstrap False)",
+    _agent(fork=True),
+    kind="reference",
+)
+
+
+def _planted(defect: str) -> Callable[[Any], Any]:
+    return _agent(defect=defect)
+
+
+EXACT = "learner.exact_targets"
+#: planted bug -> (what it does, the specs it must fail), each planted on the fork (the control
+#: reference.skrl.Agent.ForkedPPO passes learner.storage and learner.returns)
+PLANTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gae_across_episodes": (
+        "a PPO fork whose GAE ignores every end (carries the next episode's rewards back)",
+        ("learner.returns", EXACT),
+    ),
+    "gae_lambda_as_gamma": ("a PPO fork whose GAE discounts by lambda where gamma is due", ("learner.returns", EXACT)),
+    "gae_across_envs": (
+        "a PPO fork whose GAE runs one recursion over the sub-envs' rows laid end to end",
+        ("learner.returns", EXACT),
+    ),
+    "post_step_obs": ("a PPO that stores the observation after the step as the step's own", ("learner.storage",)),
+    "late_flags": (
+        "a PPO that stores each step's terminated and truncated one step late",
+        ("learner.storage", "learner.returns", EXACT),
+    ),
+    "time_outs_for_terminations": (
+        "a PPO that records every end as a time-out (terminated never set)",
+        ("learner.storage",),
+    ),
+}
+for _defect, (_what, _fails) in PLANTS.items():
+    _register(
+        f"planted.skrl.Agent.{''.join(p.title() for p in _defect.split('_'))}",
+        f"planted bug: {_what}",
+        _planted(_defect),
+        kind="planted",
+        plants=_fails,
+    )
