@@ -6,8 +6,9 @@ GAE across every time-out into the next episode (FINDINGS K1): it fails ``learne
 every variant (a 3-step rollout, lambda 1, preprocessors, a reward shaper) while storing every row
 right. With ``time_limit_bootstrap=True`` it bootstraps a time-out from the next episode's first
 observation, which skrl's Isaac Lab wrapper hands it (FINDINGS I4): ``learner.storage`` fails, its
-GAE is right. The control is a fork whose GAE ends at time-outs too: it passes both, and its
-missing bootstrap is "known" in ``learner.exact_targets``, citing skrl's config. Each planted bug on
+GAE is right. The controls are forks: one whose GAE ends at time-outs too passes both, its missing
+bootstrap "known" in ``learner.exact_targets`` citing skrl's config; one that also bootstraps from
+``extras["final_obs"]`` passes all three. Each planted bug on
 the fork fails exactly its specs. Runs in ``.venv-isaaclab`` (skrl 2.1.1).
 """
 
@@ -40,6 +41,12 @@ def _statuses(system_id: str) -> dict[str, tuple[str, bool, str]]:
         verdict = check_spec(system, get_spec(spec_id), PROFILE)
         found[spec_id] = (verdict.status, verdict.known is not None, verdict.message)
     return found
+
+
+def test_a_fork_that_bootstraps_from_the_terminal_observation_meets_every_learner_spec() -> None:
+    """The control of all three specs: the fix of K1 and of I4 a user writes."""
+    found = _statuses("reference.skrl.Agent.ExactPPO")
+    assert {spec_id: status for spec_id, (status, _k, _m) in found.items()} == dict.fromkeys(SPECS, "pass"), found
 
 
 def test_the_fork_that_ends_its_gae_at_time_outs_passes_and_its_missing_bootstrap_is_known() -> None:

@@ -100,6 +100,23 @@ class ForkedPPO(PPO):
     update = _forked_update()
 
 
+class ExactPPO(ForkedPPO):
+    """The fork bootstrapping a time-out from its terminal observation, as a user who fixes I4
+    writes it: run with ``time_limit_bootstrap=True``, it hands skrl's bootstrap the env's
+    ``extras["final_obs"]`` rows (which skrl's Isaac Lab wrapper passes on in ``infos``) for the
+    sub-envs that timed out, in place of the next episode's first observations."""
+
+    def record_transition(self, **kwargs: Any) -> None:
+        final = kwargs["infos"].get("final_obs") if isinstance(kwargs.get("infos"), dict) else None
+        rows = final.get("policy") if isinstance(final, dict) else None
+        if rows is not None:
+            truncated = kwargs["truncated"].reshape(-1, 1).bool()
+            kwargs["next_observations"] = torch.where(
+                truncated, rows.reshape(kwargs["next_observations"].shape), kwargs["next_observations"]
+            )
+        super().record_transition(**kwargs)
+
+
 class _PlantedPPO(ForkedPPO):
     """The fork with one planted defect in what it records (:attr:`defect`, set by :func:`make_agent`)."""
 
@@ -132,6 +149,7 @@ def make_agent(
     value_preprocessor: bool = False,
     rewards_shaper_scale: float | None = None,
     fork: bool = False,
+    exact: bool = False,
 ) -> PPO:
     """skrl's PPO over ``env`` (skrl's wrapped env) with one rollout of memory (``fork``: the fork whose
     GAE ends at time-outs, :class:`ForkedPPO`); ``defect`` planted on the fork."""
@@ -158,14 +176,14 @@ def make_agent(
         mini_batches=1,
         discount_factor=discount_factor,
         gae_lambda=gae_lambda,
-        time_limit_bootstrap=time_limit_bootstrap,
+        time_limit_bootstrap=time_limit_bootstrap or exact,
         observation_preprocessor=RunningStandardScaler if observation_preprocessor else None,
         observation_preprocessor_kwargs={"size": env.observation_space, "device": device},
         value_preprocessor=RunningStandardScaler if value_preprocessor else None,
         value_preprocessor_kwargs={"size": 1, "device": device},
         rewards_shaper=(lambda rewards, *_: rewards * rewards_shaper_scale) if rewards_shaper_scale else None,
     )
-    cls: type[PPO] = ForkedPPO if fork else PPO
+    cls: type[PPO] = ExactPPO if exact else ForkedPPO if fork else PPO
     if defect in ("post_step_obs", "late_flags", "time_outs_for_terminations"):
         cls = type("PlantedPPO", (_PlantedPPO,), {"defect": defect})
     elif defect.startswith("gae_"):
@@ -195,6 +213,11 @@ def ppo_time_limit_bootstrap(env: Any) -> PPO:
 def forked_ppo(env: Any) -> PPO:
     """The fork of skrl's PPO whose GAE ends at time-outs (:class:`ForkedPPO`)."""
     return make_agent(env, fork=True)
+
+
+def exact_ppo(env: Any) -> PPO:
+    """The fork bootstrapping a time-out from the env's terminal observation (:class:`ExactPPO`)."""
+    return make_agent(env, exact=True)
 
 
 def forked_ppo_post_step_obs(env: Any) -> PPO:

@@ -62,13 +62,27 @@ for _suffix, _what, _overrides in VARIANTS:
 
 # (time_limit_bootstrap=False is skrl's documented "no bootstrap at a time-out": learner.exact_targets
 # reports the fork's departure as a documented approximation, known, citing skrl's config)
-# the control: a fork of skrl's PPO whose GAE ends at every episode end (the fix of K1), the base
-# of the planted bugs below
+# the controls: a fork of skrl's PPO whose GAE ends at every episode end (the fix of K1), the base
+# of the planted bugs below; and the same fork bootstrapping a time-out from the env's terminal
+# observation (the fix of I4 too), which meets every learner spec exactly
+_register(
+    "reference.skrl.Agent.ExactPPO",
+    "a fork of skrl's PPO whose GAE ends at time-outs and bootstraps them from extras['final_obs']",
+    _agent(exact=True),
+    kind="reference",
+)
 _register(
     "reference.skrl.Agent.ForkedPPO",
     "a fork of skrl's PPO whose GAE ends at time-outs too (time_limit_bootstrap False)",
     _agent(fork=True),
     kind="reference",
+    known_violations=(
+        (
+            "learner.exact_targets",
+            "documented (skrl 2.1.1 agents/torch/ppo/ppo_cfg.py:122, time_limit_bootstrap=False): a time-out is "
+            "not bootstrapped",
+        ),
+    ),
 )
 
 
