@@ -181,3 +181,57 @@ def make_stamp_vec_env(script: StampScript, device: str = "cpu") -> StampVecEnv:
 
     cls = type("StampVecEnv", (StampVecEnv, VecEnv), {})
     return cls(script, device)  # type: ignore[no-any-return]
+
+
+class DirectEnvRecorder:
+    """A :class:`StepLog` of any env following ``DirectRLEnv``'s step/reset contract, recorded by
+    tapping its (unwrapped) ``reset`` and ``step`` on the instance, whoever drives it (Isaac Lab's
+    RSL-RL wrapper around the bundled reference env).
+
+    Why from its outputs: the reference env (:mod:`rlconform.libraries.isaaclab.batch_env`) is held
+    to its exact model by the torch tier, so what it returns is the truth; a learner over a
+    wrapper is compared with it. The observation a step started from is the row the previous call
+    returned; the row it reached is ``extras["final_obs"]["policy"]`` where the sub-env ended (the
+    env must compute it: ``cfg.compute_final_obs``), the returned row elsewhere. A step both
+    terminated and timed out (Isaac Lab sets both where a termination falls on the time limit) is
+    logged as terminated: ``truncated`` holds the time-outs that did not terminate. Every tensor is
+    cloned: DirectRLEnv rewrites its flag buffers in place (FINDINGS I1)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = getattr(env, "unwrapped", env)
+        self.log = StepLog()
+        self._last: torch.Tensor | None = None
+        self._reset = self.env.reset
+        self._step = self.env.step
+        self.env.reset = self.reset
+        self.env.step = self.step
+
+    def reset(self, *args: Any, **kwargs: Any) -> Any:
+        result = self._reset(*args, **kwargs)
+        self._last = result[0]["policy"].detach().clone()
+        return result
+
+    def step(self, actions: torch.Tensor) -> Any:
+        result = self._step(actions)
+        obs, reward, terminated, time_outs, extras = result
+        rows = obs["policy"].detach().clone()
+        term = terminated.detach().clone().bool()
+        trunc = time_outs.detach().clone().bool() & ~term
+        done = (term | trunc).reshape(-1, 1)
+        final = extras.get("final_obs", {}).get("policy") if isinstance(extras, dict) else None
+        if final is None:
+            raise ValueError("the env wrote no extras['final_obs']: set cfg.compute_final_obs")
+        if self._last is None:
+            raise ValueError("the env was stepped before it was reset")
+        self.log.obs_before.append(self._last)
+        self.log.actions.append(actions.detach().clone().float())
+        self.log.rewards.append(reward.detach().clone().float())
+        self.log.terminated.append(term)
+        self.log.truncated.append(trunc)
+        self.log.reached.append(torch.where(done, final.detach().clone(), rows))
+        self._last = rows
+        return result
+
+    def detach(self) -> None:
+        for name in ("reset", "step"):
+            vars(self.env).pop(name, None)

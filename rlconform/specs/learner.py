@@ -212,9 +212,11 @@ def check_storage(run: LearnerRun) -> Outcome:
         ),
     )
     if facts.terminated is not None and facts.truncated is not None:
+        # a step both terminated and truncated (Isaac Lab sets both where a termination falls on the
+        # time limit) is a termination: truncated counts only where terminated is not set
         _each_bad(
             ck,
-            (facts.terminated == truth.terminated) & (facts.truncated == truth.truncated),
+            (facts.terminated == truth.terminated) & ((facts.truncated & ~facts.terminated) == truth.truncated),
             lambda t, e: (
                 f"{truth.where(t, e)}: stored terminated={bool(facts.terminated[t, e])}, "
                 f"truncated={bool(facts.truncated[t, e])}, but the episode {truth.end(t, e)} on that step"

@@ -69,6 +69,20 @@ def test_messages_say_what_the_storage_and_returns_got_wrong() -> None:
     assert "but the step started from" in post, post
 
 
+def test_through_isaac_labs_wrapper_a_termination_on_the_time_limit_is_bootstrapped() -> None:
+    """FINDINGS I3 reaches the storage: RslRlVecEnvWrapper hands a sub-env that terminated on its
+    time limit on as a time-out, and RSL-RL's PPO bootstraps it."""
+    pytest.importorskip("isaaclab_rl", reason="Isaac Lab is not installed")
+    from rlconform.libraries.rsl_rl.runner_family import FAMILY
+
+    found = _statuses("rsl_rl.Runner.PPO.isaaclab")
+    assert found[RETURNS][0] == "pass", found[RETURNS]
+    status, known, message = found[STORAGE]
+    assert status == "fail" and not known and "a termination bootstrapped as a time-out" in message, message
+    assert FAMILY.findings_row("rsl_rl.Runner.PPO.isaaclab", STORAGE) == "I3"
+    assert FAMILY.findings_row("rsl_rl.Runner.PPO.isaaclab", EXACT) == "I3"
+
+
 @pytest.mark.slow
 def test_every_front_end_checks_a_runner() -> None:
     """The CLI (with every report format and the reproducers), the plugin and

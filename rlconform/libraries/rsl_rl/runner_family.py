@@ -54,7 +54,13 @@ class RunnerFamily(LearnerFamily):
     # return annotation tells a runner factory from an SB3 algorithm factory
     factory_shape = FactoryShape(returns=claimed_classes, return_names=("OnPolicyRunner",))
     required_attributes = ("learn", "alg")
-    findings = {("rsl_rl.Runner.PPO*", EXACT): "R1"}
+    findings = {
+        # Isaac Lab's wrapper hands a termination on the time limit on as a time-out (I3), and
+        # RSL-RL bootstraps it: the storage and the targets show it
+        ("rsl_rl.Runner.PPO.isaaclab", "learner.storage"): "I3",
+        ("rsl_rl.Runner.PPO.isaaclab", EXACT): "I3",
+        ("rsl_rl.Runner.PPO*", EXACT): "R1",
+    }
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> LearnerRun:
         from rlconform.libraries.rsl_rl.runner_run import run_runner_case

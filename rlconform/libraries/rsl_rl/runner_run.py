@@ -46,9 +46,9 @@ def _critic_values(alg: Any, rows: torch.Tensor, device: Any) -> torch.Tensor:
         return _f64(alg.critic(obs)).reshape(-1)
 
 
-def read_storage(runner: Any, env: Any) -> StorageFacts:
+def read_storage(runner: Any, env: Any, log: Any) -> StorageFacts:
     """What the runner's storage holds now, with the critic's values of the logged terminal
-    observations and of the env's current observation."""
+    observations and of the env's current observation (``env``: what the runner steps)."""
     alg = runner.alg
     st = alg.storage
     steps = int(st.num_transitions_per_env)
@@ -56,7 +56,7 @@ def read_storage(runner: Any, env: Any) -> StorageFacts:
     if obs is None:
         raise ValueError("the storage holds no 'policy' observation group")
     device = next(alg.critic.parameters()).device
-    reached = env.log.stacked("reached")[-steps:]
+    reached = log.stacked("reached")[-steps:]
     flat = reached.reshape(-1, reached.shape[-1])
     return StorageFacts(
         class_name=type(st).__name__,
@@ -81,15 +81,39 @@ def run_runner_case(system: Any, case: LearnerCase, device: str = "cpu") -> Lear
     """Build ``system``'s runner over the case's env, run one ``learn`` iteration up to its update,
     and read the storage."""
     run = LearnerRun(case, RSL_RL_RUNNER, system=system)
-    env = make_stamp_vec_env(case.script(), device)
-    run.log = env.log
+    recorder = None
+    if dict(system.options).get("env") == "isaaclab":
+        env, recorder = isaaclab_route(case, device)
+        run.log = recorder.log
+    else:
+        env = make_stamp_vec_env(case.script(), device)
+        run.log = env.log
     # the networks' initial weights and the policy's action noise are drawn from torch's generator:
     # seeded from the case, in a fork of it, so that a replay sees the same run and the caller's
     # random state is left as it was
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(case.seed)
-        _build_and_collect(system, env, run)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(case.seed)
+            _build_and_collect(system, env, run)
+    finally:
+        if recorder is not None:
+            recorder.detach()
     return run
+
+
+def isaaclab_route(case: LearnerCase, device: str) -> tuple[Any, Any]:
+    """Isaac Lab's own ``RslRlVecEnvWrapper`` around the bundled reference ``DirectRLEnv``
+    (:mod:`rlconform.libraries.isaaclab.batch_env`, with ``compute_final_obs``; its terminations
+    follow its own script, the case's ``term_a`` and ``term_b`` aside), its steps logged by a
+    :class:`~rlconform.envs.torch_stamp.DirectEnvRecorder`."""
+    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper
+
+    from rlconform.envs.torch_stamp import DirectEnvRecorder
+    from rlconform.libraries.isaaclab.batch_env import make_batch_stamp_env
+
+    env = make_batch_stamp_env(case.num_envs, device, episode_steps=case.max_episode_length)
+    recorder = DirectEnvRecorder(env)
+    return RslRlVecEnvWrapper(env), recorder
 
 
 def _library_part(runner: Any, env: Any, run: LearnerRun) -> None:
@@ -128,7 +152,7 @@ def _build_and_collect(system: Any, env: Any, run: LearnerRun) -> None:
 
     def reader(*args: Any, **kwargs: Any) -> Any:
         try:
-            sink["facts"] = read_storage(runner, env)
+            sink["facts"] = read_storage(runner, env, run.log)
         except Exception as exc:
             sink["error"] = f"{type(exc).__name__}: {exc}"
         raise Collected
