@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System
+from rlconform.envs.learner_run import LearnerCase
 from rlconform.envs.whole_run import WholeRunFamily
 
 if TYPE_CHECKING:
@@ -36,8 +37,6 @@ class LearnerFamily(WholeRunFamily):
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
         from hypothesis import strategies as st
 
-        from rlconform.envs.learner_run import LearnerCase
-
         return st.builds(
             LearnerCase,
             num_envs=st.integers(system.capabilities.min_envs, system.capabilities.max_envs),
@@ -51,8 +50,6 @@ class LearnerFamily(WholeRunFamily):
         """Three sub-envs whose first episodes end within two steps: sub-env 0 terminates at its first
         step, sub-envs 1 and 2 time out at their second, so every rollout of two steps or more holds
         both kinds of end."""
-        from rlconform.envs.learner_run import LearnerCase
-
         return [LearnerCase(3, 2, 7, 3, 0)] if scenario == "standard" else []
 
     def library_systems(self, run: Any) -> list[str]:

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 STORAGE = "learner.storage"
 RETURNS = "learner.returns"
 EXACT = "learner.exact_targets"
-FAMILIES = frozenset({RSL_RL_RUNNER, SKRL_AGENT})
 #: failures shown per spec and example (the count of all of them is noted)
 SHOW = 3
 
@@ -170,7 +169,7 @@ def _decoded(row: Any) -> str:
         "happened, with no error."
     ),
     impact="training-data",
-    families=FAMILIES,
+    families=frozenset({RSL_RL_RUNNER, SKRL_AGENT}),
     needs=("usable",),
 )
 def check_storage(run: LearnerRun) -> Outcome:
@@ -310,7 +309,7 @@ def _returns_diagnosis(truth: Truth, facts: StorageFacts) -> str:
         "accumulates the next episode's rewards, or another sub-env's, corrupts every update silently."
     ),
     impact="training-data",
-    families=FAMILIES,
+    families=frozenset({RSL_RL_RUNNER, SKRL_AGENT}),
     needs=("usable",),
 )
 def check_returns(run: LearnerRun) -> Outcome:
@@ -360,7 +359,7 @@ def check_returns(run: LearnerRun) -> Outcome:
         "pass; any other departure is a defect."
     ),
     impact="training-data",
-    families=FAMILIES,
+    families=frozenset({RSL_RL_RUNNER, SKRL_AGENT}),
     needs=("usable",),
 )
 def check_exact_targets(run: LearnerRun) -> Outcome:

@@ -43,7 +43,7 @@ PACKAGE = ROOT / "rlconform"
 
 #: the optional libraries (top-level import names); Isaac Lab's own packages (isaaclab_rl,
 #: isaaclab_tasks, ...) count as isaaclab
-OPTIONAL = ("gymnasium", "gym", "torch", "tensordict", "torchrl", "stable_baselines3", "isaaclab", "rsl_rl")
+OPTIONAL = ("gymnasium", "gym", "torch", "tensordict", "torchrl", "stable_baselines3", "isaaclab", "rsl_rl", "skrl")
 
 #: layers that must not import a package of rlconform.libraries (rule b; core is rule a)
 LIBRARY_FREE = ("envs", "specs", "reports")
@@ -66,6 +66,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("envauthor", "torchrl"): (
         "env-author mode runs the user's env through every installed stack, TorchRL's among them "
         "(GymWrapper, torch-native stacks, TorchRL's unsupported spaces: envauthor/stacks.py)"
+    ),
+    ("rsl_rl", "isaaclab"): (
+        "RSL-RL's runner is checked over Isaac Lab's own RslRlVecEnvWrapper around the Isaac Lab "
+        "package's reference DirectRLEnv (rsl_rl/runner_run.py, isaaclab_route)"
     ),
 }
 
@@ -397,6 +401,21 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
     ),
     ("rlconform.libraries.torchrl.replay_family", "rlconform.libraries.torchrl.replay_torch"): _optional(
         "torch, tensordict and TorchRL"
+    ),
+    ("rlconform.envs.learner_run", "rlconform.envs.torch_stamp"): _TORCH,
+    ("rlconform.libraries.rsl_rl.runner_family", "rlconform.libraries.rsl_rl.runner_run"): _optional(
+        "torch and tensordict"
+    ),
+    ("rlconform.libraries.rsl_rl.runner_family", "rlconform.envs.torch_stamp"): _TORCH,
+    ("rlconform.libraries.rsl_rl.runner_run", "rlconform.libraries.isaaclab.batch_env"): _optional(
+        "Isaac Lab (the reference DirectRLEnv subclasses its DirectRLEnv)"
+    ),
+    ("rlconform.libraries.rsl_rl.runner_systems", "rlconform.libraries.rsl_rl.runner_planted"): _optional(
+        "RSL-RL (its planted PPO subclasses RSL-RL's)"
+    ),
+    ("rlconform.libraries.skrl.agent_family", "rlconform.libraries.skrl.agent_run"): _optional("torch and skrl"),
+    ("rlconform.libraries.skrl.agent_systems", "rlconform.libraries.skrl.agent_planted"): _optional(
+        "skrl (its planted PPO subclasses skrl's)"
     ),
 }
 

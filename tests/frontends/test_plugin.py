@@ -199,7 +199,7 @@ def test_search_that_checks_nothing_fails_with_its_message(downstream: pytest.Py
         ),
         pytest.param(
             ("--rlconform-api", "gym.Vector", "--rlconform-check", "myvec:make"),
-            "unknown API family 'gym.Vector' (did you mean 'gymnasium.vector'?); known: gymnasium.Env, gymnasium.VectorEnv, gymnasium.Wrapper, gymnasium.vector, isaaclab, sb3.Algorithm, sb3.VecEnv, torchrl.EnvBase, torchrl.ReplayBuffer, torchrl.ValueEstimator",
+            "unknown API family 'gym.Vector' (did you mean 'gymnasium.vector'?); known: gymnasium.Env, gymnasium.VectorEnv, gymnasium.Wrapper, gymnasium.vector, isaaclab, rsl_rl.Runner, sb3.Algorithm, sb3.VecEnv, skrl.Agent, torchrl.EnvBase, torchrl.ReplayBuffer, torchrl.ValueEstimator",
             id="unknown-family",
         ),
         pytest.param(

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts
-from rlconform.envs.torch_stamp import make_stamp_vec_env
+from rlconform.envs.torch_stamp import DirectEnvRecorder, make_stamp_vec_env
 from rlconform.specs.families import RSL_RL_RUNNER
 
 #: where RSL-RL documents its time-out bootstrap (learner.exact_targets is "known" for its PPO)
@@ -101,14 +101,13 @@ def run_runner_case(system: Any, case: LearnerCase, device: str = "cpu") -> Lear
     return run
 
 
-def isaaclab_route(case: LearnerCase, device: str) -> tuple[Any, Any]:
+def isaaclab_route(case: LearnerCase, device: str) -> tuple[Any, DirectEnvRecorder]:
     """Isaac Lab's own ``RslRlVecEnvWrapper`` around the bundled reference ``DirectRLEnv``
     (:mod:`rlconform.libraries.isaaclab.batch_env`, with ``compute_final_obs``; its terminations
     follow its own script, the case's ``term_a`` and ``term_b`` aside), its steps logged by a
     :class:`~rlconform.envs.torch_stamp.DirectEnvRecorder`."""
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper
 
-    from rlconform.envs.torch_stamp import DirectEnvRecorder
     from rlconform.libraries.isaaclab.batch_env import make_batch_stamp_env
 
     env = make_batch_stamp_env(case.num_envs, device, episode_steps=case.max_episode_length)

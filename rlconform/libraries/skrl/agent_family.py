@@ -20,6 +20,7 @@ from rlconform.core.family import FactoryShape
 from rlconform.core.system import System
 from rlconform.core.user import BadInput
 from rlconform.envs.learner_family import CAPS, LearnerFamily
+from rlconform.envs.learner_run import LearnerCase
 from rlconform.specs.families import SKRL_AGENT
 
 if TYPE_CHECKING:
@@ -67,7 +68,6 @@ class AgentFamily(LearnerFamily):
         signature.bind(object())
 
     def probe_build(self, system: System) -> Any:
-        from rlconform.envs.learner_run import LearnerCase
         from rlconform.libraries.skrl.agent_run import quiet_skrl, wrapped_env
 
         _env, wrapped = wrapped_env(LearnerCase(2, 4))
