@@ -67,6 +67,12 @@ def test_skrl_ppo_as_isaac_lab_configures_it_carries_its_gae_across_time_outs(su
     assert "GAE carried across time-outs into the next episode" in message, message
 
 
+def test_skrl_a2c_carries_its_gae_across_time_outs_too() -> None:
+    found = _statuses("skrl.Agent.A2C")
+    assert found[STORAGE][0] == "pass", found[STORAGE]
+    assert found[RETURNS][0] == "fail" and "across time-outs into the next episode" in found[RETURNS][2]
+
+
 def test_skrl_ppo_with_time_limit_bootstrap_bootstraps_from_the_next_episode() -> None:
     found = _statuses("skrl.Agent.PPO.time_limit_bootstrap")
     assert found[RETURNS][0] == "pass", found[RETURNS]
@@ -88,6 +94,7 @@ def test_the_findings_rows_name_the_bundled_failures() -> None:
     assert FAMILY.findings_row("skrl.Agent.PPO", RETURNS) == "K1"
     assert FAMILY.findings_row("skrl.Agent.PPO.lambda_1", RETURNS) == "K1"
     assert FAMILY.findings_row("skrl.Agent.PPO.time_limit_bootstrap", STORAGE) == "I4"
+    assert FAMILY.findings_row("skrl.Agent.A2C", RETURNS) == "K1"
 
 
 @pytest.mark.slow

@@ -57,6 +57,8 @@ class AgentFamily(LearnerFamily):
         ("skrl.Agent.PPO.time_limit_bootstrap", "learner.exact_targets"): "I4",
         ("skrl.Agent.PPO*", "learner.returns"): "K1",
         ("skrl.Agent.PPO*", "learner.exact_targets"): "K1",
+        ("skrl.Agent.A2C", "learner.returns"): "K1",
+        ("skrl.Agent.A2C", "learner.exact_targets"): "K1",
     }
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> LearnerRun:

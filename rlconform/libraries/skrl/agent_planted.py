@@ -199,6 +199,35 @@ def make_agent(
     return agent
 
 
+def a2c(env: Any) -> Any:
+    """skrl's A2C over ``env`` with one rollout of memory, its defaults otherwise (module level:
+    ``rlconform check rlconform.libraries.skrl.agent_planted:a2c --api skrl.Agent``)."""
+    from skrl.agents.torch.a2c import A2C, A2C_CFG
+
+    policy = gaussian_model(
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        device=env.device,
+        network=_NETWORK,
+        output="ACTIONS",
+    )
+    value = deterministic_model(
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        device=env.device,
+        network=_NETWORK,
+        output="ONE",
+    )
+    return A2C(
+        models={"policy": policy, "value": value},
+        memory=RandomMemory(memory_size=8, num_envs=env.num_envs, device=env.device),
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        device=env.device,
+        cfg=A2C_CFG(rollouts=8, mini_batches=1),
+    )
+
+
 def ppo(env: Any) -> PPO:
     """skrl's PPO as Isaac Lab's skrl configs build it (module level: ``rlconform check
     rlconform.libraries.skrl.agent_planted:ppo --api skrl.Agent``)."""

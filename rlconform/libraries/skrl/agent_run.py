@@ -137,15 +137,19 @@ def run_agent_case(system: Any, case: LearnerCase, device: str = "cpu") -> Learn
 
 
 def _library_part(agent: Any, run: LearnerRun) -> None:
-    """skrl's own PPO (a subclass of it too) is built like ``skrl.Agent.PPO``; made of skrl's
-    classes only where the agent and its memory are skrl's own."""
+    """skrl's own PPO or A2C (a subclass of one too) is built like ``skrl.Agent.PPO`` or
+    ``skrl.Agent.A2C``; made of skrl's classes only where the agent and its memory are skrl's own."""
+    from skrl.agents.torch.a2c import A2C
     from skrl.agents.torch.ppo import PPO
     from skrl.memories.torch import RandomMemory
 
-    if isinstance(agent, PPO):
-        bootstrap = bool(getattr(agent.cfg, "time_limit_bootstrap", False))
-        run.library_system = "skrl.Agent.PPO" + (".time_limit_bootstrap" if bootstrap else "")
-        run.library_only = type(agent) is PPO and type(getattr(agent, "memory", None)) is RandomMemory
+    for cls, system_id in ((PPO, "skrl.Agent.PPO"), (A2C, "skrl.Agent.A2C")):
+        if isinstance(agent, cls):
+            bootstrap = bool(getattr(agent.cfg, "time_limit_bootstrap", False))
+            has_bootstrap_system = cls is PPO
+            run.library_system = system_id + (".time_limit_bootstrap" if bootstrap and has_bootstrap_system else "")
+            run.library_only = type(agent) is cls and type(getattr(agent, "memory", None)) is RandomMemory
+            return
 
 
 def _build_and_train(system: Any, env: StampDirectEnv, wrapped: Any, run: LearnerRun) -> None:

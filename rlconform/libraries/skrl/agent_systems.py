@@ -60,6 +60,16 @@ VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 for _suffix, _what, _overrides in VARIANTS:
     _register(f"skrl.Agent.PPO{_suffix}", f"skrl PPO over skrl's Isaac Lab wrapper: {_what}", _agent(**_overrides))
 
+
+def _a2c(env: Any) -> Any:
+    from rlconform.libraries.skrl.agent_planted import a2c
+
+    return a2c(env)
+
+
+# skrl's A2C shares PPO's compute_gae (a2c.py:49), and K1 with it
+_register("skrl.Agent.A2C", "skrl A2C over skrl's Isaac Lab wrapper: its defaults, 8-step rollout", _a2c)
+
 # (time_limit_bootstrap=False is skrl's documented "no bootstrap at a time-out": learner.exact_targets
 # reports the fork's departure as a documented approximation, known, citing skrl's config)
 # the controls: a fork of skrl's PPO whose GAE ends at every episode end (the fix of K1), the base
