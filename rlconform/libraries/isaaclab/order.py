@@ -186,9 +186,11 @@ class StepOrder:
         """Tally the ending sub-envs whose order the hooks saw (a value recorded, and the sub-env
         reset within the step) and those they did not."""
         seen = done & self.reset_mask if recorded else torch.zeros_like(done)
-        zero = torch.zeros((), dtype=torch.long, device=self.device)
-        self.judged[spec] = self.judged.get(spec, zero) + seen.sum()
-        self.blind[spec] = self.blind.get(spec, zero) + (done & ~seen).sum()
+        if spec not in self.judged:  # allocated once per run, added to in place on the device
+            self.judged[spec] = torch.zeros((), dtype=torch.long, device=self.device)
+            self.blind[spec] = torch.zeros((), dtype=torch.long, device=self.device)
+        self.judged[spec] += seen.sum()
+        self.blind[spec] += (done & ~seen).sum()
 
     def tally(self) -> dict[str, tuple[int, int]]:
         """Per spec: (ending sub-envs the hooks judged, ending sub-envs they could not), read with
