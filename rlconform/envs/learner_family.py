@@ -8,10 +8,12 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, System
+from rlconform.core.user import BadInput
 from rlconform.envs.learner_run import LearnerCase
 from rlconform.envs.whole_run import WholeRunFamily
 
@@ -33,6 +35,28 @@ class LearnerFamily(WholeRunFamily):
 
     #: what a reproducer says the case does, after the system's title
     drives = "one rollout of its own collection over rlconform's torch env"
+    #: a user's learner, as its system's title names it ("RSL-RL runner")
+    learner: ClassVar[str] = "learner"
+    #: what its check reads, for its system's description
+    reads: ClassVar[str] = "what it stores and the returns it computes"
+    #: what to install where :meth:`importable` says the library cannot be imported
+    install: ClassVar[str] = ""
+
+    def importable(self) -> str | None:
+        """Why the learner's library cannot be imported here (None: it can)."""
+        return None
+
+    def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+        problem = self.importable()
+        if problem is not None:
+            raise BadInput(f"--api {self.api} needs {problem} ({self.install})")
+        return self.user_system_of(
+            reference,
+            title=f"{reference}(env) (your {self.learner})",
+            build=fn,
+            capabilities=CAPS,
+            description=f"a {self.learner}: {self.reads}, against the env log",
+        )
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
         from hypothesis import strategies as st

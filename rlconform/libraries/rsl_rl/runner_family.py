@@ -14,13 +14,11 @@ torch or RSL-RL.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rlconform.core.family import FactoryShape
 from rlconform.core.system import System
-from rlconform.core.user import BadInput
-from rlconform.envs.learner_family import CAPS, LearnerFamily
+from rlconform.envs.learner_family import LearnerFamily
 from rlconform.specs.families import RSL_RL_RUNNER
 
 if TYPE_CHECKING:
@@ -48,6 +46,9 @@ class RunnerFamily(LearnerFamily):
     factory_signature = "(env: rsl_rl.env.VecEnv) -> rsl_rl.runners.OnPolicyRunner"
     factory_argument = "env"
     drives = "one learn() iteration over rlconform's torch env in RSL-RL's VecEnv protocol"
+    learner = "RSL-RL runner"
+    reads = "what its collection stores and the returns it computes"
+    install = "pip install rsl-rl-lib GitPython; scripts/install-isaaclab builds an environment with both"
     libraries = ("rsl-rl-lib", "torch", "tensordict")
     claimed_classes = ("rsl_rl.runners.on_policy_runner.OnPolicyRunner",)
     # no ``takes``: a parameter annotated ``VecEnv`` names SB3's as often as RSL-RL's, so only the
@@ -79,20 +80,9 @@ class RunnerFamily(LearnerFamily):
         with contextlib.redirect_stdout(io.StringIO()):  # RSL-RL prints the actor and critic it builds
             return system.build(make_stamp_vec_env(StampScript(2, 4)))  # type: ignore[arg-type]  # takes the env
 
-    def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+    def importable(self) -> str | None:
         problem = runner_importable()
-        if problem is not None:
-            raise BadInput(
-                f"--api rsl_rl.Runner needs RSL-RL's runner importable here: {problem} (pip install rsl-rl-lib "
-                "GitPython; scripts/install-isaaclab builds an environment with both)"
-            )
-        return self.user_system_of(
-            reference,
-            title=f"{reference}(env) (your RSL-RL runner)",
-            build=fn,
-            capabilities=CAPS,
-            description="an RSL-RL runner: what its collection stores and the returns it computes, against the env log",
-        )
+        return None if problem is None else f"RSL-RL's runner importable here: {problem}"
 
 
 FAMILY = RunnerFamily()

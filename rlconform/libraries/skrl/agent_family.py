@@ -13,13 +13,11 @@ memory, a value preprocessor) are read; the bundled systems are
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rlconform.core.family import FactoryShape
 from rlconform.core.system import System
-from rlconform.core.user import BadInput
-from rlconform.envs.learner_family import CAPS, LearnerFamily
+from rlconform.envs.learner_family import LearnerFamily
 from rlconform.envs.learner_run import LearnerCase
 from rlconform.specs.families import SKRL_AGENT
 
@@ -45,6 +43,9 @@ class AgentFamily(LearnerFamily):
     factory_signature = "(env: skrl.envs.wrappers.torch.Wrapper) -> skrl.agents.torch.Agent"
     factory_argument = "env"
     drives = "one rollout of skrl's SequentialTrainer over rlconform's torch env through skrl's Isaac Lab wrapper"
+    learner = "skrl agent"
+    reads = "what its memory stores and the returns it computes"
+    install = "pip install skrl; scripts/install-isaaclab builds an environment with it"
     libraries = ("skrl", "torch", "gymnasium")
     quiet_loggers = ("skrl",)
     claimed_classes = ("skrl.agents.torch.base.Agent",)
@@ -79,20 +80,9 @@ class AgentFamily(LearnerFamily):
     def close_probe(self, obj: Any) -> None:
         """An agent holds nothing to close (its env is rlconform's)."""
 
-    def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
+    def importable(self) -> str | None:
         problem = skrl_importable()
-        if problem is not None:
-            raise BadInput(
-                f"--api skrl.Agent needs skrl importable here: {problem} (pip install skrl; scripts/install-isaaclab "
-                "builds an environment with it)"
-            )
-        return self.user_system_of(
-            reference,
-            title=f"{reference}(env) (your skrl agent)",
-            build=fn,
-            capabilities=CAPS,
-            description="a skrl agent: what its memory stores and the returns it computes, against the env log",
-        )
+        return None if problem is None else f"skrl importable here: {problem}"
 
 
 FAMILY = AgentFamily()

@@ -137,6 +137,20 @@ class _PlantedPPO(ForkedPPO):
         super().record_transition(**kwargs)
 
 
+def _parts(env: Any, rollouts: int) -> dict[str, Any]:
+    """What every agent here is built of: a Gaussian policy and a deterministic value model from
+    skrl's model instantiators, a ``RandomMemory`` of one rollout, the env's spaces and device."""
+    spaces = {"observation_space": env.observation_space, "action_space": env.action_space}
+    policy = gaussian_model(**spaces, device=env.device, network=_NETWORK, output="ACTIONS")
+    value = deterministic_model(**spaces, device=env.device, network=_NETWORK, output="ONE")
+    return {
+        "models": {"policy": policy, "value": value},
+        "memory": RandomMemory(memory_size=rollouts, num_envs=env.num_envs, device=env.device),
+        "device": env.device,
+        **spaces,
+    }
+
+
 def make_agent(
     env: Any,
     *,
@@ -156,20 +170,6 @@ def make_agent(
     if defect and defect not in DEFECTS:
         raise ValueError(f"unknown defect {defect!r}; one of {', '.join(DEFECTS)}")
     device = env.device
-    policy = gaussian_model(
-        observation_space=env.observation_space,
-        action_space=env.action_space,
-        device=device,
-        network=_NETWORK,
-        output="ACTIONS",
-    )
-    value = deterministic_model(
-        observation_space=env.observation_space,
-        action_space=env.action_space,
-        device=device,
-        network=_NETWORK,
-        output="ONE",
-    )
     cfg = PPO_CFG(
         rollouts=rollouts,
         learning_epochs=1,
@@ -188,15 +188,7 @@ def make_agent(
         cls = type("PlantedPPO", (_PlantedPPO,), {"defect": defect})
     elif defect.startswith("gae_"):
         cls = type("PlantedForkedPPO", (ForkedPPO,), {"update": _forked_update(defect)})
-    agent = cls(
-        models={"policy": policy, "value": value},
-        memory=RandomMemory(memory_size=rollouts, num_envs=env.num_envs, device=device),
-        observation_space=env.observation_space,
-        action_space=env.action_space,
-        device=device,
-        cfg=cfg,
-    )
-    return agent
+    return cls(**_parts(env, rollouts), cfg=cfg)
 
 
 def a2c(env: Any) -> Any:
@@ -204,28 +196,7 @@ def a2c(env: Any) -> Any:
     ``rlconform check rlconform.libraries.skrl.agent_planted:a2c --api skrl.Agent``)."""
     from skrl.agents.torch.a2c import A2C, A2C_CFG
 
-    policy = gaussian_model(
-        observation_space=env.observation_space,
-        action_space=env.action_space,
-        device=env.device,
-        network=_NETWORK,
-        output="ACTIONS",
-    )
-    value = deterministic_model(
-        observation_space=env.observation_space,
-        action_space=env.action_space,
-        device=env.device,
-        network=_NETWORK,
-        output="ONE",
-    )
-    return A2C(
-        models={"policy": policy, "value": value},
-        memory=RandomMemory(memory_size=8, num_envs=env.num_envs, device=env.device),
-        observation_space=env.observation_space,
-        action_space=env.action_space,
-        device=env.device,
-        cfg=A2C_CFG(rollouts=8, mini_batches=1),
-    )
+    return A2C(**_parts(env, 8), cfg=A2C_CFG(rollouts=8, mini_batches=1))
 
 
 def ppo(env: Any) -> PPO:
