@@ -11,38 +11,27 @@ Runs in ``.venv-isaaclab`` (rsl-rl-lib and GitPython).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 pytest.importorskip("rsl_rl.runners", reason="RSL-RL's runner (rsl-rl-lib with GitPython) is not installed")
 
-from rlconform.core.search import check_spec
-from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
 from rlconform.libraries.rsl_rl import runner_systems
 from rlconform.specs.learner import EXACT, RETURNS, STORAGE
 
 SPECS = (STORAGE, RETURNS, EXACT)
-PROFILE = "ci"
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _statuses(system_id: str) -> dict[str, tuple[str, bool, str]]:
-    system = get_system(system_id)
-    found = {}
-    for spec_id in SPECS:
-        verdict = check_spec(system, get_spec(spec_id), PROFILE)
-        found[spec_id] = (verdict.status, verdict.known is not None, verdict.message)
-    return found
+API = "rsl_rl.Runner"
+#: the conftest fixture: per learner spec, (status, known, message) of a bundled system
+Statuses = Callable[[str], dict[str, tuple[str, bool, str]]]
 
 
 @pytest.mark.parametrize("suffix", [suffix for suffix, _what, _cfg in runner_systems.VARIANTS])
-def test_rsl_rl_ppo_and_its_innocent_variants_pass_and_the_bootstrap_is_known(suffix: str) -> None:
-    found = _statuses(f"rsl_rl.Runner.PPO{suffix}")
+def test_rsl_rl_ppo_and_its_innocent_variants_pass_and_the_bootstrap_is_known(
+    suffix: str, learner_statuses: Statuses
+) -> None:
+    found = learner_statuses(f"rsl_rl.Runner.PPO{suffix}")
     assert found[STORAGE][0] == "pass", found[STORAGE]
     assert found[RETURNS][0] == "pass", found[RETURNS]
     status, known, message = found[EXACT]
@@ -51,31 +40,31 @@ def test_rsl_rl_ppo_and_its_innocent_variants_pass_and_the_bootstrap_is_known(su
 
 
 @pytest.mark.parametrize("defect", sorted(runner_systems.PLANTS))
-def test_each_planted_bug_fails_exactly_its_specs(defect: str) -> None:
+def test_each_planted_bug_fails_exactly_its_specs(defect: str, learner_statuses: Statuses) -> None:
     system_id = f"planted.rsl_rl.Runner.{''.join(p.title() for p in defect.split('_'))}"
-    found = _statuses(system_id)
+    found = learner_statuses(system_id)
     failed = {spec_id for spec_id, (status, known, _m) in found.items() if status == "fail" and not known}
     assert failed == set(get_system(system_id).plants), found
 
 
-def test_messages_say_what_the_storage_and_returns_got_wrong() -> None:
-    bootstrapped = _statuses("planted.rsl_rl.Runner.TimeOutsForTerminations")[STORAGE][2]
+def test_messages_say_what_the_storage_and_returns_got_wrong(learner_statuses: Statuses) -> None:
+    bootstrapped = learner_statuses("planted.rsl_rl.Runner.TimeOutsForTerminations")[STORAGE][2]
     assert "a termination bootstrapped as a time-out" in bootstrapped, bootstrapped
-    across = _statuses("planted.rsl_rl.Runner.GaeAcrossEpisodes")[RETURNS][2]
+    across = learner_statuses("planted.rsl_rl.Runner.GaeAcrossEpisodes")[RETURNS][2]
     assert "GAE carried across episode ends" in across, across
-    mixed = _statuses("planted.rsl_rl.Runner.GaeAcrossEnvs")[RETURNS][2]
+    mixed = learner_statuses("planted.rsl_rl.Runner.GaeAcrossEnvs")[RETURNS][2]
     assert "laid end to end" in mixed, mixed
-    post = _statuses("planted.rsl_rl.Runner.PostStepObs")[STORAGE][2]
+    post = learner_statuses("planted.rsl_rl.Runner.PostStepObs")[STORAGE][2]
     assert "but the step started from" in post, post
 
 
-def test_through_isaac_labs_wrapper_a_termination_on_the_time_limit_is_bootstrapped() -> None:
+def test_through_isaac_labs_wrapper_a_termination_on_the_time_limit_is_bootstrapped(learner_statuses: Statuses) -> None:
     """FINDINGS I3 reaches the storage: RslRlVecEnvWrapper hands a sub-env that terminated on its
     time limit on as a time-out, and RSL-RL's PPO bootstraps it."""
     pytest.importorskip("isaaclab_rl", reason="Isaac Lab is not installed")
     from rlconform.libraries.rsl_rl.runner_family import FAMILY
 
-    found = _statuses("rsl_rl.Runner.PPO.isaaclab")
+    found = learner_statuses("rsl_rl.Runner.PPO.isaaclab")
     assert found[RETURNS][0] == "pass", found[RETURNS]
     status, known, message = found[STORAGE]
     assert status == "fail" and not known and "a termination bootstrapped as a time-out" in message, message
@@ -84,17 +73,7 @@ def test_through_isaac_labs_wrapper_a_termination_on_the_time_limit_is_bootstrap
 
 
 @pytest.mark.slow
-def test_every_front_end_checks_a_runner() -> None:
+def test_every_front_end_checks_a_runner(every_front_end: Callable[[str], None]) -> None:
     """The CLI (with every report format and the reproducers), the plugin and
     ``parametrize_with_checks`` on a correct runner factory and a buggy one."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/frontends/test_every_api.py"],
-        cwd=ROOT,
-        env={**os.environ, "RLCONFORM_EVERY_API": "rsl_rl.Runner"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "skipped" not in done.stdout.splitlines()[-1], done.stdout[-2000:]
+    every_front_end(API)

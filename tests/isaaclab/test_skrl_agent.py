@@ -14,43 +14,34 @@ the fork fails exactly its specs. Runs in ``.venv-isaaclab`` (skrl 2.1.1).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 pytest.importorskip("skrl.agents.torch", reason="skrl is not installed")
 
-from rlconform.core.search import check_spec
-from rlconform.core.spec import get_spec
 from rlconform.core.system import get_system
 from rlconform.libraries.skrl import agent_systems
 from rlconform.specs.learner import EXACT, RETURNS, STORAGE
 
 SPECS = (STORAGE, RETURNS, EXACT)
-PROFILE = "ci"
-ROOT = Path(__file__).resolve().parents[2]
+API = "skrl.Agent"
+#: the conftest fixture: per learner spec, (status, known, message) of a bundled system
+Statuses = Callable[[str], dict[str, tuple[str, bool, str]]]
 
 
-def _statuses(system_id: str) -> dict[str, tuple[str, bool, str]]:
-    system = get_system(system_id)
-    found = {}
-    for spec_id in SPECS:
-        verdict = check_spec(system, get_spec(spec_id), PROFILE)
-        found[spec_id] = (verdict.status, verdict.known is not None, verdict.message)
-    return found
-
-
-def test_a_fork_that_bootstraps_from_the_terminal_observation_meets_every_learner_spec() -> None:
+def test_a_fork_that_bootstraps_from_the_terminal_observation_meets_every_learner_spec(
+    learner_statuses: Statuses,
+) -> None:
     """The control of all three specs: the fix of K1 and of I4 a user writes."""
-    found = _statuses("reference.skrl.Agent.ExactPPO")
+    found = learner_statuses("reference.skrl.Agent.ExactPPO")
     assert {spec_id: status for spec_id, (status, _k, _m) in found.items()} == dict.fromkeys(SPECS, "pass"), found
 
 
-def test_the_fork_that_ends_its_gae_at_time_outs_passes_and_its_missing_bootstrap_is_known() -> None:
-    found = _statuses("reference.skrl.Agent.ForkedPPO")
+def test_the_fork_that_ends_its_gae_at_time_outs_passes_and_its_missing_bootstrap_is_known(
+    learner_statuses: Statuses,
+) -> None:
+    found = learner_statuses("reference.skrl.Agent.ForkedPPO")
     assert found[STORAGE][0] == "pass" and found[RETURNS][0] == "pass", found
     status, known, message = found[EXACT]
     assert status == "fail" and known and "not bootstrapped instead of from V(terminal observation)" in message
@@ -59,31 +50,33 @@ def test_the_fork_that_ends_its_gae_at_time_outs_passes_and_its_missing_bootstra
 @pytest.mark.parametrize(
     "suffix", [suffix for suffix, _what, cfg in agent_systems.VARIANTS if not cfg.get("time_limit_bootstrap")]
 )
-def test_skrl_ppo_as_isaac_lab_configures_it_carries_its_gae_across_time_outs(suffix: str) -> None:
-    found = _statuses(f"skrl.Agent.PPO{suffix}")
+def test_skrl_ppo_as_isaac_lab_configures_it_carries_its_gae_across_time_outs(
+    suffix: str, learner_statuses: Statuses
+) -> None:
+    found = learner_statuses(f"skrl.Agent.PPO{suffix}")
     assert found[STORAGE][0] == "pass", found[STORAGE]
     status, known, message = found[RETURNS]
     assert status == "fail" and not known, found[RETURNS]
     assert "GAE carried across time-outs into the next episode" in message, message
 
 
-def test_skrl_a2c_carries_its_gae_across_time_outs_too() -> None:
-    found = _statuses("skrl.Agent.A2C")
+def test_skrl_a2c_carries_its_gae_across_time_outs_too(learner_statuses: Statuses) -> None:
+    found = learner_statuses("skrl.Agent.A2C")
     assert found[STORAGE][0] == "pass", found[STORAGE]
     assert found[RETURNS][0] == "fail" and "across time-outs into the next episode" in found[RETURNS][2]
 
 
-def test_skrl_ppo_with_time_limit_bootstrap_bootstraps_from_the_next_episode() -> None:
-    found = _statuses("skrl.Agent.PPO.time_limit_bootstrap")
+def test_skrl_ppo_with_time_limit_bootstrap_bootstraps_from_the_next_episode(learner_statuses: Statuses) -> None:
+    found = learner_statuses("skrl.Agent.PPO.time_limit_bootstrap")
     assert found[RETURNS][0] == "pass", found[RETURNS]
     status, _known, message = found[STORAGE]
     assert status == "fail" and "gamma * V(the next episode's first observation)" in message, message
 
 
 @pytest.mark.parametrize("defect", sorted(agent_systems.PLANTS))
-def test_each_planted_bug_fails_exactly_its_specs(defect: str) -> None:
+def test_each_planted_bug_fails_exactly_its_specs(defect: str, learner_statuses: Statuses) -> None:
     system_id = f"planted.skrl.Agent.{''.join(p.title() for p in defect.split('_'))}"
-    found = _statuses(system_id)
+    found = learner_statuses(system_id)
     failed = {spec_id for spec_id, (status, known, _m) in found.items() if status == "fail" and not known}
     assert failed == set(get_system(system_id).plants), found
 
@@ -98,17 +91,7 @@ def test_the_findings_rows_name_the_bundled_failures() -> None:
 
 
 @pytest.mark.slow
-def test_every_front_end_checks_an_agent() -> None:
+def test_every_front_end_checks_an_agent(every_front_end: Callable[[str], None]) -> None:
     """The CLI (with every report format and the reproducers), the plugin and
     ``parametrize_with_checks`` on a correct agent factory and a buggy one."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/frontends/test_every_api.py"],
-        cwd=ROOT,
-        env={**os.environ, "RLCONFORM_EVERY_API": "skrl.Agent"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "skipped" not in done.stdout.splitlines()[-1], done.stdout[-2000:]
+    every_front_end(API)
