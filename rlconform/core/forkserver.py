@@ -21,13 +21,14 @@ worker finds them done; it still runs ``__main__`` as before.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib.util
 import multiprocessing
 import os
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 #: the module the fork server imports last (it freezes the server's heap; nothing else imports it)
 FROZEN_HEAP = "rlconform.core.frozen_heap"
@@ -42,6 +43,33 @@ def preload(modules: Sequence[str]) -> None:
     if "forkserver" in multiprocessing.get_all_start_methods():
         extra = [name for name in main_modules() if name not in modules]
         multiprocessing.set_forkserver_preload([*modules, *extra, FROZEN_HEAP])
+
+
+@contextlib.contextmanager
+def spawn_from_fork_server(modules: Sequence[str], *, replace: Sequence[str | None] | None = None) -> Iterator[None]:
+    """Inside, the global start method is forkserver with ``modules`` preloaded (:func:`preload`);
+    it is put back on leaving.
+
+    Why: TorchRL's multi-process objects (``ParallelEnv`` without ``mp_start_method``, the
+    multi-process collectors, which take none) read the global start method when they start their
+    workers, and importing TorchRL sets it to spawn. A spawned worker imports torch and TorchRL
+    again: seconds per worker, per build. A forkserver worker starts as a spawned one does (a fresh
+    process forked from a server that never ran the caller's code, its target and arguments
+    pickled to it, ``__main__`` run again), with the imports already done.
+
+    ``replace``: the start methods it switches from (None: any). A user's objects are switched
+    only from spawn (TorchRL's default, whose semantics forkserver keeps), never from a fork the
+    user chose. Nothing changes on a platform without forkserver."""
+    previous = multiprocessing.get_start_method(allow_none=True)
+    if "forkserver" not in multiprocessing.get_all_start_methods() or (replace is not None and previous not in replace):
+        yield
+        return
+    preload(modules)
+    multiprocessing.set_start_method("forkserver", force=True)
+    try:
+        yield
+    finally:
+        multiprocessing.set_start_method(previous, force=True)
 
 
 def main_modules() -> list[str]:

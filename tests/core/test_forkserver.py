@@ -7,7 +7,9 @@ import multiprocessing
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -185,3 +187,37 @@ def test_under_the_command_line_the_server_imports_it_before_freezing(tmp_path: 
     assert {"rlconform.core.session", "rlconform.reports.results"} <= set(cli)
     assert runs["plain"][0] == str(["json", FROZEN_HEAP])
     assert runs["cli"][1] > runs["plain"][1] + 10_000  # rlconform's modules and hypothesis
+
+
+@pytest.fixture
+def global_start_method() -> Iterator[None]:
+    """The global start method is put back after the test."""
+    previous = multiprocessing.get_start_method(allow_none=True)
+    try:
+        yield
+    finally:
+        multiprocessing.set_start_method(previous, force=True)
+
+
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no forkserver here")
+@pytest.mark.parametrize(("before", "inside"), [("spawn", "forkserver"), ("fork", "fork"), (None, "forkserver")])
+def test_a_users_torchrl_build_starts_spawn_workers_from_the_fork_server(
+    before: str | None, inside: str, global_start_method: None
+) -> None:
+    """A user's TorchRL env is built with the global start method switched from spawn (TorchRL's
+    default, which a ParallelEnv without ``mp_start_method`` reads, also where none is set) to forkserver,
+    and put back after; a fork the user chose is left as it is (env_user.build_user_env)."""
+    pytest.importorskip("torchrl")
+    from rlconform.libraries.torchrl.env_user import build_user_env
+
+    multiprocessing.set_start_method(before, force=True)
+    seen: list[str | None] = []
+
+    def factory(env_fn: object) -> object:
+        seen.append(multiprocessing.get_start_method(allow_none=True))
+        return object()
+
+    with mock.patch("rlconform.libraries.torchrl.env_user._base", side_effect=lambda env: env):
+        build_user_env(factory, [])
+    assert seen == [inside]
+    assert multiprocessing.get_start_method(allow_none=True) == before

@@ -15,13 +15,12 @@ The policy's action is a function of one weight, so a stale policy copy shows in
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlconform.core.forkserver import preload
+from rlconform.core.forkserver import spawn_from_fork_server
 from rlconform.core.spec import Checker, Outcome, spec
 from rlconform.core.system import Capabilities, EnvFn, System, SystemTable
 from rlconform.envs.plan import Case, Op, Reset
@@ -416,38 +415,13 @@ def _sync(env_fns: Sequence[EnvFn], policy: Any, case: CollectorCase) -> Any:
 COLLECTOR_PRELOAD = (*FORKSERVER_PRELOAD, "torchrl.collectors", "rlconform.libraries.torchrl.policies")
 
 
-@contextlib.contextmanager
-def _workers_from_fork_server() -> Iterator[None]:
-    """Have the collector built inside start its workers from a fork server with TorchRL preloaded.
-
-    TorchRL's multi-process collectors take no start method: they read the global one, which
-    importing TorchRL sets to spawn, and a spawned worker imports torch and TorchRL again (seconds
-    per worker, per build: 113 s of the 123 s of checking a MultiSyncCollector). A forkserver worker
-    is started as a spawned one is (a fresh process from a server that never ran the collector;
-    the env factories and the policy pickled to it), with those imports already done. The global
-    start method is put back once the workers are started; a platform without forkserver keeps
-    TorchRL's own."""
-    import multiprocessing
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        yield
-        return
-    previous = multiprocessing.get_start_method(allow_none=True)
-    preload(COLLECTOR_PRELOAD)
-    multiprocessing.set_start_method("forkserver", force=True)
-    try:
-        yield
-    finally:
-        multiprocessing.set_start_method(previous, force=True)
-
-
 def _multi(name: str) -> CollectorFactory:
     def build(env_fns: Sequence[EnvFn], policy: Any, case: CollectorCase) -> Any:
         import torchrl.collectors
 
         cls = getattr(torchrl.collectors, name)
         envs = [functools.partial(gym_wrapper, fn) for fn in env_fns]
-        with _workers_from_fork_server():
+        with spawn_from_fork_server(COLLECTOR_PRELOAD):
             return cls(
                 envs, policy, frames_per_batch=case.frames_per_batch, total_frames=case.total_frames, **_casts(case)
             )

@@ -11,13 +11,14 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rlconform.core.forkserver import spawn_from_fork_server
 from rlconform.core.isolation import run_isolated
 from rlconform.core.system import Capabilities, EnvFn, System
 from rlconform.core.user import BadInput, factory_error
 from rlconform.core.watchdog import stderr_to
 from rlconform.envs.script import EnvScript
 from rlconform.libraries.torchrl.env_objects import NAME, _base, _is_batched_env, batch_shape, close_env
-from rlconform.libraries.torchrl.env_systems import _capabilities
+from rlconform.libraries.torchrl.env_systems import FORKSERVER_PRELOAD, _capabilities
 
 
 class SubEnvFactory:
@@ -207,25 +208,42 @@ def build_user_env(factory: Callable[[SubEnvFactory], Any], env_fns: Sequence[En
 
     A batched env is started here, as the bundled systems start theirs, so that its workers are
     built while the runner sends their stderr to a file and a worker that cannot start is a build
-    error, not a failed first reset."""
+    error, not a failed first reset.
+
+    Workers the env starts with TorchRL's default start method (spawn: a ``ParallelEnv`` without
+    ``mp_start_method``, where the global start method is spawn or unset) are started from
+    rlconform's fork server instead, TorchRL preloaded
+    (:data:`USER_WORKER_START`): the same fresh process that unpickles its ``create_env_fn``, without
+    importing torch and TorchRL again per worker per build (472 s of checking a two-worker
+    ``ParallelEnv`` was mostly that). A start method the factory names, or a global one other than
+    spawn, is left as it is."""
     env_fn = SubEnvFactory(env_fns)
-    try:
-        env = factory(env_fn)
-    except Exception:
-        if env_fn.refused_fork():
-            raise ForkedEnvFn(FORKED_ENV_FN) from None
-        raise
-    base = _base(env)
-    if _is_batched_env(base) and base.is_closed:
+    with spawn_from_fork_server(FORKSERVER_PRELOAD, replace=("spawn", None)):
         try:
-            base.start()
-        except BaseException as exc:
-            close_env(env)
-            if env_fn.refused_fork() and isinstance(exc, Exception):
+            env = factory(env_fn)
+        except Exception:
+            if env_fn.refused_fork():
                 raise ForkedEnvFn(FORKED_ENV_FN) from None
             raise
+        base = _base(env)
+        if _is_batched_env(base) and base.is_closed:
+            try:
+                base.start()
+            except BaseException as exc:
+                close_env(env)
+                if env_fn.refused_fork() and isinstance(exc, Exception):
+                    raise ForkedEnvFn(FORKED_ENV_FN) from None
+                raise
     env_fn.built()
     return env
+
+
+#: what a user's TorchRL system is told about its workers' start (its capabilities' notes)
+USER_WORKER_START = (
+    "worker processes the env starts with TorchRL's default start method (spawn) are started from a fork server "
+    "with TorchRL preloaded (the same fresh process, its env factory pickled to it); a start method the factory "
+    "names is kept"
+)
 
 
 def user_num_envs(factory: Any, max_envs: int = 8) -> int:
@@ -256,7 +274,7 @@ def user_capabilities(num_envs: int) -> Capabilities:
         partial_reset=False,
         max_envs=num_envs,
         min_envs=num_envs,
-        notes=caps.notes,
+        notes=(*caps.notes, USER_WORKER_START),
     )
 
 
