@@ -11,6 +11,9 @@ only that and the env's log.
 
 from __future__ import annotations
 
+import contextlib
+import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -98,3 +101,26 @@ class LearnerRun(WholeRunRecord):
     @property
     def usable(self) -> bool:
         return self.build_error is None
+
+
+@contextlib.contextmanager
+def seeded_case(seed: int) -> Iterator[None]:
+    """Inside, torch's, NumPy's and Python's global generators start from ``seed``; on leaving they
+    are put back as they were.
+
+    Why: a learner's initial weights and its action noise come from torch's generator, and an
+    Isaac Lab env built inside seeds all three (``cfg.seed``): seeded from the case, a replay sees
+    the same run, and the caller's random state is left as it was."""
+    import numpy as np
+    import torch
+
+    saved = (torch.get_rng_state(), np.random.get_state(), random.getstate())
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        torch.set_rng_state(saved[0])
+        np.random.set_state(saved[1])
+        random.setstate(saved[2])

@@ -192,7 +192,8 @@ class DirectEnvRecorder:
     to its exact model by the torch tier, so what it returns is the truth; a learner over a
     wrapper is compared with it. The observation a step started from is the row the previous call
     returned; the row it reached is ``extras["final_obs"]["policy"]`` where the sub-env ended (the
-    env must compute it: ``cfg.compute_final_obs``), the returned row elsewhere. A step both
+    env must compute it: ``cfg.compute_final_obs``; Isaac Lab writes it on steps where a sub-env
+    ended only), the returned row elsewhere. A step both
     terminated and timed out (Isaac Lab sets both where a termination falls on the time limit) is
     logged as terminated: ``truncated`` holds the time-outs that did not terminate. Every tensor is
     cloned: DirectRLEnv rewrites its flag buffers in place (FINDINGS I1)."""
@@ -220,7 +221,10 @@ class DirectEnvRecorder:
         done = (term | trunc).reshape(-1, 1)
         final = extras.get("final_obs", {}).get("policy") if isinstance(extras, dict) else None
         if final is None:
-            raise ValueError("the env wrote no extras['final_obs']: set cfg.compute_final_obs")
+            # Isaac Lab writes final_obs on steps with an autoreset only
+            if bool(done.any()):
+                raise ValueError("the env wrote no extras['final_obs']: set cfg.compute_final_obs")
+            final = rows
         if self._last is None:
             raise ValueError("the env was stepped before it was reset")
         self.log.obs_before.append(self._last)
@@ -231,6 +235,13 @@ class DirectEnvRecorder:
         self.log.reached.append(torch.where(done, final.detach().clone(), rows))
         self._last = rows
         return result
+
+    def get_observations(self) -> Any:
+        """The observation group the env returned last, ``{"policy": rows}`` (what a learner's
+        rollout ends on), as :meth:`StampCore.get_observations` gives it."""
+        if self._last is None:
+            raise ValueError("the env was not reset")
+        return {"policy": self._last}
 
     def detach(self) -> None:
         for name in ("reset", "step"):

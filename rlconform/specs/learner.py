@@ -290,10 +290,14 @@ def _returns_diagnosis(truth: Truth, facts: StorageFacts) -> str:
         "one GAE recursion over the sub-envs' rows laid end to end (a sub-env's last row bootstrapped from the "
         "next sub-env's first)": _end_to_end(rewards, facts, truth.done),
     }
-    for name, candidate in candidates.items():
-        if bool(close(facts.returns, candidate, scale=10.0).all()):
-            return f"; they are {name}"
-    return ""
+    fits = [name for name, candidate in candidates.items() if bool(close(facts.returns, candidate, scale=10.0).all())]
+    if not fits:
+        return ""
+    # a rollout with no termination cannot tell "dones ignored" from "time-outs ignored": both named
+    told = f"; they are {fits[0]}"
+    for name in fits[1:]:
+        told += f", or equally {name} (this rollout cannot tell them apart)"
+    return told
 
 
 @spec(

@@ -69,7 +69,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ),
     ("rsl_rl", "isaaclab"): (
         "RSL-RL's runner is checked over Isaac Lab's own RslRlVecEnvWrapper around the Isaac Lab "
-        "package's reference DirectRLEnv (rsl_rl/runner_run.py, isaaclab_route)"
+        "package's reference DirectRLEnv and its real Cartpole tasks (isaaclab/learner_envs.py, "
+        "rsl_rl/runner_run.py, runner_systems.py)"
+    ),
+    ("skrl", "isaaclab"): (
+        "skrl's agents are checked over Isaac Lab's real Cartpole tasks through skrl's Isaac Lab "
+        "wrapper (isaaclab/learner_envs.py, skrl/agent_run.py, agent_systems.py)"
     ),
 }
 
@@ -407,8 +412,16 @@ FUNCTION_LEVEL: dict[tuple[str, str], str] = {
         "torch and tensordict"
     ),
     ("rlconform.libraries.rsl_rl.runner_family", "rlconform.envs.torch_stamp"): _TORCH,
-    ("rlconform.libraries.rsl_rl.runner_run", "rlconform.libraries.isaaclab.batch_env"): _optional(
+    ("rlconform.libraries.isaaclab.learner_envs", "rlconform.libraries.isaaclab.batch_env"): _optional(
         "Isaac Lab (the reference DirectRLEnv subclasses its DirectRLEnv)"
+    ),
+    ("rlconform.libraries.isaaclab.learner_envs", "rlconform.libraries.isaaclab.cartpole"): _optional(
+        "Isaac Lab (the real Cartpole tasks; learner_envs is imported by the learner families' system tables "
+        "where Isaac Lab is not installed)"
+    ),
+    ("rlconform.libraries.isaaclab.learner_envs", "rlconform.envs.torch_stamp"): _optional(
+        "torch (the step recorder; learner_envs is imported by the learner families' system tables, which import "
+        "no torch)"
     ),
     ("rlconform.libraries.rsl_rl.runner_systems", "rlconform.libraries.rsl_rl.runner_planted"): _optional(
         "RSL-RL (its planted PPO subclasses RSL-RL's)"

@@ -72,6 +72,27 @@ def test_through_isaac_labs_wrapper_a_termination_on_the_time_limit_is_bootstrap
     assert FAMILY.findings_row("rsl_rl.Runner.PPO.isaaclab", EXACT) == "I3"
 
 
+@pytest.mark.slow  # about 20 s: a physics simulation built and stepped per example
+def test_over_the_real_cartpole_task_rsl_rl_stores_its_steps_and_the_bootstrap_is_known(
+    learner_statuses: Statuses,
+) -> None:
+    """RSL-RL's PPO through RslRlVecEnvWrapper around the real Isaac-Cartpole-Direct (Newton physics):
+    the storage holds the env's steps, the returns are GAE over its episodes, and the time-out
+    bootstrap from V(s_t) is R1's known approximation, measured on the real task. (The
+    manager-based task is the bundled system rsl_rl.Runner.PPO.isaaclab.Cartpole, run by the main
+    job.)"""
+    pytest.importorskip("isaaclab", reason="Isaac Lab is not installed")
+    from rlconform.libraries.rsl_rl.runner_family import FAMILY
+
+    found = learner_statuses("rsl_rl.Runner.PPO.isaaclab.Cartpole-Direct")
+    assert found[STORAGE][0] == "pass", found[STORAGE]
+    assert found[RETURNS][0] == "pass", found[RETURNS]
+    status, known, message = found[EXACT]
+    assert status == "fail" and known and "bias mean" in message, found[EXACT]
+    assert FAMILY.findings_row("rsl_rl.Runner.PPO.isaaclab.Cartpole-Direct", EXACT) == "R1"
+    assert FAMILY.findings_row("rsl_rl.Runner.PPO.isaaclab.Cartpole-Direct", STORAGE) == "I3"
+
+
 @pytest.mark.slow
 def test_every_front_end_checks_a_runner(every_front_end: Callable[[str], None]) -> None:
     """The CLI (with every report format and the reproducers), the plugin and

@@ -88,6 +88,46 @@ def test_the_findings_rows_name_the_bundled_failures() -> None:
     assert FAMILY.findings_row("skrl.Agent.PPO.lambda_1", RETURNS) == "K1"
     assert FAMILY.findings_row("skrl.Agent.PPO.time_limit_bootstrap", STORAGE) == "I4"
     assert FAMILY.findings_row("skrl.Agent.A2C", RETURNS) == "K1"
+    assert FAMILY.findings_row("skrl.Agent.PPO.isaaclab.Cartpole", RETURNS) == "K1"
+    assert FAMILY.findings_row("skrl.Agent.PPO.time_limit_bootstrap.isaaclab.Cartpole-Direct", STORAGE) == "I4"
+
+
+def test_over_isaac_labs_reference_direct_rl_env_the_gae_crosses_time_outs(learner_statuses: Statuses) -> None:
+    """skrl's wrapper around a real DirectRLEnv subclass (the bundled reference env): the memory
+    holds the env's steps, K1 as over rlconform's protocol env."""
+    pytest.importorskip("isaaclab", reason="Isaac Lab is not installed")
+    found = learner_statuses("skrl.Agent.PPO.isaaclab")
+    assert found[STORAGE][0] == "pass", found[STORAGE]
+    assert found[RETURNS][0] == "fail" and "across time-outs into the next episode" in found[RETURNS][2]
+
+
+@pytest.mark.slow  # about 20 s each: a physics simulation built and stepped per example
+@pytest.mark.parametrize(
+    ("system_id", "storage", "returns"),
+    [
+        # the manager-based task, skrl's PPO as Isaac Lab's configs build it: the memory holds the
+        # env's steps, the GAE crosses time-outs (K1)
+        ("skrl.Agent.PPO.isaaclab.Cartpole", "pass", "across time-outs into the next episode"),
+        # the direct task with time_limit_bootstrap: the time-outs bootstrapped from the next
+        # episode's first observation (I4, on the real task)
+        (
+            "skrl.Agent.PPO.time_limit_bootstrap.isaaclab.Cartpole-Direct",
+            "the next episode's first observation",
+            "pass",
+        ),
+    ],
+)
+def test_over_the_real_cartpole_tasks_skrl_shows_k1_and_i4(
+    system_id: str, storage: str, returns: str, learner_statuses: Statuses
+) -> None:
+    pytest.importorskip("isaaclab", reason="Isaac Lab is not installed")
+    found = learner_statuses(system_id)
+    for spec_id, expected in ((STORAGE, storage), (RETURNS, returns)):
+        status, known, message = found[spec_id]
+        if expected == "pass":
+            assert status == "pass", found[spec_id]
+        else:
+            assert status == "fail" and not known and expected in message, found[spec_id]
 
 
 @pytest.mark.slow

@@ -22,8 +22,9 @@ from typing import Any
 
 import torch
 
-from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts
-from rlconform.envs.torch_stamp import DirectEnvRecorder, make_stamp_vec_env
+from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts, seeded_case
+from rlconform.envs.torch_stamp import make_stamp_vec_env
+from rlconform.libraries.isaaclab.learner_envs import recorded_env
 from rlconform.specs.families import RSL_RL_RUNNER
 
 #: where RSL-RL documents its time-out bootstrap (learner.exact_targets is "known" for its PPO)
@@ -79,40 +80,27 @@ def read_storage(runner: Any, env: Any, log: Any) -> StorageFacts:
 
 def run_runner_case(system: Any, case: LearnerCase, device: str = "cpu") -> LearnerRun:
     """Build ``system``'s runner over the case's env, run one ``learn`` iteration up to its update,
-    and read the storage."""
+    and read the storage. With the system's ``env`` option the env is an Isaac Lab env
+    (:mod:`rlconform.libraries.isaaclab.learner_envs`) through Isaac Lab's own ``RslRlVecEnvWrapper``."""
     run = LearnerRun(case, RSL_RL_RUNNER, system=system)
-    recorder = None
-    if dict(system.options).get("env") == "isaaclab":
-        env, recorder = isaaclab_route(case, device)
-        run.log = recorder.log
-    else:
-        env = make_stamp_vec_env(case.script(), device)
-        run.log = env.log
-    # the networks' initial weights and the policy's action noise are drawn from torch's generator:
-    # seeded from the case, in a fork of it, so that a replay sees the same run and the caller's
-    # random state is left as it was
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(case.seed)
+    kind = dict(system.options).get("env")
+    with seeded_case(case.seed):
+        if kind is None:
+            env = make_stamp_vec_env(case.script(), device)
+            run.log = env.log
             _build_and_collect(system, env, run)
-    finally:
-        if recorder is not None:
-            recorder.detach()
+            return run
+        from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper
+
+        recorded = recorded_env(kind, case, device)
+        run.log = recorded.recorder.log
+        try:
+            # seeded again: the env's construction drew from the generators
+            torch.manual_seed(case.seed)
+            _build_and_collect(system, RslRlVecEnvWrapper(recorded.env), run)
+        finally:
+            recorded.close()
     return run
-
-
-def isaaclab_route(case: LearnerCase, device: str) -> tuple[Any, DirectEnvRecorder]:
-    """Isaac Lab's own ``RslRlVecEnvWrapper`` around the bundled reference ``DirectRLEnv``
-    (:mod:`rlconform.libraries.isaaclab.batch_env`, with ``compute_final_obs``; its terminations
-    follow its own script, the case's ``term_a`` and ``term_b`` aside), its steps logged by a
-    :class:`~rlconform.envs.torch_stamp.DirectEnvRecorder`."""
-    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper
-
-    from rlconform.libraries.isaaclab.batch_env import make_batch_stamp_env
-
-    env = make_batch_stamp_env(case.num_envs, device, episode_steps=case.max_episode_length)
-    recorder = DirectEnvRecorder(env)
-    return RslRlVecEnvWrapper(env), recorder
 
 
 def _library_part(runner: Any, env: Any, run: LearnerRun) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 from rlconform.core.system import System, SystemTable
 from rlconform.envs.learner_family import CAPS
+from rlconform.libraries.isaaclab.learner_envs import CARTPOLE_ROUTES
+from rlconform.libraries.isaaclab.learner_envs import capabilities as isaaclab_capabilities
 from rlconform.libraries.rsl_rl.runner_family import runner_importable
 from rlconform.specs.families import RSL_RL_RUNNER
 
@@ -81,7 +83,22 @@ _register(
     _ppo(),
     requires=(*REQUIRES, "isaaclab"),
     options=(("env", "isaaclab"),),
+    capabilities=isaaclab_capabilities("isaaclab"),
 )
+# the same over Isaac Lab's real Cartpole tasks on the CPU (Newton physics)
+for _suffix, _kind, _task in CARTPOLE_ROUTES:
+    _register(
+        f"rsl_rl.Runner.PPO.isaaclab{_suffix}",
+        f"OnPolicyRunner(RslRlVecEnvWrapper(gym.make({_task!r})), train_cfg, log_dir=None): RSL-RL's PPO on the "
+        "real task",
+        _ppo(),
+        requires=(*REQUIRES, "isaaclab"),
+        options=(("env", _kind),),
+        capabilities=isaaclab_capabilities(_kind),
+        # an example builds and steps a physics simulation (about a second on the CPU): the
+        # smaller example budget
+        costly=True,
+    )
 
 
 def _planted(defect: str) -> Callable[[Any], Any]:

@@ -53,9 +53,9 @@ class AgentFamily(LearnerFamily):
     required_attributes = ("act", "record_transition")
     #: the FINDINGS rows of skrl's PPO over Isaac Lab's env contract
     findings = {
-        ("skrl.Agent.PPO.time_limit_bootstrap", "learner.storage"): "I4",
-        ("skrl.Agent.PPO.time_limit_bootstrap", "learner.returns"): "I4",
-        ("skrl.Agent.PPO.time_limit_bootstrap", "learner.exact_targets"): "I4",
+        ("skrl.Agent.PPO.time_limit_bootstrap*", "learner.storage"): "I4",
+        ("skrl.Agent.PPO.time_limit_bootstrap*", "learner.returns"): "I4",
+        ("skrl.Agent.PPO.time_limit_bootstrap*", "learner.exact_targets"): "I4",
         ("skrl.Agent.PPO*", "learner.returns"): "K1",
         ("skrl.Agent.PPO*", "learner.exact_targets"): "K1",
         ("skrl.Agent.A2C", "learner.returns"): "K1",

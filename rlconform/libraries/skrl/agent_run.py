@@ -25,9 +25,13 @@ from typing import Any
 
 import torch
 
-from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts
-from rlconform.envs.torch_stamp import StampDirectEnv
+from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts, seeded_case
+from rlconform.envs.torch_stamp import DirectEnvRecorder, StampDirectEnv
+from rlconform.libraries.isaaclab.learner_envs import recorded_env
 from rlconform.specs.families import SKRL_AGENT
+
+#: an env whose steps are logged, and which gives the observation a rollout ended on
+LoggedEnv = StampDirectEnv | DirectEnvRecorder
 
 #: where skrl documents its time-out switch (learner.exact_targets is "known" for an agent without it)
 SKRL_NO_BOOTSTRAP = (
@@ -71,7 +75,7 @@ def _values(agent: Any, rows: torch.Tensor) -> torch.Tensor:
     return _f64(values).reshape(-1)
 
 
-def critic_values(agent: Any, env: StampDirectEnv) -> tuple[torch.Tensor, torch.Tensor]:
+def critic_values(agent: Any, env: LoggedEnv) -> tuple[torch.Tensor, torch.Tensor]:
     """V(terminal observation) of every logged step of the rollout ``[steps, num_envs]``, and V(the
     observation the rollout's end bootstraps from) ``[num_envs]``."""
     steps = int(agent.memory.memory_size)
@@ -81,7 +85,7 @@ def critic_values(agent: Any, env: StampDirectEnv) -> tuple[torch.Tensor, torch.
 
 
 def read_memory(
-    agent: Any, env: StampDirectEnv, handed: dict[str, Any], critic: tuple[torch.Tensor, torch.Tensor]
+    agent: Any, env: LoggedEnv, handed: dict[str, Any], critic: tuple[torch.Tensor, torch.Tensor]
 ) -> StorageFacts:
     """What the agent's memory holds now, with the raw values and returns it handed its value
     preprocessor, and the critic's values (:func:`critic_values`)."""
@@ -124,15 +128,27 @@ def read_memory(
 
 def run_agent_case(system: Any, case: LearnerCase, device: str = "cpu") -> LearnerRun:
     """Build ``system``'s agent over the case's wrapped env, train it for one rollout up to its
-    first gradient step, and read the memory."""
+    first gradient step, and read the memory. With the system's ``env`` option the env is an Isaac
+    Lab env (:mod:`rlconform.libraries.isaaclab.learner_envs`), wrapped by skrl's Isaac Lab wrapper
+    the same way."""
     run = LearnerRun(case, SKRL_AGENT, system=system)
-    env, wrapped = wrapped_env(case, device)
-    run.log = env.log
-    # the models' initial weights and the policy's noise come from torch's generator: seeded from
-    # the case, in a fork of it (the caller's random state is left as it was)
-    with torch.random.fork_rng(devices=[]), quiet_skrl():
-        torch.manual_seed(case.seed)
-        _build_and_train(system, env, wrapped, run)
+    kind = dict(system.options).get("env")
+    with seeded_case(case.seed), quiet_skrl():
+        if kind is None:
+            env, wrapped = wrapped_env(case, device)
+            run.log = env.log
+            _build_and_train(system, env, wrapped, run)
+            return run
+        from skrl.envs.wrappers.torch import wrap_env
+
+        recorded = recorded_env(kind, case, device)
+        run.log = recorded.recorder.log
+        try:
+            # seeded again: the env's construction drew from the generators
+            torch.manual_seed(case.seed)
+            _build_and_train(system, recorded.recorder, wrap_env(recorded.env, wrapper="isaaclab"), run)
+        finally:
+            recorded.close()
     return run
 
 
@@ -152,7 +168,7 @@ def _library_part(agent: Any, run: LearnerRun) -> None:
             return
 
 
-def _build_and_train(system: Any, env: StampDirectEnv, wrapped: Any, run: LearnerRun) -> None:
+def _build_and_train(system: Any, env: LoggedEnv, wrapped: Any, run: LearnerRun) -> None:
     from skrl.trainers.torch import SequentialTrainer
 
     try:

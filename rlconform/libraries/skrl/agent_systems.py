@@ -11,6 +11,8 @@ from typing import Any
 
 from rlconform.core.system import System, SystemTable
 from rlconform.envs.learner_family import CAPS
+from rlconform.libraries.isaaclab.learner_envs import CARTPOLE_ROUTES
+from rlconform.libraries.isaaclab.learner_envs import capabilities as isaaclab_capabilities
 from rlconform.libraries.skrl.agent_family import skrl_importable
 from rlconform.specs.families import SKRL_AGENT
 
@@ -27,10 +29,7 @@ def _register(system_id: str, title: str, build: Callable[[Any], Any], **kwargs:
             title=title,
             build=build,
             source=title,
-            requires=REQUIRES,
-            capabilities=CAPS,
-            availability=skrl_importable,
-            **kwargs,
+            **{"requires": REQUIRES, "capabilities": CAPS, "availability": skrl_importable, **kwargs},
         )
     )
 
@@ -59,6 +58,32 @@ VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 for _suffix, _what, _overrides in VARIANTS:
     _register(f"skrl.Agent.PPO{_suffix}", f"skrl PPO over skrl's Isaac Lab wrapper: {_what}", _agent(**_overrides))
+# the same over Isaac Lab's own envs on the CPU: the bundled reference DirectRLEnv, the real Cartpole
+# tasks (Newton physics); with time_limit_bootstrap, FINDINGS I4 on the real task
+ISAACLAB_ROUTES = (
+    ("", "isaaclab", "the bundled reference DirectRLEnv"),
+    *((suffix, kind, f"gym.make({task!r})") for suffix, kind, task in CARTPOLE_ROUTES),
+)
+for _suffix, _kind, _env in (
+    *((f".isaaclab{suffix}", kind, env) for suffix, kind, env in ISAACLAB_ROUTES),
+    (".time_limit_bootstrap.isaaclab.Cartpole-Direct", "cartpole-direct", "gym.make('Isaac-Cartpole-Direct')"),
+):
+    _register(
+        f"skrl.Agent.PPO{_suffix}",
+        f"skrl PPO over wrap_env({_env}, wrapper='isaaclab')"
+        + (
+            ", time_limit_bootstrap=True"
+            if "time_limit_bootstrap" in _suffix
+            else ", as Isaac Lab's skrl configs build it"
+        ),
+        _agent(time_limit_bootstrap=True) if "time_limit_bootstrap" in _suffix else _agent(),
+        requires=(*REQUIRES, "isaaclab"),
+        options=(("env", _kind),),
+        capabilities=isaaclab_capabilities(_kind),
+        # an example builds and steps an Isaac Lab env (a physics simulation for Cartpole: about a
+        # second on the CPU): the smaller example budget
+        costly=_kind != "isaaclab",
+    )
 
 
 def _a2c(env: Any) -> Any:
