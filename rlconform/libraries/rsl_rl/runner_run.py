@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from rlconform.core.family import refused
+from rlconform.core.refusals import library_refusal
 from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts, seeded_case
 from rlconform.envs.torch_stamp import make_stamp_vec_env
 from rlconform.libraries.isaaclab.learner_envs import recorded_env
@@ -32,6 +34,11 @@ RSL_RL_BOOTSTRAP = (
     "rsl-rl-lib 5.5.1 algorithms/ppo.py:155-160 (process_env_step: rewards += gamma * values * time_outs, "
     "the value of the step's own observation V(s_t) standing in for V(terminal observation))"
 )
+
+
+#: the packages whose code raising on purpose inside ``learn`` is RSL-RL refusing the env (Isaac
+#: Lab's wrapper and env are not: what reaches them comes from the runner)
+RSL_RL_PACKAGES = ("rsl_rl",)
 
 
 def _f64(t: torch.Tensor) -> torch.Tensor:
@@ -147,14 +154,40 @@ def _build_and_collect(system: Any, env: Any, run: LearnerRun) -> None:
     alg.update = reader
     try:
         with contextlib.redirect_stdout(quiet):
-            runner.learn(num_learning_iterations=1)
+            learn(runner)
     except Collected:
         pass
     except Exception as exc:
-        run.learn_error = f"{type(exc).__name__}: {exc}"
+        refusal = learn_refusal(exc, run, alg)
+        if refusal is not None:
+            run.build_error = refused(f"runner.learn (one iteration) {refusal}")
+        else:
+            run.learn_error = f"{type(exc).__name__}: {exc}"
     finally:
         vars(alg).pop("update", None)
     run.storage = sink.get("facts")
     run.read_error = sink.get("error")
-    if run.storage is None and run.learn_error is None and run.read_error is None:
+    if run.storage is None and run.build_error is None and run.learn_error is None and run.read_error is None:
         run.learn_error = "learn(num_learning_iterations=1) returned without calling alg.update"
+
+
+def learn(runner: Any) -> None:
+    """``runner.learn`` for one iteration: the frame below which :func:`learn_refusal` reads whose
+    code raised."""
+    runner.learn(num_learning_iterations=1)
+
+
+def learn_refusal(exc: BaseException, run: LearnerRun, alg: Any) -> str | None:
+    """Why the ``learn`` that raised ``exc`` is RSL-RL refusing rlconform's env (one line: its own
+    words and where it said them), or None: a failure of the system.
+
+    The rule of :mod:`rlconform.core.refusals`: every frame below :func:`learn` is RSL-RL's code on
+    RSL-RL's objects, its innermost statement a ``raise`` or an ``assert`` (its NaN check, say), and
+    nothing the user wrote had used the env yet: the runner is made of RSL-RL's classes only, or
+    its storage holds no step. No gradient step can have been taken: the storage is read, and
+    ``learn`` stopped, at the first ``alg.update``."""
+    said = library_refusal(exc, learn.__code__, RSL_RL_PACKAGES)
+    if said is None:
+        return None
+    stored = int(getattr(getattr(alg, "storage", None), "step", 0) or 0)
+    return said if run.library_only or stored == 0 else None

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlconform.core.family import refused
+from rlconform.core.refusals import REFUSING_EXCEPTIONS, frames_below, library_frames, raises_on_purpose, what_it_said
 from rlconform.core.system import System
 from rlconform.core.user import close_within_limit
 from rlconform.core.watchdog import child_processes, reap
@@ -49,14 +50,10 @@ from rlconform.libraries.sb3.algorithm_values import bootstrap_values
 from rlconform.libraries.sb3.vecenv_family import preload_forkserver
 
 if TYPE_CHECKING:
-    from types import TracebackType
+    pass
 
 #: the packages whose code is "the library" when a ``learn`` that raised is judged (learn_refusal)
 LIBRARY_PACKAGES = ("stable_baselines3", "sb3_contrib")
-#: the exceptions a library raises, with a ``raise`` or ``assert`` statement of its own, to say that
-#: its input or configuration is not one it takes (RuntimeError: HerReplayBuffer's "Unable to
-#: sample before the end of the first episode")
-REFUSING_EXCEPTIONS = (AssertionError, ValueError, TypeError, RuntimeError, NotImplementedError)
 
 
 @dataclass
@@ -413,76 +410,22 @@ def learn_refusal(exc: BaseException, model: Any) -> str | None:
 
     Anything else, an IndexError in a user's ``_store_transition``, a shape error NumPy raises in
     SB3's ``add``, a ValueError raised after training began, stays ``learn_error``: a FAIL."""
-    frames = _frames_below_learn(exc.__traceback__)
-    if not frames or not all(_module_of(frame).split(".")[0] in LIBRARY_PACKAGES for frame in frames):
+    frames = frames_below(exc.__traceback__, learn.__code__)
+    if not frames or not library_frames(frames, LIBRARY_PACKAGES, own_objects=False):
         return None
     innermost = frames[-1]
     missing_entry = isinstance(exc, KeyError) and _missing_observation_entry(exc, model)
-    deliberate = isinstance(exc, REFUSING_EXCEPTIONS) and _raises_on_purpose(innermost)
+    deliberate = isinstance(exc, REFUSING_EXCEPTIONS) and raises_on_purpose(innermost)
     if not (missing_entry or deliberate):
         return None
     if int(getattr(model, "_n_updates", 0) or 0) != 0:
         return None
     if _stored_rows(model) and not _library_classes_only(model):
         return None
-    code = innermost.tb_frame.f_code
-    where = f"{_library_path(code.co_filename)}:{innermost.tb_lineno} in {code.co_name}"
-    message = str(exc).splitlines()[0] if str(exc) else "(no message)"
-    said = f"raised {type(exc).__name__}: {message} (at {where})"
+    said = what_it_said(exc, innermost, LIBRARY_PACKAGES)
     if missing_entry:
         said += f": the observations rlconform's envs give have no entry {exc.args[0]!r}"
     return said
-
-
-def _frames_below_learn(tb: TracebackType | None) -> list[TracebackType]:
-    """The traceback's frames from ``learn`` down (those of :func:`learn` and above it are
-    rlconform's: the harness or the probe calling it)."""
-    frames: list[TracebackType] = []
-    below = False
-    while tb is not None:
-        if below:
-            frames.append(tb)
-        below = below or tb.tb_frame.f_code is learn.__code__
-        tb = tb.tb_next
-    return frames
-
-
-def _module_of(frame: TracebackType) -> str:
-    return str(frame.tb_frame.f_globals.get("__name__", ""))
-
-
-def _library_path(filename: str) -> str:
-    """``filename`` from its library package's folder on (``stable_baselines3/dqn/dqn.py``): the
-    same on every machine."""
-    parts = Path(filename).parts
-    tops = [k for k, part in enumerate(parts) if part in LIBRARY_PACKAGES]
-    return "/".join(parts[tops[-1] :]) if tops else Path(filename).name
-
-
-def _raises_on_purpose(frame: TracebackType) -> bool:
-    """Whether the innermost statement at ``frame``'s line is a ``raise`` or an ``assert``."""
-    statement = _statement_at(frame.tb_frame.f_code.co_filename, frame.tb_lineno)
-    return statement in ("Raise", "Assert")
-
-
-@functools.lru_cache(maxsize=64)
-def _statement_at(filename: str, line: int) -> str:
-    """The kind of the innermost statement of ``filename`` spanning ``line`` ("" if unknown)."""
-    import ast
-    import linecache
-
-    try:
-        tree = ast.parse("".join(linecache.getlines(filename)))
-    except (SyntaxError, ValueError):
-        return ""
-    found, start = "", -1
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
-            continue
-        spans = node.lineno <= line <= (node.end_lineno or node.lineno)
-        if spans and node.lineno >= start:  # the innermost: the one that starts last
-            found, start = type(node).__name__, node.lineno
-    return found
 
 
 def _missing_observation_entry(exc: KeyError, model: Any) -> bool:

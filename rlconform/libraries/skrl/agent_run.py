@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from rlconform.core.family import refused
+from rlconform.core.refusals import library_refusal
 from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts, seeded_case
 from rlconform.envs.torch_stamp import DirectEnvRecorder, StampDirectEnv
 from rlconform.libraries.isaaclab.learner_envs import recorded_env
@@ -32,6 +34,9 @@ from rlconform.specs.families import SKRL_AGENT
 
 #: an env whose steps are logged, and which gives the observation a rollout ended on
 LoggedEnv = StampDirectEnv | DirectEnvRecorder
+
+#: the packages whose code raising on purpose inside ``train`` is skrl refusing the env
+SKRL_PACKAGES = ("skrl",)
 
 #: where skrl documents its time-out switch (learner.exact_targets is "known" for an agent without it)
 SKRL_NO_BOOTSTRAP = (
@@ -224,15 +229,40 @@ def _build_and_train(system: Any, env: LoggedEnv, wrapped: Any, run: LearnerRun)
                 "close_environment_at_exit": False,
             },
         )
-        trainer.train()
+        train(trainer)
     except Collected:
         pass
     except Exception as exc:
-        run.learn_error = f"{type(exc).__name__}: {exc}"
+        refusal = train_refusal(exc, run, memory)
+        if refusal is not None:
+            run.build_error = refused(f"trainer.train (one rollout) {refusal}")
+        else:
+            run.learn_error = f"{type(exc).__name__}: {exc}"
     finally:
         agent._value_preprocessor = scaler
         vars(memory).pop("sample", None)
     run.storage = sink.get("facts")
     run.read_error = sink.get("error")
-    if run.storage is None and run.learn_error is None and run.read_error is None:
+    if run.storage is None and run.build_error is None and run.learn_error is None and run.read_error is None:
         run.learn_error = f"training for {rollouts} timesteps (cfg.rollouts) never sampled the memory for an update"
+
+
+def train(trainer: Any) -> None:
+    """``trainer.train()``: the frame below which :func:`train_refusal` reads whose code raised."""
+    trainer.train()
+
+
+def train_refusal(exc: BaseException, run: LearnerRun, memory: Any) -> str | None:
+    """Why the ``train`` that raised ``exc`` is skrl refusing rlconform's env (one line: its own
+    words and where it said them), or None: a failure of the system.
+
+    The rule of :mod:`rlconform.core.refusals`: every frame below :func:`train` is skrl's code on
+    skrl's objects (its trainer, agent, memory and wrapper; the env's own frames are not skrl's),
+    its innermost statement a ``raise`` or an ``assert``, and nothing the user wrote had used the
+    env yet: the agent is made of skrl's classes only, or its memory holds no step. No gradient
+    step can have been taken: the memory is read, and training stopped, at its first sample."""
+    said = library_refusal(exc, train.__code__, SKRL_PACKAGES)
+    if said is None:
+        return None
+    stored = int(getattr(memory, "memory_index", 0) or 0) > 0 or bool(getattr(memory, "filled", False))
+    return said if run.library_only or not stored else None
