@@ -98,3 +98,26 @@ def test_every_front_end_checks_a_runner(every_front_end: Callable[[str], None])
     """The CLI (with every report format and the reproducers), the plugin and
     ``parametrize_with_checks`` on a correct runner factory and a buggy one."""
     every_front_end(API)
+
+
+CUDA = pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="no CUDA device: the learners' CUDA path is not exercised"
+)
+
+
+def test_the_cuda_systems_say_why_they_do_not_run_here() -> None:
+    import torch
+
+    reason = get_system("rsl_rl.Runner.PPO.cuda").availability()  # type: ignore[misc]
+    if torch.cuda.is_available():
+        assert reason is None
+    else:
+        assert reason is not None and "no CUDA device" in reason
+
+
+@CUDA
+@pytest.mark.parametrize("system_id", ["rsl_rl.Runner.PPO.cuda", "rsl_rl.Runner.PPO.isaaclab.cuda"])
+def test_on_cuda_the_runner_stores_what_it_does_on_the_cpu(system_id: str, learner_statuses: Statuses) -> None:
+    found = learner_statuses(system_id)
+    cpu = learner_statuses(system_id.removesuffix(".cuda"))
+    assert {k: v[:2] for k, v in found.items()} == {k: v[:2] for k, v in cpu.items()}, (found, cpu)

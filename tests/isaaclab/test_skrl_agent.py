@@ -135,3 +135,13 @@ def test_every_front_end_checks_an_agent(every_front_end: Callable[[str], None])
     """The CLI (with every report format and the reproducers), the plugin and
     ``parametrize_with_checks`` on a correct agent factory and a buggy one."""
     every_front_end(API)
+
+
+@pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="no CUDA device: the learners' CUDA path is not exercised"
+)
+@pytest.mark.parametrize("system_id", ["skrl.Agent.PPO.cuda", "skrl.Agent.PPO.isaaclab.cuda"])
+def test_on_cuda_the_agent_stores_what_it_does_on_the_cpu(system_id: str, learner_statuses: Statuses) -> None:
+    found = learner_statuses(system_id)
+    cpu = learner_statuses(system_id.removesuffix(".cuda"))
+    assert {k: v[:2] for k, v in found.items()} == {k: v[:2] for k, v in cpu.items()}, (found, cpu)

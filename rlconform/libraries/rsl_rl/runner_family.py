@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.core.family import FactoryShape
 from rlconform.core.system import System
-from rlconform.envs.learner_family import LearnerFamily
+from rlconform.envs.learner_family import LearnerFamily, device_of
 from rlconform.specs.families import RSL_RL_RUNNER
 
 if TYPE_CHECKING:
@@ -62,13 +62,14 @@ class RunnerFamily(LearnerFamily):
         # are R1's documented approximation)
         ("rsl_rl.Runner.PPO.isaaclab*", "learner.storage"): "I3",
         ("rsl_rl.Runner.PPO.isaaclab", EXACT): "I3",
+        ("rsl_rl.Runner.PPO.isaaclab.cuda", EXACT): "I3",
         ("rsl_rl.Runner.PPO*", EXACT): "R1",
     }
 
     def run_case(self, system: System, case: Any, *, with_model: bool) -> LearnerRun:
         from rlconform.libraries.rsl_rl.runner_run import run_runner_case
 
-        return run_runner_case(system, case)
+        return run_runner_case(system, case, device_of(system))
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(object())

@@ -140,8 +140,9 @@ def train_cfg(
     }
 
 
-def make_runner(env: Any, *, defect: str = "", device: str = "cpu", **cfg: Any) -> OnPolicyRunner:
-    """``OnPolicyRunner(env, train_cfg(**cfg), log_dir=None, device=device)``, with ``defect`` planted."""
+def make_runner(env: Any, *, defect: str = "", device: str | None = None, **cfg: Any) -> OnPolicyRunner:
+    """``OnPolicyRunner(env, train_cfg(**cfg), log_dir=None, device=device)``, with ``defect`` planted
+    (``device``: the env's unless given, as Isaac Lab's scripts pass the env's device)."""
     if defect and defect not in DEFECTS:
         raise ValueError(f"unknown defect {defect!r}; one of {', '.join(DEFECTS)}")
     algorithm: Any = "PPO"
@@ -149,6 +150,7 @@ def make_runner(env: Any, *, defect: str = "", device: str = "cpu", **cfg: Any) 
         env = _FlagWrapper(env, defect)
     elif defect:
         algorithm = type("PlantedPPO", (_PlantedPPO,), {"defect": defect})
+    device = str(getattr(env, "device", "cpu")) if device is None else device
     return OnPolicyRunner(env, train_cfg(algorithm=algorithm, **cfg), log_dir=None, device=device)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlconform.core.system import System, SystemTable
-from rlconform.envs.learner_family import CAPS
+from rlconform.envs.learner_family import CAPS, cuda_reason
 from rlconform.libraries.isaaclab.learner_envs import CARTPOLE_ROUTES
 from rlconform.libraries.isaaclab.learner_envs import capabilities as isaaclab_capabilities
 from rlconform.libraries.rsl_rl.runner_family import runner_importable
@@ -99,6 +99,29 @@ for _suffix, _kind, _task in CARTPOLE_ROUTES:
         # smaller example budget
         costly=True,
     )
+
+
+def _on_cuda() -> str | None:
+    return runner_importable() or cuda_reason()
+
+
+# the same on CUDA (rlconform's env and the runner on the GPU): where there is none, the rows say so
+_register(
+    "rsl_rl.Runner.PPO.cuda",
+    "OnPolicyRunner(env, train_cfg, log_dir=None, device='cuda'): RSL-RL's PPO on CUDA",
+    _ppo(),
+    options=(("device", "cuda"),),
+    availability=_on_cuda,
+)
+_register(
+    "rsl_rl.Runner.PPO.isaaclab.cuda",
+    "OnPolicyRunner(RslRlVecEnvWrapper(reference DirectRLEnv on cuda), train_cfg, log_dir=None, device='cuda')",
+    _ppo(),
+    requires=(*REQUIRES, "isaaclab"),
+    options=(("env", "isaaclab"), ("device", "cuda")),
+    capabilities=isaaclab_capabilities("isaaclab"),
+    availability=_on_cuda,
+)
 
 
 def _planted(defect: str) -> Callable[[Any], Any]:

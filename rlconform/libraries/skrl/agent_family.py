@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlconform.core.family import FactoryShape
 from rlconform.core.system import System
-from rlconform.envs.learner_family import LearnerFamily
+from rlconform.envs.learner_family import LearnerFamily, device_of
 from rlconform.envs.learner_run import LearnerCase
 from rlconform.specs.families import SKRL_AGENT
 
@@ -65,7 +65,7 @@ class AgentFamily(LearnerFamily):
     def run_case(self, system: System, case: Any, *, with_model: bool) -> LearnerRun:
         from rlconform.libraries.skrl.agent_run import run_agent_case
 
-        return run_agent_case(system, case)
+        return run_agent_case(system, case, device_of(system))
 
     def check_factory(self, signature: inspect.Signature) -> None:
         signature.bind(object())

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlconform.core.system import System, SystemTable
-from rlconform.envs.learner_family import CAPS
+from rlconform.envs.learner_family import CAPS, cuda_reason
 from rlconform.libraries.isaaclab.learner_envs import CARTPOLE_ROUTES
 from rlconform.libraries.isaaclab.learner_envs import capabilities as isaaclab_capabilities
 from rlconform.libraries.skrl.agent_family import skrl_importable
@@ -84,6 +84,29 @@ for _suffix, _kind, _env in (
         # second on the CPU): the smaller example budget
         costly=_kind != "isaaclab",
     )
+
+
+def _on_cuda() -> str | None:
+    return skrl_importable() or cuda_reason()
+
+
+# the same on CUDA (the env and the agent on the GPU): where there is none, the rows say so
+_register(
+    "skrl.Agent.PPO.cuda",
+    "skrl PPO over skrl's Isaac Lab wrapper on cuda, as Isaac Lab's skrl configs build it",
+    _agent(),
+    options=(("device", "cuda"),),
+    availability=_on_cuda,
+)
+_register(
+    "skrl.Agent.PPO.isaaclab.cuda",
+    "skrl PPO over wrap_env(the bundled reference DirectRLEnv on cuda, wrapper='isaaclab')",
+    _agent(),
+    requires=(*REQUIRES, "isaaclab"),
+    options=(("env", "isaaclab"), ("device", "cuda")),
+    capabilities=isaaclab_capabilities("isaaclab"),
+    availability=_on_cuda,
+)
 
 
 def _a2c(env: Any) -> Any:
