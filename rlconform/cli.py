@@ -102,7 +102,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         metavar="PATTERN",
         help="leave out the specs whose id matches (glob); repeatable. The report names the specs left out",
     )
-    parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (one system per worker)")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="worker processes: one system per worker, and with two or more a spec that runs apart "
+        "(env.stack_equivalence) in a worker of its own beside its system's other specs (default: 1 for run; "
+        "for check, 2 where this machine has two CPUs or more, 1 with --in-process)",
+    )
     parser.add_argument(
         "--in-process",
         action="store_true",
@@ -358,16 +366,22 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _request(
-    args: argparse.Namespace, out: TextIO, started: Callable[[Checked], None], *, progress: Progress | None = None
+    args: argparse.Namespace,
+    out: TextIO,
+    started: Callable[[Checked], None],
+    *,
+    progress: Progress | None = None,
+    jobs: int = 1,
 ) -> CheckRequest:
-    """What ``run`` and ``check`` share of their request: the specs, the profile, how to run, the
-    project's expected failures (a malformed file is bad input before anything is built), and the
-    progress lines on ``out`` (``progress``: other than a line per spec and per system)."""
+    """What ``run`` and ``check`` share of their request: the specs, the profile, how to run (``jobs``
+    where ``-j`` is not given), the project's expected failures (a malformed file is bad input
+    before anything is built), and the progress lines on ``out`` (``progress``: other than a line
+    per spec and per system)."""
     return CheckRequest(
         specs=args.spec,
         skip_specs=args.skip_spec or (),
         profile=args.profile,
-        jobs=args.jobs,
+        jobs=args.jobs if args.jobs is not None else jobs,
         isolate=not args.in_process,
         expected=_load_expected(args),
         progress=progress or reporter(out),
@@ -830,7 +844,9 @@ def _check(args: argparse.Namespace) -> int:
                 print(f"  {line}", file=out)
         _print_skipped_specs(checked, out)
 
-    request = _request(args, out, started)
+    # a user's env checked on two cores: its stack-equivalence search beside its other specs
+    # (--in-process: in this process, as it says)
+    request = _request(args, out, started, jobs=1 if args.in_process else min(2, os.cpu_count() or 1))
     request.target, request.api, request.options, request.intended = args.target, args.api, options, args.intended
     checked = session.check(request)
     results = Results.from_checked(checked)

@@ -96,8 +96,9 @@ def session_seed() -> int:
     return _SESSION_SEED
 
 
-def hypothesis_settings(profile: Profile, out_of_process: bool) -> settings:
-    """The settings of one rlconform search.
+def hypothesis_settings(profile: Profile, out_of_process: bool, cap: int | None = None) -> settings:
+    """The settings of one rlconform search (``cap``: at most that many examples, a spec's own
+    limit: ``Spec.max_examples``).
 
     They derive from Hypothesis' built-in ``default`` profile, not from the profile the process
     loaded (``settings.default``): a user's conftest or ``--hypothesis-profile`` configures their
@@ -106,7 +107,9 @@ def hypothesis_settings(profile: Profile, out_of_process: bool) -> settings:
     return settings(
         parent=settings.get_profile("default"),
         backend="hypothesis",
-        max_examples=profile.examples_for(out_of_process),
+        max_examples=profile.examples_for(out_of_process)
+        if cap is None
+        else min(cap, profile.examples_for(out_of_process)),
         derandomize=profile.derandomize,
         database=None,
         deadline=None,

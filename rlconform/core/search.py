@@ -273,7 +273,7 @@ def _search(
     failures: dict[Any, SpecFailure] = Failures()
 
     # the cases an earlier search drew with the same strategy and settings (see _replayed)
-    drawn_key = (system.id, spec.scenario, prof, expensive, seed)
+    drawn_key = (system.id, spec.scenario, prof, expensive, spec.max_examples, seed)
     drawn = cache.drawn_cases(drawn_key, system)
     runs = cache
     # the cache as this search reads it: hung runs handled as rlconform.core.hangs says (the property
@@ -314,7 +314,7 @@ def _search(
     for edge in reversed(edge_cases_for(system, spec)):
         explicit = example(edge)(explicit)
     test = given(strategy_for(system, spec))(explicit)
-    test = hypothesis_settings(prof, expensive)(test)
+    test = hypothesis_settings(prof, expensive, spec.max_examples)(test)
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     try:

@@ -168,6 +168,13 @@ class Spec:
     #: what a run must be for the spec to read it (:data:`NEEDS`); a run that is not has nothing
     #: to check, and the spec's function is not called on it
     needs: tuple[str, ...] = ()
+    #: its search reads no run the system's other specs make, and it is a large part of the
+    #: system's check: where a second worker process is free, it runs in one of its own, beside the
+    #: others (rlconform.core.suite); its verdict is the same either way
+    own_worker: bool = False
+    #: at most this many drawn examples (beside the edge cases), whatever the profile: the spec
+    #: checks nothing on later ones (None: the profile's number)
+    max_examples: int | None = None
 
     def not_applicable_reason(self, system: System) -> str | None:
         if system.family not in self.families:
@@ -193,6 +200,8 @@ def spec(
     expensive: bool = False,
     applies_to_stack: Callable[[Mapping[str, Any]], str | None] | None = None,
     needs: tuple[str, ...] = (),
+    own_worker: bool = False,
+    max_examples: int | None = None,
 ) -> Callable[[SpecFn], SpecFn]:
     """Register the decorated function as the spec ``id``.
 
@@ -226,6 +235,8 @@ def spec(
                 expensive,
                 applies_to_stack,
                 needs,
+                own_worker,
+                max_examples,
             ),
         )
         return fn

@@ -69,17 +69,20 @@ def check_system(
     done: list[Verdict] | None = None,
     events: Events | None = None,
     keep: Callable[[Verdict], None] | None = None,
+    numbering: tuple[Sequence[int], int] | None = None,
 ) -> list[Verdict]:
     """The verdicts of every spec on ``system``; each is appended to ``done`` as it is reached
     (in this process: what an interrupted run keeps of the system it was checking) and handed to
     ``keep`` (in an isolated worker: sent to the parent, which keeps it if the run is interrupted).
-    ``events`` hears how each search goes (:data:`rlconform.core.progress.Event`)."""
+    ``events`` hears how each search goes (:data:`rlconform.core.progress.Event`), each spec
+    numbered by ``numbering`` (its position among the system's specs, and their number) where
+    ``specs`` are a part of them (:func:`work_units`)."""
     verdicts = done if done is not None else []
     send = throttled(events) if events is not None else None
     # the family's chatty loggers stay at WARNING for the whole check, not only while a case runs:
     # a spec reading its run (sampling a TorchRL buffer) logs INFO lines too
     with quiet_library_logs(get_family(system.family).quiet_loggers):
-        _check_specs(system, specs, profile, verdicts, send, keep)
+        _check_specs(system, specs, profile, verdicts, send, keep, numbering)
     return list(verdicts)
 
 
@@ -90,14 +93,16 @@ def _check_specs(
     verdicts: list[Verdict],
     send: Callable[[Any], None] | None,
     keep: Callable[[Verdict], None] | None,
+    numbering: tuple[Sequence[int], int] | None = None,
 ) -> None:
-    for index, spec in enumerate(specs, start=1):
+    positions, total = numbering if numbering is not None else (range(1, len(specs) + 1), len(specs))
+    for index, spec in zip(positions, specs, strict=True):
         if send is None:
             verdicts.append(check_spec(system, spec, profile))
             if keep is not None:
                 keep(verdicts[-1])
             continue
-        send(("spec", system.id, index, len(specs), spec.id))
+        send(("spec", system.id, index, total, spec.id))
         verdict = check_spec(system, spec, profile, on_example=lambda n: send(("examples", system.id, n)))
         verdicts.append(verdict)
         if keep is not None:
@@ -107,7 +112,7 @@ def _check_specs(
                 "verdict",
                 system.id,
                 index,
-                len(specs),
+                total,
                 spec.id,
                 cell_status(verdict),
                 verdict.examples,
@@ -176,14 +181,14 @@ def _interrupted(
     verdicts: list[Verdict] = []
     finished = 0
     for system in systems:
-        done = results.get(system.id) or kept.get(system.id, [])
-        done = done[: len(specs)]
-        finished += len(done)
-        verdicts += done
-        verdicts += [
-            Verdict(system.id, spec.id, "not_run", INTERRUPTED, profile=profile.name, seed=seed)
-            for spec in specs[len(done) :]
-        ]
+        # a system's specs may have run in two workers (work_units): matched by spec id
+        done = {verdict.spec_id: verdict for verdict in results.get(system.id) or kept.get(system.id, [])}
+        for spec in specs:
+            if spec.id in done:
+                finished += 1
+                verdicts.append(done[spec.id])
+            else:
+                verdicts.append(Verdict(system.id, spec.id, "not_run", INTERRUPTED, profile=profile.name, seed=seed))
     return RunInterrupted(verdicts, finished)
 
 
@@ -220,6 +225,31 @@ class _EventPipe:
 KEPT = "kept"
 
 
+#: a worker's share of a system's check: the system, its specs' positions among the system's specs
+#: (1-based), and those specs
+WorkUnit = tuple[System, tuple[int, ...], tuple[Spec, ...]]
+
+
+def work_units(systems: Sequence[System], specs: Sequence[Spec], jobs: int) -> list[WorkUnit]:
+    """What the isolated workers run: each system's specs in one worker, except that with two jobs
+    or more a spec that runs in a worker of its own (``Spec.own_worker``, and applies to the
+    system) is split off, so that it runs beside the system's other specs. Its search reads no run
+    of theirs, so its verdict is the one it would have in their worker."""
+    units: list[WorkUnit] = []
+    for system in systems:
+        numbered = list(enumerate(specs, start=1))
+        alone = [
+            (k, spec)
+            for k, spec in numbered
+            if jobs >= 2 and spec.own_worker and spec.not_applicable_reason(system) is None
+        ]
+        rest = [(k, spec) for k, spec in numbered if (k, spec) not in alone]
+        for part in (alone, rest) if alone and rest else (numbered,):
+            units.append((system, tuple(k for k, _spec in part), tuple(spec for _k, spec in part)))
+    # the split-off specs first: the longest work starts first
+    return sorted(units, key=lambda unit: (systems.index(unit[0]), not any(s.own_worker for s in unit[2])))
+
+
 def _isolated(
     systems: Sequence[System],
     specs: Sequence[Spec],
@@ -228,34 +258,48 @@ def _isolated(
     progress: Progress | None = None,
     kept: dict[str, list[Verdict]] | None = None,
 ) -> Iterator[tuple[System, list[Verdict], float]]:
-    """Yield (system, verdicts, seconds) as isolated workers finish, at most ``jobs`` at a time;
-    the workers' progress events go to ``progress`` as they arrive, and the verdicts they finish
-    to ``kept`` (per system), so that an interrupted run keeps them."""
+    """Yield (system, verdicts, seconds) as isolated workers finish a system, at most ``jobs``
+    workers at a time, each running a :func:`work_units` share of a system's specs; the workers'
+    progress events go to ``progress`` as they arrive, and the verdicts they finish to ``kept``
+    (per system), so that an interrupted run keeps them. A system's verdicts come in spec order
+    however its specs were shared, its seconds those of the longest share."""
     kept = {} if kept is None else kept
     reporter = progress or Progress()
-    pending = list(systems)
+    pending = work_units(systems, specs, jobs)
+    #: per system: its shares not finished yet, the verdicts finished, the longest share's seconds
+    left = {system.id: sum(1 for unit in pending if unit[0] is system) for system in systems}
+    found: dict[str, dict[str, Verdict]] = {system.id: {} for system in systems}
+    longest: dict[str, float] = dict.fromkeys(left, 0.0)
+    #: per system: the shares whose worker crashed (its specs, how it ended)
+    crashed: dict[str, list[tuple[tuple[Spec, ...], str, CrashReport | None]]] = {}
+    started: set[str] = set()
     total = len(systems)
     finished = 0
-    running: dict[IsolatedCall, System] = {}
+    running: dict[IsolatedCall, WorkUnit] = {}
     #: each worker's progress pipe (the parent's reading end), until it closes
     events: dict[IsolatedCall, multiprocessing.connection.Connection] = {}
     limit = system_timeout()
     try:
         while pending or running:
             while pending and len(running) < jobs:
-                system = pending.pop(0)
+                unit = pending.pop(0)
+                system, positions, shard = unit
                 reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
-                reporter.system_started(finished, total, system)
+                if system.id not in started:
+                    started.add(system.id)
+                    reporter.system_started(finished, total, system)
                 pipe = _EventPipe(writer)
-                call = IsolatedCall(check_system, system, specs, profile, None, pipe, pipe.keep)
+                call = IsolatedCall(
+                    check_system, system, shard, profile, None, pipe, pipe.keep, (positions, len(specs))
+                )
                 writer.close()  # the child has its copy: the pipe ends (EOF) when the child does
-                running[call] = system
+                running[call] = unit
                 events[call] = reader
             handles = [h for call in running for h in call.handles()] + list(events.values())
             multiprocessing.connection.wait(handles, timeout=1.0)
             _read_events(events, reporter, kept)
             reporter.tick()
-            for call, system in list(running.items()):
+            for call, (system, _positions, shard) in list(running.items()):
                 if not call.poll(limit):
                     continue
                 _read_events(events, reporter, kept, call)
@@ -263,12 +307,18 @@ def _isolated(
                     with contextlib.suppress(OSError):
                         events.pop(call).close()
                 del running[call]
-                finished += 1
                 assert call.outcome is not None
-                verdicts = call.outcome.value
                 if call.outcome.failure is not None:
-                    verdicts = _crash_verdicts(system, specs, profile, call.outcome.failure, call.outcome.crash)
-                yield system, verdicts, call.elapsed
+                    crashed.setdefault(system.id, []).append((shard, call.outcome.failure, call.outcome.crash))
+                else:
+                    found[system.id].update((verdict.spec_id, verdict) for verdict in call.outcome.value)
+                longest[system.id] = max(longest[system.id], call.elapsed)
+                left[system.id] -= 1
+                if left[system.id] == 0:
+                    finished += 1
+                    if system.id in crashed:
+                        found[system.id].update(_crash_story(system, specs, profile, crashed.pop(system.id)))
+                    yield system, [found[system.id][spec.id] for spec in specs], longest[system.id]
     finally:
         # interrupted (Ctrl-C, SIGTERM, an error here): the workers run in process groups of
         # their own, out of reach of the terminal's signals; end them with the run
@@ -304,6 +354,20 @@ def _read_events(
             with contextlib.suppress(OSError):
                 reader.close()
             del events[call]
+
+
+def _crash_story(
+    system: System,
+    specs: Sequence[Spec],
+    profile: Profile,
+    shares: list[tuple[tuple[Spec, ...], str, CrashReport | None]],
+) -> dict[str, Verdict]:
+    """One story per crashed system, however many of its workers crashed: the specs of the crashed
+    shares, in the system's spec order, told by the share that holds the first of them."""
+    lost = {spec.id for shard, _failure, _crash in shares for spec in shard}
+    ordered = [spec for spec in specs if spec.id in lost]
+    _shard, failure, crash = min(shares, key=lambda share: min(specs.index(spec) for spec in share[0]))
+    return {verdict.spec_id: verdict for verdict in _crash_verdicts(system, ordered, profile, failure, crash)}
 
 
 def _crash_verdicts(

@@ -157,7 +157,7 @@ def _run_stack(run: EnvRun, stack_id: str) -> StackResult:
     # a single-env stack (TorchRL's GymWrapper) runs one copy
     n = min(run.case.num_envs, stack.capabilities.max_envs)
     codec = ActionCodec(single=lambda value: value, batch=functools.partial(_batch, run.action_space))
-    steps = [Step(tuple(run.actions[i][t] for i in range(n))) for t in range(run.horizon)]
+    steps = [Step(tuple(run.actions[i][t] for i in range(n))) for t in range(run.stack_steps)]
     case = Case(EnvScript(), n, (Reset(seed=run.case.seed), *steps))
     owner = run.system.id
     # the stack kept from an earlier example (stack_pool): only a run that agrees with the bare env
