@@ -233,7 +233,8 @@ WorkUnit = tuple[System, tuple[int, ...], tuple[Spec, ...]]
 def work_units(systems: Sequence[System], specs: Sequence[Spec], jobs: int) -> list[WorkUnit]:
     """What the isolated workers run: each system's specs in one worker, except that with two jobs
     or more a spec that runs in a worker of its own (``Spec.own_worker``, and applies to the
-    system) is split off, so that it runs beside the system's other specs. Its search reads no run
+    system) is split off for a system whose probe found it worth it (``System.apart``), so that it
+    runs beside the system's other specs. Its search reads no run
     of theirs, so its verdict is the one it would have in their worker."""
     units: list[WorkUnit] = []
     for system in systems:
@@ -241,7 +242,7 @@ def work_units(systems: Sequence[System], specs: Sequence[Spec], jobs: int) -> l
         alone = [
             (k, spec)
             for k, spec in numbered
-            if jobs >= 2 and spec.own_worker and spec.not_applicable_reason(system) is None
+            if jobs >= 2 and system.apart and spec.own_worker and spec.not_applicable_reason(system) is None
         ]
         rest = [(k, spec) for k, spec in numbered if (k, spec) not in alone]
         for part in (alone, rest) if alone and rest else (numbered,):

@@ -139,6 +139,11 @@ class System:
     #: each example is costly (worker processes): searches use the smaller example budget;
     #: None: costly exactly when the envs run out of process
     costly: bool | None = None
+    #: its specs marked ``own_worker`` are worth a worker process of their own where a second job is
+    #: free (rlconform.core.suite.work_units): set by the probe where they are a large part of the
+    #: check (env-author mode: an env with long episodes). A short check split in two only pays
+    #: for a second start
+    apart: bool = False
     #: why the installed release of the library has no such system (an autoreset mode an older
     #: Gymnasium lacks, say); None: it has. Asked at run time: the compatibility matrix runs the
     #: same registry against several releases.
@@ -207,6 +212,8 @@ class Probed:
     capabilities: Capabilities
     #: see ``System.stack_semantics``
     stack_semantics: StackSemantics | None = None
+    #: see ``System.apart``
+    apart: bool = False
 
 
 class UnknownSystemError(KeyError):

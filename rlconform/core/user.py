@@ -450,7 +450,11 @@ def probe(system: System, *, limit: float | None = None) -> System:
         raise BadInput(value)
     _PROBES_MEASURED.append(elapsed)
     return dataclasses.replace(
-        system, costly=value.spawned, capabilities=value.capabilities, stack_semantics=value.stack_semantics
+        system,
+        costly=value.spawned,
+        capabilities=value.capabilities,
+        stack_semantics=value.stack_semantics,
+        apart=value.apart,
     )
 
 
