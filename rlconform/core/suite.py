@@ -234,8 +234,8 @@ def work_units(systems: Sequence[System], specs: Sequence[Spec], jobs: int) -> l
     """What the isolated workers run: each system's specs in one worker, except that with two jobs
     or more a spec that runs in a worker of its own (``Spec.own_worker``, and applies to the
     system) is split off for a system whose probe found it worth it (``System.apart``), so that it
-    runs beside the system's other specs. Its search reads no run
-    of theirs, so its verdict is the one it would have in their worker."""
+    runs beside the system's other specs. Its search reads no run of theirs, so its verdict is the
+    one it would have in their worker."""
     units: list[WorkUnit] = []
     for system in systems:
         numbered = list(enumerate(specs, start=1))

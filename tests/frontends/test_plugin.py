@@ -541,6 +541,6 @@ def test_stacks_option_reaches_env_author_mode(downstream: pytest.Pytester) -> N
     assert "; the same transitions as the bare env through gymnasium.SyncVectorEnv.NextStep;" in verdict["message"]
     # the tally of episode ends names the chosen stack only (over the five examples the stacks drove)
     assert verdict["message"].endswith(
-        "examples driven through the stacks: 5; episode ends crossed through gymnasium.SyncVectorEnv.NextStep: 32"
+        "examples driven through the stacks: 5; episode ends crossed through gymnasium.SyncVectorEnv.NextStep: 48"
     ), verdict["message"]
     assert "not chosen (--stacks), not run: gymnasium.SyncVectorEnv.SameStep," in verdict["message"]

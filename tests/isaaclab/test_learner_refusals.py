@@ -13,9 +13,10 @@ import dataclasses
 from typing import Any
 
 import pytest
-import torch
 
 pytest.importorskip("rsl_rl.runners", reason="RSL-RL's runner (rsl-rl-lib with GitPython) is not installed")
+
+import torch
 
 from rlconform.core.family import is_refusal
 from rlconform.core.system import get_system

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rlconform.core.config import EPISODE_SECONDS, episode_seconds
 from rlconform.core.family import FactoryShape
 from rlconform.core.hangs import hung_call
+from rlconform.core.isolation import run_isolated
 from rlconform.core.reproducer import ReproducerParts, case_lines, write
 from rlconform.core.system import Capabilities, Probed, System
 from rlconform.core.user import BadInput
@@ -186,7 +187,12 @@ class EnvAuthorFamily(WholeRunFamily):
 
         probed = super().probe_factory(system)
         factory = system.env_factory
-        return dataclasses.replace(probed, apart=factory is not None and long_first_episode(factory))
+        if factory is None:
+            return probed
+        # in a child of its own, under a deadline: an env whose step hangs or kills its process is
+        # the checks' to report (lifecycle.responsive, a crash verdict), not the probe's
+        outcome = run_isolated(long_first_episode, factory, timeout=LONG_EPISODE_PROBE_SECONDS)
+        return dataclasses.replace(probed, apart=outcome.failure is None and outcome.value is True)
 
     def user_system(self, fn: Callable[..., Any], reference: str, **options: Any) -> System:
         stacks = tuple(options.get(STACKS_OPTION) or ())
@@ -212,6 +218,8 @@ class EnvAuthorFamily(WholeRunFamily):
 LONG_EPISODE_STEPS = 50
 #: the most seconds the probe steps the env to see whether its first episode is long
 LONG_EPISODE_SECONDS = 1.0
+#: the most seconds that probe may take, the env's construction included (then: not long)
+LONG_EPISODE_PROBE_SECONDS = 15.0
 
 
 def long_first_episode(factory: Callable[[], Any]) -> bool:
