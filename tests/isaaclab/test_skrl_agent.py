@@ -106,7 +106,7 @@ def test_over_isaac_labs_reference_direct_rl_env_the_gae_crosses_time_outs(learn
     ("system_id", "storage", "returns"),
     [
         # the manager-based task, skrl's PPO as Isaac Lab's configs build it: the memory holds the
-        # env's steps, the GAE crosses time-outs (K1)
+        # env's steps, the GAE crosses time-outs (K1; also the main job's skrl.Agent.PPO.isaaclab.Cartpole-Direct)
         ("skrl.Agent.PPO.isaaclab.Cartpole", "pass", "across time-outs into the next episode"),
         # the direct task with time_limit_bootstrap: the time-outs bootstrapped from the next
         # episode's first observation (I4, on the real task)
