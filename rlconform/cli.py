@@ -47,7 +47,7 @@ from rlconform.core.selection import SelectionError
 from rlconform.core.session import Checked, CheckRequest, Session, skipped_note
 from rlconform.core.spec import Spec
 from rlconform.core.system import System
-from rlconform.core.user import BadInput, factory_signatures
+from rlconform.core.user import BadInput, factory_signatures, usable_cpus
 from rlconform.core.verdict import Verdict
 from rlconform.reports import ResultsDocument, ResultsError, load_results, validate, write_reports
 from rlconform.reports import render_markdown as render_results_markdown
@@ -846,7 +846,7 @@ def _check(args: argparse.Namespace) -> int:
 
     # a user's env checked on two cores: its stack-equivalence search beside its other specs
     # (--in-process: in this process, as it says)
-    request = _request(args, out, started, jobs=1 if args.in_process else min(2, os.cpu_count() or 1))
+    request = _request(args, out, started, jobs=1 if args.in_process else min(2, usable_cpus()))
     request.target, request.api, request.options, request.intended = args.target, args.api, options, args.intended
     checked = session.check(request)
     results = Results.from_checked(checked)

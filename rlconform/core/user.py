@@ -469,14 +469,19 @@ _PROBES_MEASURED: list[float] = []
 _OVERRAN = "did not finish within"
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may use (its affinity where the platform says, else the machine's)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(cpus, 1)
+
+
 def machine_load() -> tuple[float, int]:
     """The 1-minute load average and the CPUs this process may use (load 0.0 where unknown)."""
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         load = 0.0
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return load, max(cpus, 1)
+    return load, usable_cpus()
 
 
 def probe_limit(base: float = PROBE_SECONDS) -> tuple[float, str]:

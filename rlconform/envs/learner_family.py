@@ -30,13 +30,6 @@ CAPS = Capabilities(
 )
 
 
-def cuda_reason() -> str | None:
-    """Why a learner system on CUDA cannot run here (None: it can); its rows then say so."""
-    import torch
-
-    return None if torch.cuda.is_available() else "no CUDA device here (torch.cuda.is_available() is False)"
-
-
 def device_of(system: System) -> str:
     """The device a learner system's env and learner run on (its ``device`` option; the CPU)."""
     return str(dict(system.options).get("device", "cpu"))

@@ -15,8 +15,10 @@ import contextlib
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any, Literal
 
+from rlconform.core.refusals import library_refusal
 from rlconform.envs.whole_run import WholeRunRecord
 
 #: how a learner bootstraps a time-out: from V(s_t) of the step's own observation (RSL-RL), from
@@ -124,3 +126,19 @@ def seeded_case(seed: int) -> Iterator[None]:
         torch.set_rng_state(saved[0])
         np.random.set_state(saved[1])
         random.setstate(saved[2])
+
+
+def learner_refusal(
+    exc: BaseException, entry: CodeType, packages: tuple[str, ...], run: LearnerRun, *, stored: bool
+) -> str | None:
+    """Why the learner's loop (called by ``entry``) raising ``exc`` is its library refusing
+    rlconform's env (one line: the library's words and where it said them), or None: a failure of
+    the system.
+
+    The learner families' rule: :mod:`rlconform.core.refusals`' where and what (every frame below
+    ``entry`` the library's code on the library's objects, the innermost statement a ``raise`` or
+    an ``assert``), and their when: nothing the user wrote had used the env yet, the learner being
+    made of the library's classes only (``run.library_only``) or having ``stored`` no step. No
+    gradient step can have been taken: the families read the storage, and stop, before the first."""
+    said = library_refusal(exc, entry, packages)
+    return said if said is not None and (run.library_only or not stored) else None

@@ -45,6 +45,17 @@ def _user(build: Any) -> Any:
     return dataclasses.replace(get_system("rsl_rl.Runner.PPO"), id="user:tests.refusals:make", build=build)
 
 
+def _runner_of_class(cls: type) -> Any:
+    """A user's factory: RSL-RL's runner built as the bundled system builds it, of the user's class."""
+
+    def build(env: Any) -> Any:
+        runner = make_runner(env)
+        runner.__class__ = cls
+        return runner
+
+    return build
+
+
 def test_rsl_rls_own_check_refusing_the_env_is_a_refusal(nan_rewards: None) -> None:
     run = run_runner_case(get_system("rsl_rl.Runner.PPO"), CASE)
     assert run.learn_error is None, run.learn_error
@@ -63,12 +74,7 @@ def test_a_users_runner_on_the_stack_makes_it_a_failure(nan_rewards: None) -> No
         def learn(self, *args: Any, **kwargs: Any) -> None:
             super().learn(*args, **kwargs)
 
-    def build(env: Any) -> Any:
-        runner = make_runner(env)
-        runner.__class__ = MyRunner
-        return runner
-
-    run = run_runner_case(_user(build), CASE)
+    run = run_runner_case(_user(_runner_of_class(MyRunner)), CASE)
     assert run.build_error is None and run.learn_error is not None, (run.build_error, run.learn_error)
     assert "NaN" in run.learn_error
 
@@ -81,12 +87,7 @@ def test_a_users_subclass_inheriting_the_method_that_raised_makes_it_a_failure(n
     class Inherited(OnPolicyRunner):
         pass
 
-    def build(env: Any) -> Any:
-        runner = make_runner(env)
-        runner.__class__ = Inherited
-        return runner
-
-    run = run_runner_case(_user(build), CASE)
+    run = run_runner_case(_user(_runner_of_class(Inherited)), CASE)
     assert run.build_error is None and run.learn_error is not None, (run.build_error, run.learn_error)
 
 

@@ -13,6 +13,7 @@ import functools
 from typing import Any
 
 from rlconform.core.system import System, SystemTable
+from rlconform.envs.devices import cuda_reason
 from rlconform.libraries.isaaclab import monitor as mon
 from rlconform.libraries.isaaclab import wrappers as wr
 from rlconform.libraries.isaaclab.monitor import FINAL_OBS, STABLE
@@ -53,12 +54,6 @@ def _build(factory: Any, num_envs: int, device: str, env_fns: Any) -> Any:
     return factory(num_envs, device)
 
 
-def _cuda_reason() -> str | None:
-    import torch
-
-    return None if torch.cuda.is_available() else "no CUDA device here (torch.cuda.is_available() is False)"
-
-
 def _add(
     system_id: str,
     title: str,
@@ -73,7 +68,7 @@ def _add(
     factory = functools.partial(_factory, **kwargs)
     if device == "cuda":
         system_id, title = f"{system_id}.cuda", f"{title} on cuda"
-        extra.setdefault("availability", _cuda_reason)
+        extra.setdefault("availability", cuda_reason)
     TARGETS[system_id] = Target(factory, num_envs, device, wrapper, _model)
     args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
     source = f"make_batch_stamp_env({num_envs}, {device!r}{args})"
@@ -124,7 +119,7 @@ def _add_bundled() -> None:
                 device=device,
                 wrapper=name,
                 known_violations=((STABLE, _REUSE), *_WRAPPER_KNOWN.get(name, ())),
-                availability=None if device == "cpu" else _cuda_reason,
+                availability=None if device == "cpu" else cuda_reason,
                 description=f"{driver().title} around the torch-vectorized reference env",
             )
         if device == "cuda":
@@ -138,7 +133,7 @@ def _add_bundled() -> None:
                 wrapper=name,
                 kwargs={"compute_final_obs": False},
                 known_violations=((STABLE, _REUSE), (FINAL_OBS, _NO_FINAL), (TERMINAL, _NO_FINAL)),
-                availability=None if device == "cpu" else _cuda_reason,
+                availability=None if device == "cpu" else cuda_reason,
                 description=f"{DRIVERS[name]().title} around the reference env without terminal observations",
             )
     for variant, plants, doc in (

@@ -23,8 +23,14 @@ from typing import Any
 import torch
 
 from rlconform.core.family import refused
-from rlconform.core.refusals import library_refusal
-from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts, seeded_case
+from rlconform.envs.learner_run import (
+    Collected,
+    LearnerCase,
+    LearnerRun,
+    StorageFacts,
+    learner_refusal,
+    seeded_case,
+)
 from rlconform.envs.torch_stamp import make_stamp_vec_env
 from rlconform.libraries.isaaclab.learner_envs import recorded_env
 from rlconform.specs.families import RSL_RL_RUNNER
@@ -178,16 +184,8 @@ def learn(runner: Any) -> None:
 
 
 def learn_refusal(exc: BaseException, run: LearnerRun, alg: Any) -> str | None:
-    """Why the ``learn`` that raised ``exc`` is RSL-RL refusing rlconform's env (one line: its own
-    words and where it said them), or None: a failure of the system.
-
-    The rule of :mod:`rlconform.core.refusals`: every frame below :func:`learn` is RSL-RL's code on
-    RSL-RL's objects, its innermost statement a ``raise`` or an ``assert`` (its NaN check, say), and
-    nothing the user wrote had used the env yet: the runner is made of RSL-RL's classes only, or
-    its storage holds no step. No gradient step can have been taken: the storage is read, and
-    ``learn`` stopped, at the first ``alg.update``."""
-    said = library_refusal(exc, learn.__code__, RSL_RL_PACKAGES)
-    if said is None:
-        return None
-    stored = int(getattr(getattr(alg, "storage", None), "step", 0) or 0)
-    return said if run.library_only or stored == 0 else None
+    """Why the ``learn`` that raised ``exc`` is RSL-RL refusing rlconform's env (its NaN check,
+    say), or None: a failure of the system (the rule of
+    :func:`~rlconform.envs.learner_run.learner_refusal`; stored: a step in the algorithm's storage)."""
+    stored = int(getattr(getattr(alg, "storage", None), "step", 0) or 0) > 0
+    return learner_refusal(exc, learn.__code__, RSL_RL_PACKAGES, run, stored=stored)

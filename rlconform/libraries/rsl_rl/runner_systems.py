@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rlconform.core.system import System, SystemTable
-from rlconform.envs.learner_family import CAPS, cuda_reason
+from rlconform.envs.devices import cuda_reason
+from rlconform.envs.learner_family import CAPS
 from rlconform.libraries.isaaclab.learner_envs import CARTPOLE_ROUTES
 from rlconform.libraries.isaaclab.learner_envs import capabilities as isaaclab_capabilities
 from rlconform.libraries.rsl_rl.runner_family import runner_importable

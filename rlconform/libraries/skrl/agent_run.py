@@ -26,8 +26,14 @@ from typing import Any
 import torch
 
 from rlconform.core.family import refused
-from rlconform.core.refusals import library_refusal
-from rlconform.envs.learner_run import Collected, LearnerCase, LearnerRun, StorageFacts, seeded_case
+from rlconform.envs.learner_run import (
+    Collected,
+    LearnerCase,
+    LearnerRun,
+    StorageFacts,
+    learner_refusal,
+    seeded_case,
+)
 from rlconform.envs.torch_stamp import DirectEnvRecorder, StampDirectEnv
 from rlconform.libraries.isaaclab.learner_envs import recorded_env
 from rlconform.specs.families import SKRL_AGENT
@@ -253,16 +259,8 @@ def train(trainer: Any) -> None:
 
 
 def train_refusal(exc: BaseException, run: LearnerRun, memory: Any) -> str | None:
-    """Why the ``train`` that raised ``exc`` is skrl refusing rlconform's env (one line: its own
-    words and where it said them), or None: a failure of the system.
-
-    The rule of :mod:`rlconform.core.refusals`: every frame below :func:`train` is skrl's code on
-    skrl's objects (its trainer, agent, memory and wrapper; the env's own frames are not skrl's),
-    its innermost statement a ``raise`` or an ``assert``, and nothing the user wrote had used the
-    env yet: the agent is made of skrl's classes only, or its memory holds no step. No gradient
-    step can have been taken: the memory is read, and training stopped, at its first sample."""
-    said = library_refusal(exc, train.__code__, SKRL_PACKAGES)
-    if said is None:
-        return None
+    """Why the ``train`` that raised ``exc`` is skrl refusing rlconform's env, or None: a failure of
+    the system (the rule of :func:`~rlconform.envs.learner_run.learner_refusal`: its trainer, agent,
+    memory and wrapper are skrl's, the env's own frames are not; stored: a step in the memory)."""
     stored = int(getattr(memory, "memory_index", 0) or 0) > 0 or bool(getattr(memory, "filled", False))
-    return said if run.library_only or not stored else None
+    return learner_refusal(exc, train.__code__, SKRL_PACKAGES, run, stored=stored)
