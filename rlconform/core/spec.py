@@ -21,7 +21,9 @@ from rlconform.core.signature import violation_kind
 if TYPE_CHECKING:
     from rlconform.core.system import System
 
-Scenario = Literal["standard", "robustness", "reseed"]
+#: which cases a spec's search draws (the family's ``cases`` and ``boundary_cases`` read it):
+#: "stacks" is env-author mode's ``env.stack_equivalence``, whose runs only drive the stacks
+Scenario = Literal["standard", "robustness", "reseed", "stacks"]
 
 
 #: marks a note that is a tally (:meth:`Checker.count`): ``COUNTED label COUNTED n``

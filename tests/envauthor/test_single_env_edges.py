@@ -21,6 +21,7 @@ from rlconform.core.runner import RunCache
 from rlconform.core.search import Verdict, check_spec, edge_cases_for
 from rlconform.core.spec import get_spec
 from rlconform.core.user import user_system
+from rlconform.envs.plan import Step
 from rlconform.libraries.envauthor import harness
 from rlconform.libraries.envauthor import stacks as envstacks
 from rlconform.libraries.envauthor.case import EnvCase
@@ -63,8 +64,29 @@ def test_a_drawn_case_keeps_its_own_steps_and_every_search_tries_the_episode_end
     run = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2))
     assert run.horizon == 5 and run.first_ends == [] and harness.episode_ends(run.first) == 0
     assert run.after_end["ended"]  # the step past the end is still probed in every example
-    (first,) = edge_cases_for(system, get_spec("env.stack_equivalence"))
+    (first,) = edge_cases_for(system, get_spec("env.api_shape"))
     assert first == EnvCase(0, 0, 40, system.capabilities.max_envs, to_end=True)
+    (first,) = edge_cases_for(system, get_spec("env.stack_equivalence"))
+    assert first == EnvCase(0, 0, 40, system.capabilities.max_envs, to_end=True, stacks_only=True)
+
+
+def test_the_stacks_cases_drive_the_bare_env_once_as_far_as_the_stacks_go() -> None:
+    """env.stack_equivalence's runs (EnvCase.stacks_only) make one bare pass, to see the env usable
+    and answering: the stacks replay the bare env themselves, and nothing else reads those runs
+    (issue 39). The episode-end case still finds the ends, and drives the copies as far."""
+    system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
+    drawn = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2, stacks_only=True))
+    assert drawn.usable and drawn.second is None and drawn.after_end == {}
+    assert [type(call.op).__name__ for call in drawn.first.calls] == ["Reset"] + ["Step"] * 5
+    assert drawn.stack_steps == 5 and len(drawn.actions) == 2
+    whole = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2, to_end=True))
+    light = execute_user_env(system, EnvCase(seed=3, action_seed=4, steps=5, num_envs=2, to_end=True, stacks_only=True))
+    assert light.first_ends == whole.first_ends == [200, 200]
+    assert light.horizon == light.stack_steps == whole.horizon
+    assert np.array_equal(np.asarray(light.actions), np.asarray(whole.actions))
+    assert light.second is None
+    assert sum(isinstance(call.op, Step) for call in light.first.calls) == light.horizon  # one pass
+    assert harness.episode_ends(light.first) == 1
 
 
 def test_every_stack_crosses_the_episode_end_of_a_long_episode(monkeypatch: pytest.MonkeyPatch) -> None:

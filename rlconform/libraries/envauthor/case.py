@@ -4,6 +4,7 @@ actions a case draws from the env's action space; and the plain helpers every ru
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,17 @@ class EnvCase:
     steps: int
     num_envs: int
     to_end: bool = False
+    #: a case of ``env.stack_equivalence``'s search (the ``stacks`` scenario), whose run only the
+    #: stacks read: the bare env is driven once, as far as the stacks drive it, to see that it is
+    #: usable and answers (:func:`rlconform.libraries.envauthor.harness.execute_user_env`). The
+    #: bare specs' second pass, fresh replay and step past the end are not made: the stacks replay
+    #: the bare env themselves, so in a worker of its own (``Spec.own_worker``) they were a fifth
+    #: of a CarRacing check's stack work (issue 39)
+    stacks_only: bool = False
 
+
+#: the scenario of ``env.stack_equivalence`` (``Spec.scenario``): its cases are ``stacks_only``
+STACKS_SCENARIO = "stacks"
 
 #: the seeds and steps of the case driven to the episode ends (any would do: it is fixed, so that
 #: every search and every run of a check crosses the same episodes)
@@ -43,6 +54,17 @@ END_CASE_SEED = 0
 def episode_end_case(system: System) -> EnvCase:
     """The case driven on past the first episode end of each of the most copies a stack takes."""
     return EnvCase(END_CASE_SEED, END_CASE_SEED, 40, system.capabilities.max_envs, to_end=True)
+
+
+def stack_end_case(system: System) -> EnvCase:
+    """:func:`episode_end_case`, as ``env.stack_equivalence`` drives it (``stacks_only``)."""
+    return dataclasses.replace(episode_end_case(system), stacks_only=True)
+
+
+def stack_cases(system: System) -> SearchStrategy[EnvCase]:
+    """:func:`env_cases`, as ``env.stack_equivalence`` drives them (``stacks_only``): the same
+    draws (``map`` draws nothing of its own), so its search sees the cases it saw before."""
+    return env_cases(system).map(lambda case: dataclasses.replace(case, stacks_only=True))
 
 
 def env_cases(system: System) -> SearchStrategy[EnvCase]:

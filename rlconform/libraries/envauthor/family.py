@@ -35,7 +35,14 @@ from rlconform.core.user import BadInput
 from rlconform.envs.plan import Reset, reset_options
 from rlconform.envs.reproducer import print_run
 from rlconform.envs.whole_run import WholeRunFamily
-from rlconform.libraries.envauthor.case import EnvCase, env_cases, episode_end_case
+from rlconform.libraries.envauthor.case import (
+    STACKS_SCENARIO,
+    EnvCase,
+    env_cases,
+    episode_end_case,
+    stack_cases,
+    stack_end_case,
+)
 from rlconform.libraries.envauthor.harness import (
     MAX_HORIZON,
     MAX_RECORDED_BYTES,
@@ -157,7 +164,8 @@ class EnvAuthorFamily(WholeRunFamily):
         return execute_user_env(system, case)
 
     def cases(self, system: System, scenario: str) -> SearchStrategy[Any]:
-        return env_cases(system)
+        # env.stack_equivalence's cases run the bare env only as far as the stacks need (EnvCase)
+        return stack_cases(system) if scenario == STACKS_SCENARIO else env_cases(system)
 
     def end_search(self, system: System) -> None:
         """Close the stacks the search kept built across its examples (stack_pool)."""
@@ -165,7 +173,7 @@ class EnvAuthorFamily(WholeRunFamily):
 
     def boundary_cases(self, system: System, scenario: str) -> list[Any]:
         """The case driven past the episode ends, tried first by every search (see EnvCase)."""
-        return [episode_end_case(system)]
+        return [stack_end_case(system) if scenario == STACKS_SCENARIO else episode_end_case(system)]
 
     def reproducer(self, system: System, spec: Spec, case: Any, run: Any) -> str:
         return env_reproducer(system, spec, case, run)

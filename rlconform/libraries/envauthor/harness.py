@@ -1,5 +1,6 @@
 """Driving a user's env (env-author mode): the bare env twice with the case's seeds and sampled
-actions, on past its first episode ends (:func:`_horizon`), the probe of a step past an episode end,
+actions (once, as far as the stacks go, for ``env.stack_equivalence``'s ``stacks_only`` cases), on
+past its first episode ends (:func:`_horizon`), the probe of a step past an episode end,
 and :class:`EnvRun`, everything the specs read, which runs the stacks (:mod:`.stacks`), the wrapper
 layers and the edge and seed-stream probes only when a spec asks."""
 
@@ -212,20 +213,35 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
     )
     bare = _bare_system(system)
 
-    def drive_bare(horizon: int) -> None:
+    def drive_bare(horizon: int, driven: int | None = None) -> None:
+        """Draw each copy's ``horizon`` actions and drive the bare env with the first ``driven``
+        of copy 0's (all of them by default): twice from the seeded reset, once for a
+        ``stacks_only`` case."""
         run.horizon = horizon
         run.actions = [_sampled(run.action_space, case.action_seed + i, horizon) for i in range(case.num_envs)]
-        steps = [Step((a,)) for a in run.actions[0]]
-        ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps, Reset(seed=case.seed), *steps)
+        steps = [Step((a,)) for a in run.actions[0][:driven]]
+        ops: tuple[Op, ...] = (Reset(seed=case.seed), *steps)
+        if not case.stacks_only:
+            ops = (*ops, Reset(seed=case.seed), *steps)
         run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
 
-    drive_bare(case.steps)
+    # a stacks_only episode-end case is driven bare no further than the stacks drive it where its
+    # ends cannot be reached (STACK_STEPS_WITHOUT_END), until they are known
+    first_driven = min(case.steps, STACK_STEPS_WITHOUT_END) if case.stacks_only and case.to_end else case.steps
+    drive_bare(case.steps, first_driven)
     if hung_call(run.first) is not None:
         return run  # the env hung: driving it again would only wait for the deadline again
+    if case.stacks_only and not case.to_end:
+        return run  # the stacks replay the bare env themselves: nothing else is read of this run
     actions = (to_env_action(a, device) for a in _action_stream(run.action_space, case.action_seed))
     run.after_end = _probe_after_end(system.id, factory, case.seed, actions, episode_seconds())
     # only the episode-end case is driven past the ends (EnvCase): the others keep their own steps
     horizon = _horizon(run, factory) if case.to_end else case.steps
+    if case.stacks_only:
+        run.horizon = horizon
+        if horizon > case.steps or run.stack_steps > first_driven:
+            drive_bare(horizon, run.stack_steps)  # as far as the stacks drive the copies
+        return run
     if horizon > case.steps:
         drive_bare(horizon)  # the same actions, continued: every copy reaches its episode end
         if hung_call(run.first) is not None:

@@ -278,6 +278,8 @@ def env_step_after_end(run: EnvRun) -> Outcome:
     families=FAMILIES,
     expensive=True,
     needs=("usable",),
+    # its cases drive the bare env once, as far as the stacks drive it (EnvCase.stacks_only)
+    scenario="stacks",
     # its examples drive the stacks and replay the bare env themselves (stack_pool): half of a
     # long-episode env's check, run beside the other specs where a second worker is free
     own_worker=True,
