@@ -199,14 +199,17 @@ def execute_user_env(system: System, case: EnvCase) -> EnvRun:
 def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
     factory = _factory(system)
     run = EnvRun(system=system, case=case)
-    try:
-        probe = factory()
-        run.observation_space, run.action_space = probe.observation_space, probe.action_space
-        run.torch_device, run.observation_bytes = _returns_tensors_on(probe, case.seed)
-        probe.close()
-    except Exception as exc:
-        run.build_error = f"{type(exc).__name__}: {exc}"
-        return run
+    if system.id not in _PROBED:
+        try:
+            probe = factory()
+            spaces = probe.observation_space, probe.action_space
+            _PROBED[system.id] = (*spaces, *_returns_tensors_on(probe, case.seed))
+            probe.close()
+        except Exception as exc:
+            _PROBED.pop(system.id, None)
+            run.build_error = f"{type(exc).__name__}: {exc}"
+            return run
+    run.observation_space, run.action_space, run.torch_device, run.observation_bytes = _PROBED[system.id]
     device = run.torch_device
     codec = ActionCodec(
         single=lambda value: to_env_action(value, device), batch=functools.partial(_batch, run.action_space)
@@ -224,6 +227,9 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
         if not case.stacks_only:
             ops = (*ops, Reset(seed=case.seed), *steps)
         run.first = _drive(bare, Case(EnvScript(), 1, ops), [factory], codec)
+        if run.first.build_error is not None and not run.first.calls:
+            # the env was built once for the check (_PROBED): this example's build failed
+            run.build_error = run.first.build_error.splitlines()[0]
 
     # a stacks_only episode-end case is driven bare no further than the stacks drive it where its
     # ends cannot be reached (STACK_STEPS_WITHOUT_END), until they are known
@@ -345,6 +351,13 @@ def _returns_tensors_on(env: Any, seed: int) -> tuple[str | None, int]:
     except Exception:
         return None, 0
     return torch_device(obs), leaf_bytes(obs)
+
+
+#: per user system, what its env showed when first built (a later example's build that fails is the
+#: bare run's build error): its observation and action spaces, the device of the tensors its seeded
+#: reset returned (None: NumPy) and the bytes of that observation. Built and reset once per check, not
+#: per example: a CarRacing reset generates a track (50 ms), and a check makes some fifty examples
+_PROBED: dict[str, tuple[Any, Any, str | None, int]] = {}
 
 
 #: systems whose probe already ran a whole budget without an episode end, with why no end was seen
