@@ -9,6 +9,8 @@ with one seed, so an env that reseeds itself with a constant on every reset with
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -16,13 +18,14 @@ pytest.importorskip("gymnasium")
 
 from gymnasium import spaces
 
+from rlconform.core.compare import first_difference
 from rlconform.core.profiles import get_profile
 from rlconform.core.runner import RunCache
 from rlconform.core.search import Verdict, check_spec, edge_cases_for
 from rlconform.core.spec import get_spec
 from rlconform.core.user import user_system
 from rlconform.envs.plan import Step
-from rlconform.libraries.envauthor import harness
+from rlconform.libraries.envauthor import harness, stack_pool
 from rlconform.libraries.envauthor import stacks as envstacks
 from rlconform.libraries.envauthor.case import EnvCase
 from rlconform.libraries.envauthor.harness import execute_user_env
@@ -183,3 +186,38 @@ def test_an_env_without_randomness_passes_seed_stream_saying_why_it_cannot_tell(
     verdict = _verdict("clockwork", "env.seed_stream")
     assert verdict.status == "pass", verdict.message
     assert "too little randomness there to tell" in verdict.message
+
+
+def test_a_stacks_only_bare_pass_is_kept_as_copy_0_s_replay(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """Gymnasium's and SB3's stacks ask for copy 0 replayed from seed + 0 with its actions, which is
+    the stacks_only run's bare pass: kept, it is not made again (issue 39), and it is what the
+    replay would have made. Not kept where the pass differs from a replay (an odd seed's reset has
+    options={}), and then the stacks replay copy 0 as before."""
+    system = user_system("rlconform.libraries.envauthor.sample_envs:swing", "gymnasium.Env")
+    made: list[tuple[Any, ...]] = []
+    replay = envstacks._replay
+
+    def counted(factory: Any, resets: tuple[Any, ...], actions: list[Any]) -> list[dict[str, Any]]:
+        made.append(resets)
+        return replay(factory, resets, actions)
+
+    monkeypatch.setattr(envstacks, "_replay", counted)
+    monkeypatch.setattr(envstacks, "STACKS", ("gymnasium.SyncVectorEnv.NextStep", "sb3.DummyVecEnv"))
+    stack_pool.close_pool(system.id)  # a search of its own: its examples drive the stacks
+    request.addfinalizer(lambda: stack_pool.close_pool(system.id))
+    run = execute_user_env(system, EnvCase(seed=4, action_seed=5, steps=12, num_envs=2, stacks_only=True))
+    (kept,) = run._replays.values()
+    made_again = replay(run.system.env_factory, (4,), list(run.actions[0][:12]))
+    assert len(kept) == len(made_again) == 12
+    for mine, theirs in zip(kept, made_again, strict=True):
+        assert first_difference(mine, theirs) is None
+    results = run.stacks()
+    assert all(envstacks.agrees(result) for result in results), [envstacks.stack_difference(r) for r in results]
+    assert made == [(5,)]  # copy 1 only: copy 0 was the bare pass, for both stacks
+    odd = execute_user_env(system, EnvCase(seed=3, action_seed=5, steps=12, num_envs=2, stacks_only=True))
+    assert odd._replays == {}
+    made.clear()
+    assert all(envstacks.agrees(result) for result in odd.stacks())
+    assert made == [(3,), (4,)]

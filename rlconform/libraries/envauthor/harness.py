@@ -6,6 +6,7 @@ layers and the edge and seed-stream probes only when a spec asks."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import pickle
 import time
@@ -21,7 +22,7 @@ from rlconform.core.system import Capabilities, System
 from rlconform.core.watchdog import CallTimeout, call_timeout, deadline
 from rlconform.envs.batching import leaf_bytes
 from rlconform.envs.driver import ActionCodec, Run
-from rlconform.envs.plan import Case, Op, Reset, Step
+from rlconform.envs.plan import Case, Op, Reset, Step, reset_options
 from rlconform.envs.script import EnvScript
 from rlconform.envs.time_limits import declared_time_limit, no_end_reason
 from rlconform.envs.whole_run import WholeRunRecord
@@ -193,7 +194,49 @@ def execute_user_env(system: System, case: EnvCase) -> EnvRun:
     with warnings.catch_warnings():
         # the env's own warnings (Gymnasium's passive checker) belong to the env, not the report
         warnings.simplefilter("ignore")
-        return _execute_user_env(system, case)
+        run = _execute_user_env(system, case)
+    if case.stacks_only:
+        _keep_bare_replay(run)
+    return run
+
+
+def _keep_bare_replay(run: EnvRun) -> None:
+    """Keep a ``stacks_only`` run's bare pass as the replay of copy 0 that Gymnasium's and SB3's
+    stacks ask for (:meth:`EnvRun.replay`): seeded ``seed + 0`` and given copy 0's actions, they ask
+    for exactly that run, which :func:`rlconform.libraries.envauthor.stacks._replay` would make again
+    (a CarRacing check spent 2-3 s of its stack worker on it). Kept only where the pass is what a
+    replay makes: every call answered, the seeded reset made without options, no episode end before
+    the last step (a replay resets with ``reset()``, the driver with ``reset(seed=None)``), and as
+    many steps as the stacks drive."""
+    first = run.first
+    if first is None or first.build_error is not None or hung_call(first) is not None:
+        return
+    if reset_options(Reset(seed=run.case.seed)) is not None:
+        return
+    calls = first.calls
+    steps = run.stack_steps
+    if len(calls) != steps + 1 or not isinstance(calls[0].op, Reset) or any(call.failed for call in calls):
+        return
+    obs, _info = calls[0].result_live
+    transitions = []
+    for t, call in enumerate(calls[1:]):
+        next_obs, reward, terminated, truncated, _ = call.result_live
+        transitions.append(
+            {
+                "obs": obs,
+                "action": call.op.actions[0],
+                "reward": float(reward),
+                "next_obs": next_obs,
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+            }
+        )
+        if (terminated or truncated) and t < steps - 1:
+            return  # the driver's implied reset is not the replay's
+        obs = next_obs
+    actions = [to_env_action(a, run.torch_device) for a in run.actions[0][:steps]]
+    with contextlib.suppress(Exception):  # actions that do not pickle: every stack replays
+        run._replays[pickle.dumps(((run.case.seed,), actions))] = transitions
 
 
 def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
