@@ -28,7 +28,7 @@ from rlconform.envs.time_limits import declared_time_limit, no_end_reason
 from rlconform.envs.whole_run import WholeRunRecord
 from rlconform.libraries.envauthor import stack_pool, stacks
 from rlconform.libraries.envauthor.case import EnvCase, _action_stream, _batch, _drive, _factory, _sampled
-from rlconform.libraries.envauthor.layers import LayerRun, drive_layers
+from rlconform.libraries.envauthor.layers import LayerRun, LayerTap, drive_layers
 from rlconform.libraries.envauthor.probes import edge_actions, probe_edges, probe_stream
 from rlconform.libraries.envauthor.stacks import StackResult
 from rlconform.libraries.envauthor.torch_envs import to_env_action, torch_device
@@ -147,7 +147,8 @@ class EnvRun(WholeRunRecord):
         return self._stream
 
     def layers(self) -> LayerRun | None:
-        """The env's wrapper layers driven once with the first copy's actions (None: no layers)."""
+        """The env's wrapper layers driven once with the first copy's actions (None: no layers):
+        what they answered in the fresh replay (:attr:`second`), else driven now."""
         if self._layers is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -296,7 +297,17 @@ def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
         if hung_call(run.first) is not None:
             return run
     steps = [Step((a,)) for a in run.actions[0]]
-    run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [factory], codec)
+    # the fresh replay is also the run env.wrapper_layers reads: each layer tapped (LayerTap)
+    taps: list[LayerTap] = []
+
+    def tapped() -> Any:
+        env = factory()
+        taps.append(LayerTap(env))
+        return env
+
+    run.second = _drive(bare, Case(EnvScript(), 1, (Reset(seed=case.seed), *steps)), [tapped], codec)
+    if len(taps) == 1 and hung_call(run.second) is None:
+        run._layers = (taps[0].layer_run(),)
     return run
 
 

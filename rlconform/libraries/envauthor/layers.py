@@ -58,50 +58,77 @@ def layer_chain(env: Any) -> list[Any]:
     return chain
 
 
+class LayerTap:
+    """Every layer of ``env`` tapped (wrapped on the instance; nothing returned is changed), its
+    calls recorded as they are answered, whoever drives the env: :func:`drive_layers`, or
+    env-author mode's fresh replay of the bare env (``EnvRun.second``), which is the same run
+    (a fresh env, the case's seeded reset and copy 0's actions, a reset after each end), so that a
+    check drives each example's env once less (issue 39)."""
+
+    def __init__(self, env: Any) -> None:
+        self.chain = layer_chain(env)
+        #: the top-level calls, each with the calls the layers under it answered meanwhile
+        self.top: list[LayerCall] = []
+        self.limits: dict[int, int] = {}
+        if len(self.chain) < 2:
+            return
+        stack: list[LayerCall] = []
+        steps = [0] * len(self.chain)
+
+        def tap(index: int, kind: str, method: Any) -> Any:
+            @functools.wraps(method)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                record = LayerCall(index, kind)
+                (stack[-1].inner if stack else self.top).append(record)
+                stack.append(record)
+                try:
+                    result = method(*args, **kwargs)
+                except BaseException:
+                    record.failed = True
+                    raise
+                finally:
+                    stack.pop()
+                steps[index] = 0 if kind == "reset" else steps[index] + 1
+                record.episode_step = steps[index]
+                record.result = result
+                return result
+
+            return call
+
+        for index, layer in enumerate(self.chain):
+            for kind in ("reset", "step"):
+                # a layer that refuses instance attributes is read through the one above
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(layer, kind, tap(index, kind, getattr(layer, kind)))
+        for index, layer in enumerate(self.chain):
+            for name in LIMIT_ATTRIBUTES:
+                value = getattr(layer, name, None) if name in vars(layer) else None
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    self.limits[index] = value
+                    break
+
+    def layer_run(self) -> LayerRun | None:
+        """What the layers answered (None: the env has one layer only), up to the first call that
+        raised: a run that goes on after an error (the driver's) is read as far as one that stops
+        there (:func:`drive_layers`)."""
+        if len(self.chain) < 2:
+            return None
+        calls = []
+        for call in self.top:
+            calls.append(call)
+            if call.failed:
+                break
+        return LayerRun([type(layer).__name__ for layer in self.chain], calls, dict(self.limits))
+
+
 def drive_layers(factory: Any, seed: int, actions: list[Any]) -> LayerRun | None:
     """Build the env, tap every layer, run ``reset(seed)`` and the ``actions`` (resetting after each
     episode end); None when the env has one layer only."""
     env = factory()
-    chain = layer_chain(env)
-    if len(chain) < 2:
+    tapped = LayerTap(env)
+    if len(tapped.chain) < 2:
         _close(env)
         return None
-    stack: list[LayerCall] = []
-    top: list[LayerCall] = []
-    steps = [0] * len(chain)
-
-    def tap(index: int, kind: str, method: Any) -> Any:
-        @functools.wraps(method)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            record = LayerCall(index, kind)
-            (stack[-1].inner if stack else top).append(record)
-            stack.append(record)
-            try:
-                result = method(*args, **kwargs)
-            except BaseException:
-                record.failed = True
-                raise
-            finally:
-                stack.pop()
-            steps[index] = 0 if kind == "reset" else steps[index] + 1
-            record.episode_step = steps[index]
-            record.result = result
-            return result
-
-        return call
-
-    for index, layer in enumerate(chain):
-        for kind in ("reset", "step"):
-            # a layer that refuses instance attributes is read through the one above
-            with contextlib.suppress(AttributeError, TypeError):
-                setattr(layer, kind, tap(index, kind, getattr(layer, kind)))
-    limits = {}
-    for index, layer in enumerate(chain):
-        for name in LIMIT_ATTRIBUTES:
-            value = getattr(layer, name, None) if name in vars(layer) else None
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                limits[index] = value
-                break
     try:
         env.reset(seed=seed)
         for action in actions:
@@ -112,7 +139,7 @@ def drive_layers(factory: Any, seed: int, actions: list[Any]) -> LayerRun | None
         pass  # the env's own errors are the other specs' to report; what ran is compared
     finally:
         _close(env)
-    return LayerRun([type(layer).__name__ for layer in chain], top, limits)
+    return tapped.layer_run()
 
 
 def _close(env: Any) -> None:
