@@ -221,3 +221,18 @@ def test_a_stacks_only_bare_pass_is_kept_as_copy_0_s_replay(
     made.clear()
     assert all(envstacks.agrees(result) for result in odd.stacks())
     assert made == [(3,), (4,)]
+
+
+def test_two_factories_of_one_name_each_read_their_own_env() -> None:
+    """The env is built once per check to read its spaces (harness._PROBED): a second factory of
+    the same name (two functools.partial, say) must not be read as the first."""
+    from rlconform.core.user import factory_system
+    from rlconform.libraries.envauthor import sample_envs
+
+    counter = factory_system(sample_envs.counter, "gymnasium.Env", reference="tests:same_name")
+    swing = factory_system(sample_envs.swing, "gymnasium.Env", reference="tests:same_name")
+    assert counter.id == swing.id
+    first = execute_user_env(counter, EnvCase(seed=1, action_seed=2, steps=3, num_envs=1))
+    second = execute_user_env(swing, EnvCase(seed=1, action_seed=2, steps=3, num_envs=1))
+    assert first.action_space == sample_envs.counter().action_space
+    assert second.action_space == sample_envs.swing().action_space != first.action_space

@@ -243,17 +243,18 @@ def _keep_bare_replay(run: EnvRun) -> None:
 def _execute_user_env(system: System, case: EnvCase) -> EnvRun:
     factory = _factory(system)
     run = EnvRun(system=system, case=case)
-    if system.id not in _PROBED:
+    probed = _PROBED.get(system.id)
+    if probed is None or probed[0] is not factory:
         try:
             probe = factory()
             spaces = probe.observation_space, probe.action_space
-            _PROBED[system.id] = (*spaces, *_returns_tensors_on(probe, case.seed))
+            probed = _PROBED[system.id] = (factory, *spaces, *_returns_tensors_on(probe, case.seed))
             probe.close()
         except Exception as exc:
             _PROBED.pop(system.id, None)
             run.build_error = f"{type(exc).__name__}: {exc}"
             return run
-    run.observation_space, run.action_space, run.torch_device, run.observation_bytes = _PROBED[system.id]
+    _, run.observation_space, run.action_space, run.torch_device, run.observation_bytes = probed
     device = run.torch_device
     codec = ActionCodec(
         single=lambda value: to_env_action(value, device), batch=functools.partial(_batch, run.action_space)
@@ -408,10 +409,12 @@ def _returns_tensors_on(env: Any, seed: int) -> tuple[str | None, int]:
 
 
 #: per user system, what its env showed when first built (a later example's build that fails is the
-#: bare run's build error): its observation and action spaces, the device of the tensors its seeded
-#: reset returned (None: NumPy) and the bytes of that observation. Built and reset once per check, not
-#: per example: a CarRacing reset generates a track (50 ms), and a check makes some fifty examples
-_PROBED: dict[str, tuple[Any, Any, str | None, int]] = {}
+#: bare run's build error): the factory it came from (two factories may share a name, two
+#: ``functools.partial`` say: only the same factory object reads it), its observation and action
+#: spaces, the device of the tensors its seeded reset returned (None: NumPy) and the bytes of that
+#: observation. Built and reset once per check, not per example: a CarRacing reset generates a track
+#: (50 ms), and a check makes some fifty examples
+_PROBED: dict[str, tuple[Any, Any, Any, str | None, int]] = {}
 
 
 #: systems whose probe already ran a whole budget without an episode end, with why no end was seen
