@@ -236,3 +236,18 @@ def test_two_factories_of_one_name_each_read_their_own_env() -> None:
     second = execute_user_env(swing, EnvCase(seed=1, action_seed=2, steps=3, num_envs=1))
     assert first.action_space == sample_envs.counter().action_space
     assert second.action_space == sample_envs.swing().action_space != first.action_space
+
+
+def test_an_endless_env_s_budget_is_not_read_for_another_factory_of_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An env found not to end within the budget is not searched again (harness._NO_END), but only
+    for that factory: another of the same name still has its episode ends found."""
+    from rlconform.core.user import factory_system
+    from rlconform.libraries.envauthor import sample_envs
+
+    monkeypatch.setenv("RLCONFORM_EPISODE_SECONDS", "0.25")
+    monkeypatch.setattr(harness, "_NO_END", {})
+    endless = factory_system(sample_envs.endless, "gymnasium.Env", reference="tests:same_name_ends")
+    swing = factory_system(sample_envs.swing, "gymnasium.Env", reference="tests:same_name_ends")
+    case = EnvCase(seed=3, action_seed=4, steps=5, num_envs=1, to_end=True)
+    assert execute_user_env(endless, case).ends_missed is not None
+    assert execute_user_env(swing, case).first_ends == [200]

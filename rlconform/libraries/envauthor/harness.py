@@ -133,8 +133,9 @@ class EnvRun(WholeRunRecord):
     def stream(self) -> dict[str, Any]:
         """Episodes after seeded and unseeded resets (:func:`rlconform.libraries.envauthor.probes.probe_stream`)."""
         if self._stream is None:
-            if self.system.id in _NO_END:
-                self._stream = {"no_end": _NO_END[self.system.id]}
+            no_end = _no_end(self.system.id, _factory(self.system))
+            if no_end is not None:
+                self._stream = {"no_end": no_end}
             else:
                 device, space, action_seed = self.torch_device, self.action_space, self.case.action_seed
 
@@ -365,7 +366,7 @@ def _first_end(
 ) -> int | None:
     """The step at which the first episode after ``reset(seed=seed)`` ends under ``actions``
     (None: none within ``budget`` seconds, or the env raised)."""
-    if system_id in _NO_END:
+    if _no_end(system_id, factory) is not None:
         return None
     try:
         with deadline(budget + call_timeout(user_envs=True) * 4):
@@ -417,10 +418,17 @@ def _returns_tensors_on(env: Any, seed: int) -> tuple[str | None, int]:
 _PROBED: dict[str, tuple[Any, Any, Any, str | None, int]] = {}
 
 
-#: systems whose probe already ran a whole budget without an episode end, with why no end was seen
+#: systems whose probe already ran a whole budget without an episode end, with the factory probed
+#: (two factories may share a name: only the same factory object reads it) and why no end was seen
 #: (:func:`rlconform.envs.time_limits.no_end_reason`): later examples do not spend it again (an env that
 #: does not end in one budget is not expected to in the next)
-_NO_END: dict[str, str] = {}
+_NO_END: dict[str, tuple[Any, str]] = {}
+
+
+def _no_end(system_id: str, factory: Any) -> str | None:
+    """Why ``factory``'s episodes were already found not to end within the budget (None: not found)."""
+    found = _NO_END.get(system_id)
+    return found[1] if found is not None and found[0] is factory else None
 
 
 def _probe_after_end(
@@ -429,8 +437,9 @@ def _probe_after_end(
     """Step an env until its first episode ends (for at most ``budget`` seconds), once more
     without reset, then reset(seed): the reset must give what a fresh env's reset(seed) gives."""
     out: dict[str, Any] = {"ended": False}
-    if system_id in _NO_END:
-        out["no_end"] = _NO_END[system_id]
+    no_end = _no_end(system_id, factory)
+    if no_end is not None:
+        out["no_end"] = no_end
         return out
     try:
         with deadline(budget + call_timeout(user_envs=True) * 4):
@@ -460,9 +469,8 @@ def _probe_after_end(
                 got, _ = env.reset(seed=seed)
                 out["difference"] = first_difference(got, expected)
             else:
-                out["no_end"] = _NO_END[system_id] = no_end_reason(
-                    budget, steps, declared_time_limit(getattr(env, "spec", None))
-                )
+                out["no_end"] = no_end_reason(budget, steps, declared_time_limit(getattr(env, "spec", None)))
+                _NO_END[system_id] = (factory, out["no_end"])
             env.close()
     except (Exception, CallTimeout) as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"
