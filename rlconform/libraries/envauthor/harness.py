@@ -219,12 +219,18 @@ def _keep_bare_replay(run: EnvRun) -> None:
     steps = run.stack_steps
     if len(calls) != steps + 1 or not isinstance(calls[0].op, Reset) or any(call.failed for call in calls):
         return
-    obs, _info = calls[0].result_live
+    reset = calls[0].result_live
+    if not (isinstance(reset, tuple) and len(reset) == 2):
+        return  # not what a replay reads (the api spec reports it): the stacks replay as before
+    obs = reset[0]
     transitions = []
     for t, call in enumerate(calls[1:]):
-        next_obs, reward, terminated, truncated, _ = call.result_live
-        transitions.append(
-            {
+        result = call.result_live
+        if not (isinstance(call.op, Step) and isinstance(result, tuple) and len(result) == 5):
+            return
+        next_obs, reward, terminated, truncated, _ = result
+        try:
+            transition = {
                 "obs": obs,
                 "action": call.op.actions[0],
                 "reward": float(reward),
@@ -232,8 +238,10 @@ def _keep_bare_replay(run: EnvRun) -> None:
                 "terminated": bool(terminated),
                 "truncated": bool(truncated),
             }
-        )
-        if (terminated or truncated) and t < steps - 1:
+        except (TypeError, ValueError):  # a reward or flag a replay could not read either
+            return
+        transitions.append(transition)
+        if (transition["terminated"] or transition["truncated"]) and t < steps - 1:
             return  # the driver's implied reset is not the replay's
         obs = next_obs
     actions = [to_env_action(a, run.torch_device) for a in run.actions[0][:steps]]
