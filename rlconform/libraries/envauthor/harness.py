@@ -230,14 +230,7 @@ def _keep_bare_replay(run: EnvRun) -> None:
             return
         next_obs, reward, terminated, truncated, _ = result
         try:
-            transition = {
-                "obs": obs,
-                "action": call.op.actions[0],
-                "reward": float(reward),
-                "next_obs": next_obs,
-                "terminated": bool(terminated),
-                "truncated": bool(truncated),
-            }
+            transition = stacks.replayed_transition(obs, call.op.actions[0], reward, next_obs, terminated, truncated)
         except (TypeError, ValueError):  # a reward or flag a replay could not read either
             return
         transitions.append(transition)

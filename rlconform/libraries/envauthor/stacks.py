@@ -386,19 +386,26 @@ def _replay(factory: Callable[[], Any], resets: tuple[int | None, ...], actions:
         obs, _ = env.reset(seed=resets[-1])
         for action in actions:
             next_obs, reward, terminated, truncated, _ = env.step(action)
-            transitions.append(
-                {
-                    "obs": obs,
-                    "action": action,
-                    "reward": float(reward),
-                    "next_obs": next_obs,
-                    "terminated": bool(terminated),
-                    "truncated": bool(truncated),
-                }
-            )
+            transitions.append(replayed_transition(obs, action, reward, next_obs, terminated, truncated))
             obs = next_obs
             if terminated or truncated:
                 obs, _ = env.reset()
     finally:
         env.close()
     return transitions
+
+
+def replayed_transition(
+    obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
+) -> dict[str, Any]:
+    """One transition of a bare replay as the stacks' comparison reads it (:func:`_replay`, and the
+    bare pass kept as copy 0's replay, ``harness._keep_bare_replay``): raises TypeError or
+    ValueError where the reward or a flag is not a number."""
+    return {
+        "obs": obs,
+        "action": action,
+        "reward": float(reward),
+        "next_obs": next_obs,
+        "terminated": bool(terminated),
+        "truncated": bool(truncated),
+    }
